@@ -1,0 +1,29 @@
+"""The ``kgmind`` command line: ``kg``, ``index``, ``ask``, ``feedback``, ``eval``."""
+
+from __future__ import annotations
+
+import typer
+
+from kgmind.cli import ask, eval_cmd, feedback, index, kg, weights
+
+app = typer.Typer(
+    name="kgmind",
+    help="Answer domain questions by reasoning over a knowledge graph (HyKGE + MindMap + KGCoT).",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+weights.register(kg.app)
+app.add_typer(kg.app, name="kg")
+app.add_typer(index.app, name="index")
+app.add_typer(eval_cmd.app, name="eval")
+ask.register(app)
+feedback.register(app)
+
+
+def main() -> None:
+    """Entry point of the ``kgmind`` script."""
+    app()
+
+
+__all__ = ["app", "main"]

@@ -1,0 +1,55 @@
+"""Shared CLI helpers: one-line errors, exit codes, console objects."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import NoReturn, ParamSpec, TypeVar
+
+import typer
+from rich.console import Console
+
+__all__ = ["CliError", "console", "err_console", "fail", "handle_errors"]
+
+console = Console()
+err_console = Console(stderr=True)
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class CliError(Exception):
+    """An error to show to the user as one line, with an exit code."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    """Print ``error: message`` on stderr and exit with ``code``."""
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
+    """Turn expected exceptions into one-line errors and a non-zero exit."""
+
+    @functools.wraps(func)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        from kgmind.tools.store import StoreError
+
+        try:
+            return func(*args, **kwargs)
+        except typer.Exit:
+            raise
+        except CliError as exc:
+            fail(str(exc), exc.code)
+        except FileNotFoundError as exc:
+            fail(f"file not found: {exc.filename or exc}")
+        except StoreError as exc:
+            fail(str(exc))
+        except ValueError as exc:
+            fail(str(exc), 2)
+
+    return wrapper

@@ -1,0 +1,214 @@
+"""The knowledge-graph data model shared by every backend, importer and retriever.
+
+Entities, relations and knowledge documents are pydantic models. Identifiers are
+*stable*: they are derived from the normalised entity name (and, for relations, from
+head, type and tail), so importing the same fact twice yields the same id and an
+upsert merges instead of duplicating. Names are kept exactly as given for display;
+:func:`normalize_name` gives the lookup key (case, ``_`` vs space, full/half width).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from typing import Any
+
+from pydantic import BaseModel, Field, field_validator
+
+__all__ = [
+    "COMMON_ENTITY_TYPES",
+    "TYPE_PRIORITY",
+    "Entity",
+    "KnowledgeDoc",
+    "Relation",
+    "WeightChange",
+    "doc_id",
+    "entity_id",
+    "normalize_name",
+    "relation_id",
+]
+
+#: Entity types the importers produce. Other strings are allowed (non-medical KGs).
+COMMON_ENTITY_TYPES: tuple[str, ...] = (
+    "disease",
+    "symptom",
+    "test",
+    "medication",
+    "food",
+    "department",
+    "producer",
+    "entity",
+)
+
+#: When one name is seen with several types (e.g. "Depression" is a disease and a
+#: symptom), the entity keeps the type that comes first here. Unknown types rank last.
+TYPE_PRIORITY: dict[str, int] = {t: i for i, t in enumerate(COMMON_ENTITY_TYPES)}
+
+_WS = re.compile(r"\s+")
+
+
+def normalize_name(name: str) -> str:
+    """Return the lookup key of an entity name.
+
+    NFKC folds full-width forms (``ＡＢＣ`` → ``abc``, ``（`` → ``(``), ``_`` becomes a
+    space, whitespace is collapsed and the result is case-folded. CJK text is left
+    otherwise untouched.
+
+    Args:
+        name: The name as written in the source or the question.
+
+    Returns:
+        The normalised key; the empty string for a blank name.
+    """
+    text = unicodedata.normalize("NFKC", name).replace("_", " ")
+    return _WS.sub(" ", text).strip().casefold()
+
+
+def _digest(*parts: str) -> str:
+    h = hashlib.blake2b(digest_size=10)
+    for p in parts:
+        h.update(p.encode("utf-8"))
+        h.update(b"\x1f")
+    return h.hexdigest()
+
+
+def entity_id(name: str) -> str:
+    """Stable id of the entity called ``name`` (same for every spelling that normalises alike)."""
+    key = normalize_name(name)
+    if not key:
+        raise ValueError("an entity name must not be blank")
+    return "e" + _digest(key)
+
+
+def relation_id(head_id: str, rel_type: str, tail_id: str) -> str:
+    """Stable id of the edge ``head -[rel_type]-> tail``."""
+    return "r" + _digest(head_id, rel_type, tail_id)
+
+
+def doc_id(entity: str, text: str) -> str:
+    """Stable id of a knowledge document about ``entity`` (an entity id) with ``text``."""
+    return "d" + _digest(entity, text)
+
+
+_REL_TYPE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class Entity(BaseModel):
+    """A KG node.
+
+    Attributes:
+        id: Stable id, by default :func:`entity_id` of ``name``.
+        name: Display name, as given by the source.
+        type: Entity type, e.g. ``disease``, ``symptom``, ``test``, ``medication``.
+        aliases: Other names that should link to this entity.
+        description: Free text about the entity (HyKGE attaches it to chains).
+    """
+
+    id: str = ""
+    name: str
+    type: str = "entity"
+    aliases: list[str] = Field(default_factory=list)
+    description: str = ""
+
+    @field_validator("name")
+    @classmethod
+    def _name_not_blank(cls, v: str) -> str:
+        if not normalize_name(v):
+            raise ValueError("entity name must not be blank")
+        return v.strip()
+
+    @field_validator("type")
+    @classmethod
+    def _type_lower(cls, v: str) -> str:
+        v = v.strip().lower()
+        return v or "entity"
+
+    def model_post_init(self, __context: Any) -> None:  # noqa: D105
+        if not self.id:
+            self.id = entity_id(self.name)
+
+    @property
+    def key(self) -> str:
+        """The normalised lookup key of :attr:`name`."""
+        return normalize_name(self.name)
+
+
+class Relation(BaseModel):
+    """A directed, weighted KG edge ``head -[type]-> tail``.
+
+    Attributes:
+        id: Stable id, by default :func:`relation_id` of head, type and tail.
+        head: Head entity id.
+        type: Relation type, snake_case (``has_symptom``, ``need_medication`` …).
+        tail: Tail entity id.
+        weight: KGCoT edge weight; starts at 1.0, always > 0.
+        source: Reference to the knowledge behind the edge (a document id or a
+            citation), which KGCoT stores on each edge.
+    """
+
+    id: str = ""
+    head: str
+    type: str
+    tail: str
+    weight: float = 1.0
+    source: str = ""
+
+    @field_validator("type")
+    @classmethod
+    def _type_ok(cls, v: str) -> str:
+        v = v.strip().replace(" ", "_").lower()
+        if not _REL_TYPE.match(v):
+            raise ValueError(f"relation type must be snake_case letters/digits/_: {v!r}")
+        return v
+
+    @field_validator("weight")
+    @classmethod
+    def _weight_positive(cls, v: float) -> float:
+        if not v > 0 or v != v or v == float("inf"):
+            raise ValueError("relation weight must be a finite number > 0")
+        return float(v)
+
+    def model_post_init(self, __context: Any) -> None:  # noqa: D105
+        if not self.id:
+            self.id = relation_id(self.head, self.type, self.tail)
+
+
+class KnowledgeDoc(BaseModel):
+    """A piece of text knowledge about one entity (e.g. a disease description).
+
+    Attributes:
+        id: Stable id, by default :func:`doc_id` of entity id and text.
+        entity_id: The entity the text is about.
+        text: The text.
+    """
+
+    id: str = ""
+    entity_id: str
+    text: str
+
+    def model_post_init(self, __context: Any) -> None:  # noqa: D105
+        if not self.id:
+            self.id = doc_id(self.entity_id, self.text)
+
+
+class WeightChange(BaseModel):
+    """One audited edge-weight change made by a feedback (one audit row).
+
+    Attributes:
+        feedback_id: Idempotency key of the feedback that made the change.
+        run_id: The pipeline run the feedback was about.
+        relation_id: The edge whose weight changed.
+        old_weight: Weight before the feedback.
+        new_weight: Weight after the feedback.
+        rating: ``excellent`` or ``poor``.
+        at: ISO-8601 UTC time of the commit.
+    """
+
+    feedback_id: str
+    run_id: str
+    relation_id: str
+    old_weight: float
+    new_weight: float
+    rating: str
+    at: str

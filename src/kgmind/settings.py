@@ -1,0 +1,26 @@
+"""Paths and defaults read from the environment (``KGMIND_HOME``, ``KGMIND_DATA_DIR``)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = ["DEFAULT_KG_NAME", "data_dir", "default_store_uri", "kgmind_home"]
+
+#: The KG the default store holds (the shipped demo KG, imported on first use).
+DEFAULT_KG_NAME = "demo"
+
+
+def kgmind_home() -> Path:
+    """``$KGMIND_HOME`` (default ``~/.kgmind``): stores, indexes, models, checkpoints."""
+    return Path(os.environ.get("KGMIND_HOME") or Path.home() / ".kgmind").expanduser()
+
+
+def data_dir() -> Path:
+    """``$KGMIND_DATA_DIR`` (default ``../shared/data``): public KGs and QA sets."""
+    return Path(os.environ.get("KGMIND_DATA_DIR") or "../shared/data").expanduser()
+
+
+def default_store_uri(name: str = DEFAULT_KG_NAME) -> str:
+    """The embedded store URI for the KG called ``name``: ``ladybug:$KGMIND_HOME/<name>``."""
+    return f"ladybug:{kgmind_home() / name}"
