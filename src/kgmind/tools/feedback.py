@@ -1,0 +1,261 @@
+"""Write feedback on an answer back into the KG's edge weights (KGCoT §2.4).
+
+Three pieces:
+
+* :func:`cited_relation_ids` picks the edges to rate: those behind the evidence items
+  the answer cited (not everything retrieved).
+* :func:`apply_feedback` applies one rating to those edges through
+  :meth:`GraphStore.apply_weight_updates <kgmind.tools.store.GraphStore.apply_weight_updates>`
+  (one transaction, idempotent by feedback id, audited), then tells the cached graph
+  index about the committed changes.
+* :data:`update_edge_weights` is the same operation as a LangChain tool.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, Field
+
+from kgmind.models import WeightChange
+from kgmind.retrievers.evidence import Evidence
+from kgmind.tools.store import GraphStore
+from kgmind.tools.weights import DEFAULT_BETA, RATINGS, check_rate, make_rule
+
+if TYPE_CHECKING:
+    from langchain_core.tools import StructuredTool
+
+__all__ = [
+    "NEUTRAL_RATINGS",
+    "UpdateEdgeWeightsInput",
+    "apply_feedback",
+    "cited_relation_ids",
+    "feedback_key",
+    "get_update_edge_weights_tool",
+    "normalize_rating",
+    "update_edge_weights",  # noqa: F822 - built lazily by the module __getattr__
+]
+
+#: Ratings that mean "no feedback": they change nothing.
+NEUTRAL_RATINGS: frozenset[str] = frozenset({"", "neutral", "none", "skip"})
+
+_CITE_NOISE = re.compile(r"[^0-9A-Za-z]+")
+
+
+def _cite_key(cid: str) -> str:
+    return _CITE_NOISE.sub("", cid).upper()
+
+
+def cited_relation_ids(
+    evidence: Sequence[Evidence | Mapping[str, Any]], cited_ids: Iterable[str]
+) -> list[str]:
+    """Return the KG edges behind the evidence items an answer cited.
+
+    An item counts when its id (``P1``, ``N3``, ``C2``, ``K1``…) is among ``cited_ids``;
+    ids are compared ignoring case and surrounding punctuation (``[p1]`` matches ``P1``).
+    For each cited item its ``relation_ids`` are taken; for a cited KGCoT chain (kind
+    ``kgcot``) also every edge id the chain lists in ``meta["relation_ids"]`` or
+    ``meta["edges"]`` (the whole walked chain). Evidence that was retrieved but not
+    cited contributes nothing; cited ids that match no evidence are ignored.
+
+    Args:
+        evidence: The numbered evidence the answer was generated from (``Evidence``
+            objects or their dicts, e.g. from a deserialised checkpoint).
+        cited_ids: The evidence ids the answer cites (mind map and inference chain).
+
+    Returns:
+        Relation ids, without duplicates, in evidence order.
+
+    """
+    wanted = {_cite_key(c) for c in cited_ids if isinstance(c, str)}
+    wanted.discard("")
+    out: dict[str, None] = {}
+    for item in evidence:
+        ev = item if isinstance(item, Evidence) else Evidence.model_validate(item)
+        if not ev.id or _cite_key(ev.id) not in wanted:
+            continue
+        ids: list[str] = list(ev.relation_ids)
+        if ev.kind == "kgcot":
+            for key in ("relation_ids", "edges"):
+                extra = ev.meta.get(key)
+                if isinstance(extra, list | tuple):
+                    ids.extend(x for x in extra if isinstance(x, str))
+        for rid in ids:
+            if rid:
+                out.setdefault(rid, None)
+    return list(out)
+
+
+def normalize_rating(rating: str | None) -> str | None:
+    """Return ``excellent``, ``poor`` or ``None`` (neutral / no rating).
+
+    Args:
+        rating: The rating as given (case and surrounding spaces are ignored).
+
+    Returns:
+        The canonical rating, or ``None`` for ``None``, ``""``, ``neutral``.
+
+    Raises:
+        ValueError: Any other value.
+
+    """
+    if rating is None:
+        return None
+    if not isinstance(rating, str):
+        raise ValueError(f"rating must be one of {RATINGS} or neutral, got {rating!r}")
+    r = rating.strip().lower()
+    if r in NEUTRAL_RATINGS:
+        return None
+    if r not in RATINGS:
+        raise ValueError(f"rating must be one of {RATINGS} or neutral, got {rating!r}")
+    return r
+
+
+def feedback_key(run_id: str, rating: str, relation_ids: Iterable[str]) -> str:
+    """Return the deterministic feedback id of (run, rating, set of edges).
+
+    Submitting the same rating of the same run's edges again yields the same id, so the
+    store applies it once.
+
+    Args:
+        run_id: The pipeline run rated.
+        rating: ``excellent`` or ``poor``.
+        relation_ids: The rated edges (order and duplicates do not matter).
+
+    Returns:
+        ``"fb"`` + 24 hex digits.
+
+    """
+    h = hashlib.blake2b(digest_size=12)
+    for part in (run_id, rating, *sorted(set(relation_ids))):
+        h.update(part.encode("utf-8"))
+        h.update(b"\x1f")
+    return "fb" + h.hexdigest()
+
+
+def _notify(store_uri: str, changes: Sequence[WeightChange]) -> None:
+    try:
+        from kgmind.retrievers import graph_index
+    except ImportError:
+        return
+    graph_index.notify_weight_changes(store_uri, changes)
+
+
+def apply_feedback(
+    store: GraphStore,
+    run_id: str,
+    rating: str | None,
+    relation_ids: Iterable[str],
+    *,
+    feedback_id: str | None = None,
+    alpha: float | None = None,
+    beta: float = DEFAULT_BETA,
+) -> list[WeightChange]:
+    """Apply one rating to the given edges, in one store transaction.
+
+    Args:
+        store: The graph store to update.
+        run_id: The pipeline run the feedback is about (audited).
+        rating: ``excellent`` or ``poor``; ``None``/``neutral`` changes nothing.
+        relation_ids: The edges to rate (see :func:`cited_relation_ids`); duplicates once.
+        feedback_id: Idempotency key; default :func:`feedback_key` of run, rating and edges,
+            so submitting the same feedback twice changes the weights once.
+        alpha: α of the excellent update in (0, 1); ``None`` = min(1/S, 0.5) per node.
+        beta: β of the poor update in (0, 1).
+
+    Returns:
+        The committed changes (one per changed edge); ``[]`` for a neutral rating, no
+        edges, an already applied feedback id, or edges whose nodes have one out-edge.
+
+    Raises:
+        ValueError: Bad rating, α or β, or an empty run id.
+        StoreError: The store rejected the feedback (e.g. an unknown relation id); no
+            weight changed.
+
+    """
+    canon = normalize_rating(rating)
+    if alpha is not None:
+        check_rate("alpha", alpha)
+    check_rate("beta", beta)
+    if canon is None:
+        return []
+    if not run_id or not run_id.strip():
+        raise ValueError("run_id must not be blank")
+    ids = sorted({rid for rid in relation_ids if rid})
+    if not ids:
+        return []
+    fid = feedback_id or feedback_key(run_id, canon, ids)
+    changes = store.apply_weight_updates(fid, run_id, canon, ids, make_rule(canon, alpha=alpha, beta=beta))
+    if changes:
+        _notify(store.uri, changes)
+    return changes
+
+
+class UpdateEdgeWeightsInput(BaseModel):
+    """Arguments of the ``update_edge_weights`` tool."""
+
+    run_id: str = Field(description="Id of the pipeline run whose answer is being rated.")
+    rating: str = Field(description="'excellent' (reinforce the edges) or 'poor' (weaken them).")
+    relation_ids: list[str] = Field(description="KG relation ids behind the evidence the answer cited.")
+    feedback_id: str | None = Field(
+        default=None, description="Idempotency key; default derived from run, rating and edges."
+    )
+    store: str | None = Field(default=None, description="Store URI; default the embedded demo store.")
+
+
+def _update_edge_weights(
+    run_id: str,
+    rating: str,
+    relation_ids: list[str],
+    feedback_id: str | None = None,
+    store: str | None = None,
+) -> dict[str, Any]:
+    """Apply a rating to KG edges and return a JSON-able summary."""
+    from kgmind.tools.factory import open_store
+
+    canon = normalize_rating(rating)
+    ids = sorted({rid for rid in relation_ids if rid})
+    gs = open_store(store)
+    fid = feedback_id or (feedback_key(run_id, canon, ids) if canon else None)
+    changes = apply_feedback(gs, run_id, canon, ids, feedback_id=fid)
+    return {
+        "feedback_id": fid,
+        "run_id": run_id,
+        "rating": canon,
+        "relation_ids": ids,
+        "applied": bool(changes),
+        "changes": [c.model_dump() for c in changes],
+    }
+
+
+@lru_cache(maxsize=1)
+def get_update_edge_weights_tool() -> StructuredTool:
+    """Return the ``update_edge_weights`` LangChain tool (built once, on first use).
+
+    The tool takes :class:`UpdateEdgeWeightsInput` and returns a JSON-able dict with
+    ``feedback_id``, ``run_id``, ``rating``, ``relation_ids``, ``applied`` and ``changes``
+    (the committed :class:`~kgmind.models.WeightChange` rows as dicts). It is also the
+    module attribute :data:`update_edge_weights`; it is built lazily so that importing
+    this module does not import LangChain.
+    """
+    from langchain_core.tools import StructuredTool
+
+    return StructuredTool.from_function(
+        func=_update_edge_weights,
+        name="update_edge_weights",
+        description=(
+            "Reinforce ('excellent') or weaken ('poor') the knowledge-graph edges behind an answer's "
+            "cited evidence. Idempotent per feedback_id. Returns the feedback id and the weight changes made."
+        ),
+        args_schema=UpdateEdgeWeightsInput,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    if name == "update_edge_weights":
+        return get_update_edge_weights_tool()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,194 @@
+"""Every Cypher statement the LadybugDB backend runs, as named constants.
+
+Values always travel as ``$parameters`` (bulk rows as a pyarrow table parameter for
+``COPY … FROM $data``); no query text is ever built from values at run time.
+
+Schema (created idempotently when a store opens):
+
+* ``Entity`` nodes: ``id`` (primary key), ``name``, ``key`` (normalised name),
+  ``type``, ``aliases`` (JSON list), ``alias_keys`` (normalised aliases joined and
+  framed by the unit separator U+001F, so ``contains`` of ``US + key + US`` finds one),
+  ``description``. Aliases are plain strings rather than ``STRING[]`` because a failing
+  ``COPY`` of a list column from Arrow crashes LadybugDB 0.22.
+* ``REL`` relationships ``Entity → Entity``: ``id``, ``type``, ``weight``, ``source``.
+* ``Doc`` nodes: ``id``, ``entity_id``, ``text``.
+* ``WeightAudit`` nodes: one row per audited weight change, ordered by a ``SERIAL``.
+* ``Meta`` nodes: ``key`` → ``version``; the ``load`` row changes on every load/clear
+  and feeds :meth:`LadybugStore.fingerprint`.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BEGIN",
+    "COMMIT",
+    "COPY_DOCS",
+    "COPY_ENTITIES",
+    "COPY_RELATIONS",
+    "COUNT_DOCS",
+    "COUNT_ENTITIES",
+    "COUNT_ENTITIES_BY_TYPE",
+    "COUNT_RELATIONS",
+    "COUNT_RELATIONS_BY_TYPE",
+    "DELETE_ALL_AUDIT",
+    "DELETE_ALL_DOCS",
+    "DELETE_ALL_ENTITIES",
+    "EDGES_BOTH",
+    "EDGES_IN",
+    "EDGES_OUT",
+    "ENTITY_COLUMNS",
+    "FEEDBACK_SEEN",
+    "FIND_ENTITIES_BY_KEY",
+    "GET_DOCS",
+    "GET_DOCS_FOR",
+    "GET_ENTITIES",
+    "GET_META",
+    "GET_RELATIONS",
+    "INSERT_AUDIT",
+    "OUT_EDGES",
+    "RELATION_HEADS",
+    "RESET_WEIGHTS",
+    "ROLLBACK",
+    "SCAN_DOC_IDS",
+    "SCAN_ENTITIES",
+    "SCAN_RELATIONS",
+    "SCAN_RELATION_SOURCES",
+    "SCHEMA",
+    "SET_META",
+    "SIBLING_EDGES",
+    "STEP_BOTH",
+    "STEP_OUT",
+    "UPDATE_ENTITIES",
+    "UPDATE_RELATION_SOURCES",
+    "UPDATE_WEIGHTS",
+    "WEIGHT_CHANGES",
+    "WEIGHT_CHANGES_FOR",
+]
+
+# -- schema -------------------------------------------------------------------------
+SCHEMA: tuple[str, ...] = (
+    "CREATE NODE TABLE IF NOT EXISTS Entity(id STRING, name STRING, key STRING, type STRING, "
+    "aliases STRING, alias_keys STRING, description STRING, PRIMARY KEY (id))",
+    "CREATE REL TABLE IF NOT EXISTS REL(FROM Entity TO Entity, id STRING, type STRING, "
+    "weight DOUBLE, source STRING)",
+    "CREATE NODE TABLE IF NOT EXISTS Doc(id STRING, entity_id STRING, text STRING, PRIMARY KEY (id))",
+    "CREATE NODE TABLE IF NOT EXISTS WeightAudit(seq SERIAL, feedback_id STRING, run_id STRING, "
+    "relation_id STRING, old_weight DOUBLE, new_weight DOUBLE, rating STRING, at STRING, PRIMARY KEY (seq))",
+    "CREATE NODE TABLE IF NOT EXISTS Meta(key STRING, version STRING, PRIMARY KEY (key))",
+)
+
+#: Column order of the Arrow table that :data:`COPY_ENTITIES` reads.
+ENTITY_COLUMNS: tuple[str, ...] = ("id", "name", "key", "type", "aliases", "alias_keys", "description")
+
+# -- transactions -------------------------------------------------------------------
+BEGIN = "BEGIN TRANSACTION"
+COMMIT = "COMMIT"
+ROLLBACK = "ROLLBACK"
+
+# -- bulk load ----------------------------------------------------------------------
+COPY_ENTITIES = "COPY Entity FROM $data"
+#: Arrow columns: from, to, id, type, weight, source.
+COPY_RELATIONS = "COPY REL FROM $data"
+COPY_DOCS = "COPY Doc FROM $data"
+
+UPDATE_ENTITIES = (
+    "UNWIND $rows AS row MATCH (e:Entity {id: row.id}) "
+    "SET e.type = row.type, e.aliases = row.aliases, e.alias_keys = row.alias_keys, "
+    "e.description = row.description"
+)
+UPDATE_RELATION_SOURCES = (
+    "UNWIND $rows AS row MATCH (h:Entity {id: row.head})-[r:REL]->(:Entity) WHERE r.id = row.id "
+    "SET r.source = row.source"
+)
+
+SCAN_ENTITIES = (
+    "MATCH (e:Entity) RETURN e.id AS id, e.name AS name, e.type AS type, e.aliases AS aliases, "
+    "e.description AS description ORDER BY id"
+)
+SCAN_RELATION_SOURCES = "MATCH (:Entity)-[r:REL]->(:Entity) RETURN r.id AS id, r.source AS source"
+SCAN_DOC_IDS = "MATCH (d:Doc) RETURN d.id AS id"
+
+GET_META = "MATCH (m:Meta {key: $key}) RETURN m.version"
+SET_META = "MERGE (m:Meta {key: $key}) SET m.version = $version"
+
+# -- clearing -----------------------------------------------------------------------
+DELETE_ALL_ENTITIES = "MATCH (e:Entity) DETACH DELETE e"
+DELETE_ALL_DOCS = "MATCH (d:Doc) DELETE d"
+DELETE_ALL_AUDIT = "MATCH (a:WeightAudit) DELETE a"
+
+# -- reading ------------------------------------------------------------------------
+_ENTITY_RETURN = "e.id, e.name, e.type, e.aliases, e.description"
+_REL_RETURN = "h.id, r.id, r.type, t.id, r.weight, r.source"
+
+GET_ENTITIES = "UNWIND $ids AS x MATCH (e:Entity {id: x}) RETURN " + _ENTITY_RETURN
+FIND_ENTITIES_BY_KEY = (
+    "MATCH (e:Entity) WHERE e.key = $key OR contains(e.alias_keys, $framed) RETURN "
+    + _ENTITY_RETURN
+    + " ORDER BY e.id"
+)
+SCAN_RELATIONS = (
+    "MATCH (h:Entity)-[r:REL]->(t:Entity) RETURN h.id AS head, r.id AS id, r.type AS type, "
+    "t.id AS tail, r.weight AS weight, r.source AS source ORDER BY id"
+)
+
+_REL_ORDER = " ORDER BY h.id, r.type, r.weight DESC, t.id, r.id LIMIT $limit"
+EDGES_OUT = (
+    "MATCH (h:Entity)-[r:REL]->(t:Entity) WHERE h.id IN $ids AND ($any_type OR r.type IN $types) RETURN "
+    + _REL_RETURN
+    + _REL_ORDER
+)
+EDGES_IN = (
+    "MATCH (h:Entity)-[r:REL]->(t:Entity) WHERE t.id IN $ids AND ($any_type OR r.type IN $types) RETURN "
+    + _REL_RETURN
+    + _REL_ORDER
+)
+EDGES_BOTH = (
+    "MATCH (h:Entity)-[r:REL]->(t:Entity) WHERE (h.id IN $ids OR t.id IN $ids) "
+    "AND ($any_type OR r.type IN $types) RETURN " + _REL_RETURN + _REL_ORDER
+)
+OUT_EDGES = (
+    "MATCH (h:Entity {id: $id})-[r:REL]->(t:Entity) RETURN "
+    + _REL_RETURN
+    + " ORDER BY r.type, r.weight DESC, t.id, r.id"
+)
+#: One BFS step: every edge leaving the frontier ``$ids`` (index seek per id).
+STEP_OUT = "UNWIND $ids AS x MATCH (h:Entity {id: x})-[r:REL]->(t:Entity) RETURN " + _REL_RETURN
+#: One undirected BFS step: every edge touching the frontier ``$ids``.
+STEP_BOTH = (
+    "UNWIND $ids AS x MATCH (h:Entity {id: x})-[r:REL]->(t:Entity) RETURN " + _REL_RETURN + " UNION "
+    "UNWIND $ids AS x MATCH (h:Entity)-[r:REL]->(t:Entity {id: x}) RETURN " + _REL_RETURN
+)
+GET_RELATIONS = "MATCH (h:Entity)-[r:REL]->(t:Entity) WHERE r.id IN $ids RETURN " + _REL_RETURN
+GET_DOCS = "UNWIND $ids AS x MATCH (d:Doc {id: x}) RETURN d.id, d.entity_id, d.text"
+GET_DOCS_FOR = (
+    "MATCH (d:Doc) WHERE d.entity_id IN $ids RETURN d.id, d.entity_id, d.text ORDER BY d.entity_id, d.id"
+)
+
+COUNT_ENTITIES = "MATCH (e:Entity) RETURN count(e)"
+COUNT_RELATIONS = "MATCH (:Entity)-[r:REL]->(:Entity) RETURN count(r)"
+COUNT_DOCS = "MATCH (d:Doc) RETURN count(d)"
+COUNT_ENTITIES_BY_TYPE = "MATCH (e:Entity) RETURN e.type, count(e) ORDER BY e.type"
+COUNT_RELATIONS_BY_TYPE = "MATCH (:Entity)-[r:REL]->(:Entity) RETURN r.type, count(r) ORDER BY r.type"
+
+# -- feedback -----------------------------------------------------------------------
+FEEDBACK_SEEN = "MATCH (a:WeightAudit) WHERE a.feedback_id = $feedback_id RETURN count(a)"
+RELATION_HEADS = "MATCH (h:Entity)-[r:REL]->(:Entity) WHERE r.id IN $ids RETURN r.id, h.id"
+SIBLING_EDGES = (
+    "UNWIND $heads AS x MATCH (h:Entity {id: x})-[r:REL]->(:Entity) RETURN h.id, r.id, r.weight "
+    "ORDER BY h.id, r.id"
+)
+UPDATE_WEIGHTS = (
+    "UNWIND $rows AS row MATCH (h:Entity {id: row.head})-[r:REL]->(:Entity) WHERE r.id = row.id "
+    "SET r.weight = row.weight"
+)
+INSERT_AUDIT = (
+    "UNWIND $rows AS row CREATE (:WeightAudit {feedback_id: row.feedback_id, run_id: row.run_id, "
+    "relation_id: row.relation_id, old_weight: row.old_weight, new_weight: row.new_weight, "
+    "rating: row.rating, at: row.at})"
+)
+_AUDIT_RETURN = "a.feedback_id, a.run_id, a.relation_id, a.old_weight, a.new_weight, a.rating, a.at"
+WEIGHT_CHANGES = "MATCH (a:WeightAudit) RETURN " + _AUDIT_RETURN + " ORDER BY a.seq"
+WEIGHT_CHANGES_FOR = (
+    "MATCH (a:WeightAudit) WHERE a.feedback_id = $feedback_id RETURN " + _AUDIT_RETURN + " ORDER BY a.seq"
+)
+RESET_WEIGHTS = "MATCH (:Entity)-[r:REL]->(:Entity) WHERE r.weight <> 1.0 SET r.weight = 1.0 RETURN count(r)"

@@ -1,0 +1,761 @@
+"""LadybugStore: the embedded, persistent GraphStore backend on LadybugDB (a Kùzu fork).
+
+The store lives in a directory (``<dir>/graph.lbug`` plus LadybugDB's WAL files);
+the schema (see :mod:`kgmind.tools.ladybug.queries`) is created idempotently on open.
+
+Bulk load and atomicity
+    ``bulk_load`` reads what the store already holds (entity rows, relation ids and
+    doc ids: full column scans, cheap next to the load itself), merges the input
+    with it in Python, checks every relation endpoint, and then writes inside ONE
+    LadybugDB write transaction: ``COPY … FROM $data`` (a pyarrow table passed as a
+    parameter, so no temp files and no query text built from paths) for the new
+    entities, relations and docs, plus one ``UNWIND $rows … SET`` for merged entities
+    and relation sources. LadybugDB supports ``COPY`` inside a manual transaction and
+    rolls it back with the rest, so a load lands completely or not at all. Because
+    everything is validated before the transaction starts, ``COPY`` never meets a
+    duplicate key or a missing endpoint (on those error paths LadybugDB 0.22 may
+    crash the process when the table has list columns, which is why aliases are
+    stored as strings).
+
+Concurrency
+    LadybugDB allows one write transaction at a time per database and one process
+    per directory. Writers (load, clear, feedback, reset) are serialised by a
+    process-wide lock and use a dedicated writer connection, so concurrent feedback
+    is exactly a serial replay. Readers use one connection per thread
+    (``threading.local``) and see the last committed snapshot.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import threading
+import uuid
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from kgmind.models import TYPE_PRIORITY, Entity, KnowledgeDoc, Relation, WeightChange, normalize_name
+from kgmind.tools.ladybug import queries as q
+from kgmind.tools.store import (
+    Direction,
+    GraphPath,
+    LoadReport,
+    StoreError,
+    StoreStats,
+    StoreUnavailableError,
+    WeightRule,
+)
+
+__all__ = ["DB_FILE", "LadybugStore"]
+
+#: Name of the database file inside the store directory.
+DB_FILE = "graph.lbug"
+
+_SEP = "\x1f"  # never part of a normalised key (``\s`` in normalize_name folds it)
+_NO_LIMIT = 2**62
+_META_LOAD = "load"
+
+_ENTITY_SCHEMA = pa.schema([(c, pa.string()) for c in q.ENTITY_COLUMNS])
+_REL_SCHEMA = pa.schema(
+    [
+        ("from", pa.string()),
+        ("to", pa.string()),
+        ("id", pa.string()),
+        ("type", pa.string()),
+        ("weight", pa.float64()),
+        ("source", pa.string()),
+    ]
+)
+_DOC_SCHEMA = pa.schema([("id", pa.string()), ("entity_id", pa.string()), ("text", pa.string())])
+
+
+def _type_rank(entity_type: str) -> int:
+    return TYPE_PRIORITY.get(entity_type, len(TYPE_PRIORITY))
+
+
+def _merge_entities(old: Entity, new: Entity) -> Entity:
+    """Merge ``new`` into ``old`` (same id): name kept, type by priority, aliases unioned."""
+    etype = new.type if _type_rank(new.type) < _type_rank(old.type) else old.type
+    seen = {normalize_name(old.name)}
+    aliases: list[str] = []
+    for alias in [*old.aliases, *new.aliases]:
+        key = normalize_name(alias)
+        if key and key not in seen:
+            seen.add(key)
+            aliases.append(alias)
+    description = old.description or new.description
+    return Entity.model_construct(
+        id=old.id, name=old.name, type=etype, aliases=aliases, description=description
+    )
+
+
+def _clean_entity(entity: Entity) -> Entity:
+    """``entity`` with aliases deduplicated by key and without its own name."""
+    return _merge_entities(
+        Entity.model_construct(
+            id=entity.id, name=entity.name, type=entity.type, aliases=[], description=entity.description
+        ),
+        entity,
+    )
+
+
+def _alias_keys(entity: Entity) -> str:
+    keys = [normalize_name(a) for a in entity.aliases]
+    return _SEP + _SEP.join(keys) + _SEP if keys else ""
+
+
+def _entity_from_row(row: Sequence[Any]) -> Entity:
+    eid, name, etype, aliases, description = row
+    return Entity.model_construct(
+        id=eid,
+        name=name,
+        type=etype,
+        aliases=list(json.loads(aliases)) if aliases else [],
+        description=description or "",
+    )
+
+
+def _relation_from_row(row: Sequence[Any]) -> Relation:
+    head, rid, rtype, tail, weight, source = row
+    return Relation.model_construct(
+        id=rid, head=head, type=rtype, tail=tail, weight=float(weight), source=source or ""
+    )
+
+
+def _change_from_row(row: Sequence[Any]) -> WeightChange:
+    fid, run_id, rid, old, new, rating, at = row
+    return WeightChange(
+        feedback_id=fid,
+        run_id=run_id,
+        relation_id=rid,
+        old_weight=float(old),
+        new_weight=float(new),
+        rating=rating,
+        at=at,
+    )
+
+
+def _rel_sort_key(rel: Relation) -> tuple[str, str, float, str, str]:
+    return (rel.head, rel.type, -rel.weight, rel.tail, rel.id)
+
+
+class LadybugStore:
+    """A :class:`~kgmind.tools.store.GraphStore` in a LadybugDB directory.
+
+    Args:
+        path: The store directory; created if missing.
+
+    Raises:
+        StoreUnavailableError: The directory cannot be created or opened (it is a
+            file, permissions, or another process holds the database lock).
+
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        import ladybug
+
+        self.path = Path(path).expanduser().resolve()
+        self.uri = f"ladybug:{self.path}"
+        try:
+            if self.path.exists() and not self.path.is_dir():
+                raise StoreUnavailableError(f"cannot open LadybugDB store {self.path}: not a directory")
+            self.path.mkdir(parents=True, exist_ok=True)
+            self._db = ladybug.Database(str(self.path / DB_FILE))
+        except StoreUnavailableError:
+            raise
+        except (OSError, RuntimeError) as exc:
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise StoreUnavailableError(f"cannot open LadybugDB store {self.path}: {reason}") from exc
+        self._ladybug = ladybug
+        self._write_lock = threading.RLock()
+        self._local = threading.local()
+        self._conns: list[Any] = []
+        self._conns_lock = threading.Lock()
+        self._closed = False
+        self._writer = self._new_connection()
+        try:
+            for stmt in q.SCHEMA:
+                self._writer.execute(stmt)
+        except RuntimeError as exc:
+            self.close()
+            raise StoreUnavailableError(f"cannot open LadybugDB store {self.path}: {exc}") from exc
+
+    # -- connections -------------------------------------------------------------
+    def _new_connection(self) -> Any:
+        conn = self._ladybug.Connection(self._db)
+        with self._conns_lock:
+            self._conns.append(conn)
+        return conn
+
+    def _reader(self) -> Any:
+        if self._closed:
+            raise StoreError(f"LadybugDB store {self.path} is closed")
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._new_connection()
+            self._local.conn = conn
+        return conn
+
+    def _rows(self, query: str, params: dict[str, Any] | None = None, conn: Any = None) -> list[list[Any]]:
+        conn = conn if conn is not None else self._reader()
+        try:
+            result = conn.execute(query, params or {})
+            rows: list[list[Any]] = result.get_all()
+            result.close()
+        except RuntimeError as exc:
+            raise StoreError(f"LadybugDB query failed on {self.path}: {exc}") from exc
+        return rows
+
+    def _table(self, query: str, conn: Any = None) -> dict[str, list[Any]]:
+        conn = conn if conn is not None else self._reader()
+        try:
+            result = conn.execute(query)
+            if result.get_num_tuples() == 0:
+                names = result.get_column_names()
+                result.close()
+                return {n: [] for n in names}
+            table: dict[str, list[Any]] = result.get_as_arrow(0).to_pydict()
+            result.close()
+        except RuntimeError as exc:
+            raise StoreError(f"LadybugDB query failed on {self.path}: {exc}") from exc
+        return table
+
+    def _scalar(self, query: str, params: dict[str, Any] | None = None, conn: Any = None) -> Any:
+        rows = self._rows(query, params, conn)
+        return rows[0][0] if rows else None
+
+    def _write_conn(self) -> Any:
+        if self._closed:
+            raise StoreError(f"LadybugDB store {self.path} is closed")
+        return self._writer
+
+    def _rollback(self, conn: Any) -> None:
+        with contextlib.suppress(RuntimeError):  # the engine may have aborted it already
+            conn.execute(q.ROLLBACK)
+
+    def _bump_version(self, conn: Any) -> None:
+        conn.execute(q.SET_META, {"key": _META_LOAD, "version": uuid.uuid4().hex})
+
+    # -- writing -----------------------------------------------------------------
+    def bulk_load(
+        self,
+        entities: Iterable[Entity],
+        relations: Iterable[Relation],
+        docs: Iterable[KnowledgeDoc] = (),
+    ) -> LoadReport:
+        """Upsert entities, relations and docs as one unit: all of it lands or none.
+
+        Entities with an id already stored (or repeated in the input) are merged:
+        name kept, aliases unioned (deduplicated by normalised key), description
+        filled if empty, type by :data:`kgmind.models.TYPE_PRIORITY`. Stored relations
+        keep their weight (an empty ``source`` is filled). Docs with a known id are
+        skipped.
+
+        Args:
+            entities: Entities to upsert.
+            relations: Relations to upsert; both endpoints must be loaded or stored.
+            docs: Knowledge documents to upsert.
+
+        Returns:
+            Distinct entities, relations and docs in the input.
+
+        Raises:
+            StoreError: A relation endpoint is unknown, or the write failed (nothing
+                was written).
+
+        """
+        in_entities: dict[str, Entity] = {}
+        for ent in entities:
+            prev = in_entities.get(ent.id)
+            in_entities[ent.id] = _clean_entity(ent) if prev is None else _merge_entities(prev, ent)
+        in_relations: dict[str, Relation] = {}
+        for rel in relations:
+            prev_rel = in_relations.get(rel.id)
+            if prev_rel is None:
+                in_relations[rel.id] = rel
+            elif not prev_rel.source and rel.source:
+                in_relations[rel.id] = prev_rel.model_copy(update={"source": rel.source})
+        in_docs: dict[str, KnowledgeDoc] = {d.id: d for d in docs}
+        report = LoadReport(entities=len(in_entities), relations=len(in_relations), docs=len(in_docs))
+        if not (in_entities or in_relations or in_docs):
+            return report
+
+        with self._write_lock:
+            conn = self._write_conn()
+            stored = self._table(q.SCAN_ENTITIES, conn)
+            stored_entities = {
+                row[0]: _entity_from_row(row)
+                for row in zip(
+                    stored["id"],
+                    stored["name"],
+                    stored["type"],
+                    stored["aliases"],
+                    stored["description"],
+                    strict=True,
+                )
+            }
+            missing = sorted(
+                {
+                    end
+                    for rel in in_relations.values()
+                    for end in (rel.head, rel.tail)
+                    if end not in in_entities and end not in stored_entities
+                }
+            )
+            if missing:
+                shown = ", ".join(missing[:5]) + (" …" if len(missing) > 5 else "")
+                raise StoreError(
+                    f"bulk_load: {len(missing)} relation endpoint(s) are unknown entities: {shown}"
+                )
+
+            new_entities: list[Entity] = []
+            changed_entities: list[Entity] = []
+            for eid, ent in in_entities.items():
+                old = stored_entities.get(eid)
+                if old is None:
+                    new_entities.append(ent)
+                    continue
+                merged = _merge_entities(old, ent)
+                before = (old.type, old.aliases, old.description)
+                if (merged.type, merged.aliases, merged.description) != before:
+                    changed_entities.append(merged)
+
+            rel_sources: dict[str, list[Any]] = {"id": [], "source": []}
+            if in_relations:
+                rel_sources = self._table(q.SCAN_RELATION_SOURCES, conn)
+            stored_sources = dict(zip(rel_sources["id"], rel_sources["source"], strict=True))
+            new_relations = [r for rid, r in in_relations.items() if rid not in stored_sources]
+            source_updates = [
+                {"head": r.head, "id": rid, "source": r.source}
+                for rid, r in in_relations.items()
+                if rid in stored_sources and not stored_sources[rid] and r.source
+            ]
+            stored_docs = set(self._table(q.SCAN_DOC_IDS, conn)["id"]) if in_docs else set()
+            new_docs = [d for did, d in in_docs.items() if did not in stored_docs]
+
+            try:
+                conn.execute(q.BEGIN)
+            except RuntimeError as exc:
+                raise StoreError(f"bulk_load on {self.path}: cannot begin a transaction: {exc}") from exc
+            try:
+                if new_entities:
+                    conn.execute(q.COPY_ENTITIES, {"data": self._entity_table(new_entities)})
+                if changed_entities:
+                    conn.execute(
+                        q.UPDATE_ENTITIES,
+                        {
+                            "rows": [
+                                {
+                                    "id": e.id,
+                                    "type": e.type,
+                                    "aliases": json.dumps(e.aliases, ensure_ascii=False),
+                                    "alias_keys": _alias_keys(e),
+                                    "description": e.description,
+                                }
+                                for e in changed_entities
+                            ]
+                        },
+                    )
+                if new_relations:
+                    conn.execute(q.COPY_RELATIONS, {"data": self._relation_table(new_relations)})
+                if source_updates:
+                    conn.execute(q.UPDATE_RELATION_SOURCES, {"rows": source_updates})
+                if new_docs:
+                    conn.execute(
+                        q.COPY_DOCS,
+                        {
+                            "data": pa.table(
+                                {
+                                    "id": [d.id for d in new_docs],
+                                    "entity_id": [d.entity_id for d in new_docs],
+                                    "text": [d.text for d in new_docs],
+                                },
+                                schema=_DOC_SCHEMA,
+                            )
+                        },
+                    )
+                self._bump_version(conn)
+                conn.execute(q.COMMIT)
+            except Exception as exc:
+                self._rollback(conn)
+                raise StoreError(f"bulk_load on {self.path} failed, nothing written: {exc}") from exc
+        return report
+
+    @staticmethod
+    def _entity_table(entities: Sequence[Entity]) -> pa.Table:
+        return pa.table(
+            {
+                "id": [e.id for e in entities],
+                "name": [e.name for e in entities],
+                "key": [normalize_name(e.name) for e in entities],
+                "type": [e.type for e in entities],
+                "aliases": [json.dumps(e.aliases, ensure_ascii=False) for e in entities],
+                "alias_keys": [_alias_keys(e) for e in entities],
+                "description": [e.description for e in entities],
+            },
+            schema=_ENTITY_SCHEMA,
+        )
+
+    @staticmethod
+    def _relation_table(relations: Sequence[Relation]) -> pa.Table:
+        return pa.table(
+            {
+                "from": [r.head for r in relations],
+                "to": [r.tail for r in relations],
+                "id": [r.id for r in relations],
+                "type": [r.type for r in relations],
+                "weight": [float(r.weight) for r in relations],
+                "source": [r.source for r in relations],
+            },
+            schema=_REL_SCHEMA,
+        )
+
+    def _run_write(self, what: str, statements: Sequence[tuple[str, dict[str, Any]]]) -> list[list[Any]]:
+        """Run ``statements`` in one write transaction; returns the last one's rows."""
+        with self._write_lock:
+            conn = self._write_conn()
+            try:
+                conn.execute(q.BEGIN)
+            except RuntimeError as exc:
+                raise StoreError(f"{what} on {self.path}: cannot begin a transaction: {exc}") from exc
+            try:
+                rows: list[list[Any]] = []
+                for stmt, params in statements:
+                    result = conn.execute(stmt, params)
+                    rows = result.get_all()
+                    result.close()
+                conn.execute(q.COMMIT)
+            except Exception as exc:
+                self._rollback(conn)
+                raise StoreError(f"{what} on {self.path} failed, nothing changed: {exc}") from exc
+            return rows
+
+    def clear(self) -> None:
+        """Delete every entity, relation, doc and audit row."""
+        self._run_write(
+            "clear",
+            [
+                (q.DELETE_ALL_ENTITIES, {}),
+                (q.DELETE_ALL_DOCS, {}),
+                (q.DELETE_ALL_AUDIT, {}),
+                (q.SET_META, {"key": _META_LOAD, "version": uuid.uuid4().hex}),
+            ],
+        )
+
+    # -- reading -----------------------------------------------------------------
+    def get_entities(self, ids: Sequence[str]) -> list[Entity]:
+        """Entities by id, in the order asked; unknown ids are skipped."""
+        ids = list(ids)
+        if not ids:
+            return []
+        found = {row[0]: _entity_from_row(row) for row in self._rows(q.GET_ENTITIES, {"ids": ids})}
+        return [found[i] for i in ids if i in found]
+
+    def find_entities(self, name: str) -> list[Entity]:
+        """Entities whose name or an alias normalises like ``name`` (ordered by id)."""
+        key = normalize_name(name)
+        if not key:
+            return []
+        rows = self._rows(q.FIND_ENTITIES_BY_KEY, {"key": key, "framed": _SEP + key + _SEP})
+        return [_entity_from_row(r) for r in rows]
+
+    def iter_entities(self) -> Iterator[Entity]:
+        """Every entity, ordered by id."""
+        t = self._table(q.SCAN_ENTITIES)
+        for row in zip(t["id"], t["name"], t["type"], t["aliases"], t["description"], strict=True):
+            yield _entity_from_row(row)
+
+    def iter_relations(self) -> Iterator[Relation]:
+        """Every relation with its current weight, ordered by id."""
+        t = self._table(q.SCAN_RELATIONS)
+        for row in zip(t["head"], t["id"], t["type"], t["tail"], t["weight"], t["source"], strict=True):
+            yield _relation_from_row(row)
+
+    def neighbors(
+        self,
+        ids: Sequence[str],
+        direction: Direction = "out",
+        relation_types: Sequence[str] | None = None,
+        limit: int | None = None,
+    ) -> list[Relation]:
+        """Edges touching ``ids`` in ``direction``, optionally filtered by type.
+
+        Ordered by head id, relation type, descending weight, tail id; at most ``limit``.
+
+        Raises:
+            ValueError: ``direction`` is not ``out``, ``in`` or ``both``.
+
+        """
+        query = {"out": q.EDGES_OUT, "in": q.EDGES_IN, "both": q.EDGES_BOTH}.get(direction)
+        if query is None:
+            raise ValueError(f"direction must be 'out', 'in' or 'both', not {direction!r}")
+        ids = list(ids)
+        if not ids or (limit is not None and limit <= 0):
+            return []
+        params = {
+            "ids": ids,
+            "any_type": relation_types is None,
+            "types": [t.strip().replace(" ", "_").lower() for t in relation_types or ()],
+            "limit": _NO_LIMIT if limit is None else int(limit),
+        }
+        return [_relation_from_row(r) for r in self._rows(query, params)]
+
+    def _step(self, frontier: Sequence[str], directed: bool) -> list[Relation]:
+        rows = self._rows(q.STEP_OUT if directed else q.STEP_BOTH, {"ids": list(frontier)})
+        return [_relation_from_row(r) for r in rows]
+
+    def paths(
+        self,
+        source: str,
+        target: str,
+        max_hops: int,
+        directed: bool = True,
+        limit: int = 10,
+    ) -> list[GraphPath]:
+        """All shortest paths ``source`` → ``target`` of at most ``max_hops`` edges.
+
+        Breadth-first search in Python, one query per level. Parallel edges give
+        distinct paths. Paths are sorted by their node ids, then relation ids, and at
+        most ``limit`` are returned. ``source == target`` gives the single empty path.
+        """
+        if limit <= 0 or max_hops < 0 or not self.get_entities([source]):
+            return []
+        if source == target:
+            return [GraphPath(nodes=[source], relations=[])]
+        if not self.get_entities([target]):
+            return []
+        depth_of: dict[str, int] = {source: 0}
+        preds: dict[str, list[tuple[str, Relation]]] = defaultdict(list)
+        frontier = [source]
+        for depth in range(1, max_hops + 1):
+            if not frontier:
+                break
+            in_frontier = set(frontier)
+            nxt: set[str] = set()
+            for rel in self._step(frontier, directed):
+                ends = [(rel.head, rel.tail)] if directed else [(rel.head, rel.tail), (rel.tail, rel.head)]
+                for u, v in ends:
+                    if u not in in_frontier or u == v:
+                        continue
+                    if v not in depth_of:
+                        depth_of[v] = depth
+                        nxt.add(v)
+                    if depth_of[v] == depth:
+                        preds[v].append((u, rel))
+            if target in depth_of:
+                break
+            frontier = sorted(nxt)
+        if target not in depth_of:
+            return []
+
+        results: list[GraphPath] = []
+
+        def walk(node: str, nodes: list[str], rels: list[Relation]) -> None:
+            if node == source:
+                results.append(GraphPath(nodes=nodes[::-1], relations=rels[::-1]))
+                return
+            for prev, rel in preds[node]:
+                walk(prev, [*nodes, prev], [*rels, rel])
+
+        walk(target, [target], [])
+        results.sort(key=lambda p: (p.nodes, [r.id for r in p.relations]))
+        return results[:limit]
+
+    def get_relations(self, ids: Sequence[str]) -> list[Relation]:
+        """Relations by id, in the order asked; unknown ids are skipped."""
+        ids = list(ids)
+        if not ids:
+            return []
+        found = {r.id: r for r in map(_relation_from_row, self._rows(q.GET_RELATIONS, {"ids": ids}))}
+        return [found[i] for i in ids if i in found]
+
+    def out_edges(self, entity_id: str) -> list[Relation]:
+        """Every outgoing edge of one node with its weight, by type, descending weight, tail."""
+        return [_relation_from_row(r) for r in self._rows(q.OUT_EDGES, {"id": entity_id})]
+
+    def docs_for(self, entity_ids: Sequence[str]) -> list[KnowledgeDoc]:
+        """Knowledge documents about the given entities, ordered by entity id then doc id."""
+        ids = list(entity_ids)
+        if not ids:
+            return []
+        return [
+            KnowledgeDoc.model_construct(id=r[0], entity_id=r[1], text=r[2])
+            for r in self._rows(q.GET_DOCS_FOR, {"ids": ids})
+        ]
+
+    def get_docs(self, ids: Sequence[str]) -> list[KnowledgeDoc]:
+        """Knowledge documents by id, in the order asked; unknown ids are skipped."""
+        ids = list(ids)
+        if not ids:
+            return []
+        found = {
+            r[0]: KnowledgeDoc.model_construct(id=r[0], entity_id=r[1], text=r[2])
+            for r in self._rows(q.GET_DOCS, {"ids": ids})
+        }
+        return [found[i] for i in ids if i in found]
+
+    def stats(self) -> StoreStats:
+        """Count entities per type and relations per type."""
+        entities = {str(t): int(n) for t, n in self._rows(q.COUNT_ENTITIES_BY_TYPE)}
+        relations = {str(t): int(n) for t, n in self._rows(q.COUNT_RELATIONS_BY_TYPE)}
+        return StoreStats(
+            entities=entities,
+            relations=relations,
+            entities_total=sum(entities.values()),
+            relations_total=sum(relations.values()),
+            docs_total=int(self._scalar(q.COUNT_DOCS) or 0),
+        )
+
+    def fingerprint(self) -> str:
+        """Load version plus entity and relation counts; weight changes leave it alone."""
+        version = self._scalar(q.GET_META, {"key": _META_LOAD}) or "0"
+        n_ent = int(self._scalar(q.COUNT_ENTITIES) or 0)
+        n_rel = int(self._scalar(q.COUNT_RELATIONS) or 0)
+        return f"{version}:{n_ent}:{n_rel}"
+
+    # -- feedback ------------------------------------------------------------------
+    def apply_weight_updates(
+        self,
+        feedback_id: str,
+        run_id: str,
+        rating: str,
+        relation_ids: Sequence[str],
+        rule: WeightRule,
+    ) -> list[WeightChange]:
+        """Apply one feedback in one write transaction, idempotently.
+
+        Args:
+            feedback_id: Idempotency key; a feedback id already in the audit log
+                changes nothing and returns ``[]``.
+            run_id: The pipeline run the feedback is about.
+            rating: ``excellent`` or ``poor`` (stored in the audit rows).
+            relation_ids: The edges the feedback is about.
+            rule: Pure function from the heads' sibling edges to new weights.
+
+        Returns:
+            The committed changes (one per edge whose weight changed).
+
+        Raises:
+            StoreError: Unknown relation ids, a rule that fails or returns a weight
+                that is not finite and > 0 or an edge that is not a sibling, or a
+                failed write; in every case nothing is changed.
+
+        """
+        rel_ids = list(dict.fromkeys(relation_ids))
+        with self._write_lock:
+            conn = self._write_conn()
+            try:
+                conn.execute(q.BEGIN)
+            except RuntimeError as exc:
+                raise StoreError(f"feedback {feedback_id!r}: cannot begin a transaction: {exc}") from exc
+            try:
+                changes = self._apply_in_tx(conn, feedback_id, run_id, rating, rel_ids, rule)
+                conn.execute(q.COMMIT)
+            except StoreError:
+                self._rollback(conn)
+                raise
+            except Exception as exc:
+                self._rollback(conn)
+                raise StoreError(f"feedback {feedback_id!r} rolled back: {exc}") from exc
+        return changes
+
+    def _apply_in_tx(
+        self,
+        conn: Any,
+        feedback_id: str,
+        run_id: str,
+        rating: str,
+        rel_ids: list[str],
+        rule: WeightRule,
+    ) -> list[WeightChange]:
+        if int(self._scalar(q.FEEDBACK_SEEN, {"feedback_id": feedback_id}, conn) or 0) > 0:
+            return []
+        if not rel_ids:
+            return []
+        head_of = {rid: head for rid, head in self._rows(q.RELATION_HEADS, {"ids": rel_ids}, conn)}
+        unknown = [rid for rid in rel_ids if rid not in head_of]
+        if unknown:
+            raise StoreError(f"feedback {feedback_id!r}: unknown relation ids: {', '.join(unknown)}")
+        heads = sorted(set(head_of.values()))
+        siblings: dict[str, list[tuple[str, float]]] = {h: [] for h in heads}
+        sibling_head: dict[str, str] = {}
+        old_weight: dict[str, float] = {}
+        for head, rid, weight in self._rows(q.SIBLING_EDGES, {"heads": heads}, conn):
+            siblings[head].append((rid, float(weight)))
+            sibling_head[rid] = head
+            old_weight[rid] = float(weight)
+        new_weights = rule(siblings, list(rel_ids))
+        updates: list[tuple[str, float]] = []
+        for rid, value in new_weights.items():
+            if rid not in old_weight:
+                raise StoreError(f"feedback {feedback_id!r}: the rule changed {rid!r}, not a sibling edge")
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise StoreError(f"feedback {feedback_id!r}: weight of {rid!r} is not a number: {value!r}")
+            new = float(value)
+            if not math.isfinite(new) or new <= 0:
+                raise StoreError(f"feedback {feedback_id!r}: weight of {rid!r} must be finite and > 0: {new}")
+            if new != old_weight[rid]:
+                updates.append((rid, new))
+        if not updates:
+            return []
+        updates.sort()
+        at = datetime.now(UTC).isoformat()
+        changes = [
+            WeightChange(
+                feedback_id=feedback_id,
+                run_id=run_id,
+                relation_id=rid,
+                old_weight=old_weight[rid],
+                new_weight=new,
+                rating=rating,
+                at=at,
+            )
+            for rid, new in updates
+        ]
+        conn.execute(
+            q.UPDATE_WEIGHTS,
+            {"rows": [{"head": sibling_head[rid], "id": rid, "weight": new} for rid, new in updates]},
+        )
+        conn.execute(q.INSERT_AUDIT, {"rows": [c.model_dump() for c in changes]})
+        return changes
+
+    def weight_changes(self, feedback_id: str | None = None) -> list[WeightChange]:
+        """Audit rows, oldest first; only those of ``feedback_id`` when given."""
+        if feedback_id is None:
+            rows = self._rows(q.WEIGHT_CHANGES)
+        else:
+            rows = self._rows(q.WEIGHT_CHANGES_FOR, {"feedback_id": feedback_id})
+        return [_change_from_row(r) for r in rows]
+
+    def reset_weights(self) -> int:
+        """Set every weight back to 1.0 and drop the audit log.
+
+        Returns:
+            The number of edges whose weight was not 1.0.
+
+        """
+        rows = self._run_write("reset_weights", [(q.DELETE_ALL_AUDIT, {}), (q.RESET_WEIGHTS, {})])
+        return int(rows[0][0]) if rows else 0
+
+    # -- lifecycle -------------------------------------------------------------------
+    def close(self) -> None:
+        """Close every connection and the database, releasing the directory lock."""
+        with self._write_lock:
+            if self._closed:
+                return
+            self._closed = True
+            with self._conns_lock:
+                conns, self._conns = self._conns, []
+            for conn in conns:
+                with contextlib.suppress(RuntimeError):
+                    conn.close()
+            self._db.close()
+
+    def __repr__(self) -> str:
+        return f"LadybugStore({str(self.path)!r})"

@@ -1,0 +1,449 @@
+"""Every Cypher statement the Neo4j backend sends, as named module-level constants.
+
+Rules: query text is fixed at import time and never built by formatting or
+concatenation; every value travels as a ``$parameter``. Labels and relationship types
+that depend on data use Cypher's dynamic labels/types (``SET n:$(expr)``,
+``MERGE (a)-[r:$(expr)]->(b)``), which need **Neo4j 5.26 or newer** (Cypher 5 or 25).
+
+Schema:
+
+* ``(:Entity:<TypeLabel> {id, name, key, type, aliases, description})``: ``key`` is
+  :func:`kgmind.models.normalize_name` of the name; ``TypeLabel`` is the entity type
+  in PascalCase (``disease`` → ``Disease``). ``type`` keeps the exact type string.
+* ``(:Alias {key, entity_id})``: one node per alias key of an entity, so that a name
+  lookup by alias is index-backed. Aliases have no relationships, so graph
+  traversals never pass through them.
+* ``(:Entity)-[:<UPPER_SNAKE type> {id, weight, source}]->(:Entity)``: one relationship
+  type per relation type; read back as ``toLower(type(r))``.
+* ``(:Doc {id, entity_id, text})``: knowledge documents.
+* ``(:Feedback {id, run_id, rating, at})-[:CHANGED]->(:WeightAudit {...})``: the
+  audit log; the uniqueness constraint on ``Feedback.id`` makes feedback idempotent.
+* ``(:KgmindMeta {id, version})``: a counter bumped by every load and clear (for
+  :meth:`Neo4jStore.fingerprint`).
+"""
+
+from __future__ import annotations
+
+# -- schema ------------------------------------------------------------------------
+
+SCHEMA_ENTITY_ID = "CREATE CONSTRAINT kgmind_entity_id IF NOT EXISTS FOR (n:Entity) REQUIRE n.id IS UNIQUE"
+SCHEMA_ENTITY_KEY = "CREATE INDEX kgmind_entity_key IF NOT EXISTS FOR (n:Entity) ON (n.key)"
+SCHEMA_ALIAS_KEY = "CREATE INDEX kgmind_alias_key IF NOT EXISTS FOR (a:Alias) ON (a.key)"
+SCHEMA_ALIAS_ENTITY = "CREATE INDEX kgmind_alias_entity IF NOT EXISTS FOR (a:Alias) ON (a.entity_id)"
+SCHEMA_DOC_ID = "CREATE CONSTRAINT kgmind_doc_id IF NOT EXISTS FOR (d:Doc) REQUIRE d.id IS UNIQUE"
+SCHEMA_DOC_ENTITY = "CREATE INDEX kgmind_doc_entity IF NOT EXISTS FOR (d:Doc) ON (d.entity_id)"
+SCHEMA_FEEDBACK_ID = (
+    "CREATE CONSTRAINT kgmind_feedback_id IF NOT EXISTS FOR (f:Feedback) REQUIRE f.id IS UNIQUE"
+)
+SCHEMA_AUDIT_FEEDBACK = (
+    "CREATE INDEX kgmind_audit_feedback IF NOT EXISTS FOR (w:WeightAudit) ON (w.feedback_id)"
+)
+SCHEMA_META_ID = "CREATE CONSTRAINT kgmind_meta_id IF NOT EXISTS FOR (m:KgmindMeta) REQUIRE m.id IS UNIQUE"
+
+#: Run in this order by :meth:`Neo4jStore.ensure_schema` (each is idempotent).
+SCHEMA_STATEMENTS: tuple[str, ...] = (
+    SCHEMA_ENTITY_ID,
+    SCHEMA_ENTITY_KEY,
+    SCHEMA_ALIAS_KEY,
+    SCHEMA_ALIAS_ENTITY,
+    SCHEMA_DOC_ID,
+    SCHEMA_DOC_ENTITY,
+    SCHEMA_FEEDBACK_ID,
+    SCHEMA_AUDIT_FEEDBACK,
+    SCHEMA_META_ID,
+)
+
+# -- bulk load (all run inside one write transaction) --------------------------------
+
+#: Current state of the entities about to be upserted (merged in Python, then written).
+ENTITIES_FOR_MERGE = """
+UNWIND $ids AS id
+MATCH (n:Entity {id: id})
+RETURN n.id AS id, n.name AS name, n.type AS type, n.aliases AS aliases, n.description AS description
+"""
+
+#: Upsert merged entity rows: properties, type label (old one removed) and alias nodes.
+#: Row: {id, name, key, type, aliases, alias_keys, description, label, remove_labels}.
+MERGE_ENTITIES = """
+UNWIND $rows AS row
+MERGE (n:Entity {id: row.id})
+SET n.name = row.name, n.key = row.key, n.type = row.type,
+    n.aliases = row.aliases, n.description = row.description
+REMOVE n:$(row.remove_labels)
+SET n:$(row.label)
+FOREACH (ak IN row.alias_keys | MERGE (:Alias {key: ak, entity_id: row.id}))
+RETURN count(n) AS written
+"""
+
+#: Which of ``$ids`` exist as entities (relation endpoints check).
+EXISTING_ENTITY_IDS = """
+UNWIND $ids AS id
+MATCH (n:Entity {id: id})
+RETURN n.id AS id
+"""
+
+#: Upsert relation rows; an existing relation keeps its weight (and its source if set).
+#: Row: {id, head, tail, rel_type (UPPER_SNAKE), weight, source}.
+MERGE_RELATIONS = """
+UNWIND $rows AS row
+MATCH (h:Entity {id: row.head})
+MATCH (t:Entity {id: row.tail})
+MERGE (h)-[r:$(row.rel_type) {id: row.id}]->(t)
+ON CREATE SET r.weight = row.weight, r.source = row.source
+ON MATCH SET r.source = CASE WHEN coalesce(r.source, '') = '' THEN row.source ELSE r.source END
+RETURN count(r) AS written
+"""
+
+#: Upsert document rows (a stored doc id is kept as it is). Row: {id, entity_id, text}.
+MERGE_DOCS = """
+UNWIND $rows AS row
+MERGE (d:Doc {id: row.id})
+ON CREATE SET d.entity_id = row.entity_id, d.text = row.text
+RETURN count(d) AS written
+"""
+
+#: Bump the content version (fingerprint) in the same transaction as the change.
+BUMP_VERSION = """
+MERGE (m:KgmindMeta {id: $meta_id})
+SET m.version = coalesce(m.version, 0) + 1
+RETURN m.version AS version
+"""
+
+# -- clear -----------------------------------------------------------------------------
+
+#: Delete every kgmind node (and so every relationship) in batches of committed
+#: transactions; must run in an auto-commit transaction (``session.run``).
+CLEAR_ALL = """
+MATCH (n)
+WHERE n:Entity OR n:Alias OR n:Doc OR n:Feedback OR n:WeightAudit
+CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS
+"""
+
+# -- reads -----------------------------------------------------------------------------
+
+GET_ENTITIES = """
+UNWIND $ids AS id
+MATCH (n:Entity {id: id})
+RETURN n.id AS id, n.name AS name, n.type AS type, n.aliases AS aliases, n.description AS description
+"""
+
+#: Entities whose name key or an alias key equals ``$key`` (both index-backed).
+FIND_ENTITIES = """
+MATCH (n:Entity {key: $key})
+RETURN n.id AS id, n.name AS name, n.type AS type, n.aliases AS aliases,
+       n.description AS description
+UNION
+MATCH (a:Alias {key: $key})
+MATCH (n:Entity {id: a.entity_id})
+RETURN n.id AS id, n.name AS name, n.type AS type, n.aliases AS aliases,
+       n.description AS description
+"""
+
+ITER_ENTITIES = """
+MATCH (n:Entity)
+RETURN n.id AS id, n.name AS name, n.type AS type, n.aliases AS aliases, n.description AS description
+ORDER BY id
+"""
+
+ITER_RELATIONS = """
+MATCH (h:Entity)-[r]->(t:Entity)
+RETURN r.id AS id, h.id AS head, toLower(type(r)) AS type, t.id AS tail, r.weight AS weight,
+       r.source AS source
+ORDER BY id
+"""
+
+#: Outgoing edges of ``$ids``; ``$types`` (lower snake) or null for all; at most ``$limit``.
+NEIGHBORS_OUT = """
+MATCH (h:Entity)-[r]->(t:Entity)
+WHERE h.id IN $ids AND ($types IS NULL OR toLower(type(r)) IN $types)
+RETURN r.id AS id, h.id AS head, toLower(type(r)) AS type, t.id AS tail, r.weight AS weight,
+       r.source AS source
+ORDER BY head, type, weight DESC, tail
+LIMIT $limit
+"""
+
+#: Incoming edges of ``$ids``.
+NEIGHBORS_IN = """
+MATCH (h:Entity)-[r]->(t:Entity)
+WHERE t.id IN $ids AND ($types IS NULL OR toLower(type(r)) IN $types)
+RETURN r.id AS id, h.id AS head, toLower(type(r)) AS type, t.id AS tail, r.weight AS weight,
+       r.source AS source
+ORDER BY head, type, weight DESC, tail
+LIMIT $limit
+"""
+
+#: Edges touching ``$ids`` in either direction (each edge once).
+NEIGHBORS_BOTH = """
+MATCH (x:Entity)-[r]-(:Entity)
+WHERE x.id IN $ids AND ($types IS NULL OR toLower(type(r)) IN $types)
+WITH DISTINCT r
+WITH r, startNode(r) AS h, endNode(r) AS t
+RETURN r.id AS id, h.id AS head, toLower(type(r)) AS type, t.id AS tail, r.weight AS weight,
+       r.source AS source
+ORDER BY head, type, weight DESC, tail
+LIMIT $limit
+"""
+
+#: Every outgoing edge of one node (KGCoT's DFS step).
+OUT_EDGES = """
+MATCH (h:Entity {id: $id})-[r]->(t:Entity)
+RETURN r.id AS id, h.id AS head, toLower(type(r)) AS type, t.id AS tail, r.weight AS weight,
+       r.source AS source
+ORDER BY type, weight DESC, tail
+"""
+
+#: Relations by id. Neo4j cannot index a property across all relationship types, so
+#: this scans relationships; it serves feedback and evidence display only (retrieval
+#: reads an in-memory index built from ITER_RELATIONS).
+GET_RELATIONS = """
+MATCH (h:Entity)-[r]->(t:Entity)
+WHERE r.id IN $ids
+RETURN r.id AS id, h.id AS head, toLower(type(r)) AS type, t.id AS tail, r.weight AS weight,
+       r.source AS source
+"""
+
+DOCS_FOR = """
+MATCH (d:Doc)
+WHERE d.entity_id IN $ids
+RETURN d.id AS id, d.entity_id AS entity_id, d.text AS text
+ORDER BY entity_id, id
+"""
+
+GET_DOCS = """
+UNWIND $ids AS id
+MATCH (d:Doc {id: id})
+RETURN d.id AS id, d.entity_id AS entity_id, d.text AS text
+"""
+
+STATS_ENTITIES = """
+MATCH (n:Entity)
+RETURN n.type AS type, count(*) AS count
+"""
+
+STATS_RELATIONS = """
+MATCH (:Entity)-[r]->(:Entity)
+RETURN toLower(type(r)) AS type, count(*) AS count
+"""
+
+STATS_DOCS = """
+MATCH (d:Doc)
+RETURN count(d) AS count
+"""
+
+#: Content version and counts (entity and relation counts come from the count store).
+FINGERPRINT = """
+OPTIONAL MATCH (m:KgmindMeta {id: $meta_id})
+WITH coalesce(m.version, 0) AS version
+CALL () { MATCH (n:Entity) RETURN count(n) AS entities }
+CALL () { MATCH (:Entity)-[r]->() RETURN count(r) AS relations }
+RETURN version, entities, relations
+"""
+
+#: The labels of one entity node (diagnostics and the live tests).
+ENTITY_LABELS = """
+MATCH (n:Entity {id: $id})
+RETURN labels(n) AS labels
+"""
+
+# -- shortest paths ----------------------------------------------------------------------
+# The variable-length bound cannot be a parameter, so there is one fixed statement per
+# supported bound, selected by integer key (never by formatting).
+
+PATHS_DIRECTED_1 = """
+MATCH p = allShortestPaths((a:Entity {id: $source})-[*..1]->(b:Entity {id: $target}))
+WITH p, [n IN nodes(p) | n.id] AS node_ids, [r IN relationships(p) | r.id] AS rel_ids
+ORDER BY node_ids, rel_ids
+LIMIT $limit
+RETURN node_ids AS nodes,
+       [r IN relationships(p) | {id: r.id, head: startNode(r).id, type: toLower(type(r)),
+        tail: endNode(r).id, weight: r.weight, source: r.source}] AS relations
+"""
+PATHS_DIRECTED_2 = """
+MATCH p = allShortestPaths((a:Entity {id: $source})-[*..2]->(b:Entity {id: $target}))
+WITH p, [n IN nodes(p) | n.id] AS node_ids, [r IN relationships(p) | r.id] AS rel_ids
+ORDER BY node_ids, rel_ids
+LIMIT $limit
+RETURN node_ids AS nodes,
+       [r IN relationships(p) | {id: r.id, head: startNode(r).id, type: toLower(type(r)),
+        tail: endNode(r).id, weight: r.weight, source: r.source}] AS relations
+"""
+PATHS_DIRECTED_3 = """
+MATCH p = allShortestPaths((a:Entity {id: $source})-[*..3]->(b:Entity {id: $target}))
+WITH p, [n IN nodes(p) | n.id] AS node_ids, [r IN relationships(p) | r.id] AS rel_ids
+ORDER BY node_ids, rel_ids
+LIMIT $limit
+RETURN node_ids AS nodes,
+       [r IN relationships(p) | {id: r.id, head: startNode(r).id, type: toLower(type(r)),
+        tail: endNode(r).id, weight: r.weight, source: r.source}] AS relations
+"""
+PATHS_DIRECTED_4 = """
+MATCH p = allShortestPaths((a:Entity {id: $source})-[*..4]->(b:Entity {id: $target}))
+WITH p, [n IN nodes(p) | n.id] AS node_ids, [r IN relationships(p) | r.id] AS rel_ids
+ORDER BY node_ids, rel_ids
+LIMIT $limit
+RETURN node_ids AS nodes,
+       [r IN relationships(p) | {id: r.id, head: startNode(r).id, type: toLower(type(r)),
+        tail: endNode(r).id, weight: r.weight, source: r.source}] AS relations
+"""
+PATHS_DIRECTED_5 = """
+MATCH p = allShortestPaths((a:Entity {id: $source})-[*..5]->(b:Entity {id: $target}))
+WITH p, [n IN nodes(p) | n.id] AS node_ids, [r IN relationships(p) | r.id] AS rel_ids
+ORDER BY node_ids, rel_ids
+LIMIT $limit
+RETURN node_ids AS nodes,
+       [r IN relationships(p) | {id: r.id, head: startNode(r).id, type: toLower(type(r)),
+        tail: endNode(r).id, weight: r.weight, source: r.source}] AS relations
+"""
+PATHS_DIRECTED_6 = """
+MATCH p = allShortestPaths((a:Entity {id: $source})-[*..6]->(b:Entity {id: $target}))
+WITH p, [n IN nodes(p) | n.id] AS node_ids, [r IN relationships(p) | r.id] AS rel_ids
+ORDER BY node_ids, rel_ids
+LIMIT $limit
+RETURN node_ids AS nodes,
+       [r IN relationships(p) | {id: r.id, head: startNode(r).id, type: toLower(type(r)),
+        tail: endNode(r).id, weight: r.weight, source: r.source}] AS relations
+"""
+PATHS_UNDIRECTED_1 = """
+MATCH p = allShortestPaths((a:Entity {id: $source})-[*..1]-(b:Entity {id: $target}))
+WITH p, [n IN nodes(p) | n.id] AS node_ids, [r IN relationships(p) | r.id] AS rel_ids
+ORDER BY node_ids, rel_ids
+LIMIT $limit
+RETURN node_ids AS nodes,
+       [r IN relationships(p) | {id: r.id, head: startNode(r).id, type: toLower(type(r)),
+        tail: endNode(r).id, weight: r.weight, source: r.source}] AS relations
+"""
+PATHS_UNDIRECTED_2 = """
+MATCH p = allShortestPaths((a:Entity {id: $source})-[*..2]-(b:Entity {id: $target}))
+WITH p, [n IN nodes(p) | n.id] AS node_ids, [r IN relationships(p) | r.id] AS rel_ids
+ORDER BY node_ids, rel_ids
+LIMIT $limit
+RETURN node_ids AS nodes,
+       [r IN relationships(p) | {id: r.id, head: startNode(r).id, type: toLower(type(r)),
+        tail: endNode(r).id, weight: r.weight, source: r.source}] AS relations
+"""
+PATHS_UNDIRECTED_3 = """
+MATCH p = allShortestPaths((a:Entity {id: $source})-[*..3]-(b:Entity {id: $target}))
+WITH p, [n IN nodes(p) | n.id] AS node_ids, [r IN relationships(p) | r.id] AS rel_ids
+ORDER BY node_ids, rel_ids
+LIMIT $limit
+RETURN node_ids AS nodes,
+       [r IN relationships(p) | {id: r.id, head: startNode(r).id, type: toLower(type(r)),
+        tail: endNode(r).id, weight: r.weight, source: r.source}] AS relations
+"""
+PATHS_UNDIRECTED_4 = """
+MATCH p = allShortestPaths((a:Entity {id: $source})-[*..4]-(b:Entity {id: $target}))
+WITH p, [n IN nodes(p) | n.id] AS node_ids, [r IN relationships(p) | r.id] AS rel_ids
+ORDER BY node_ids, rel_ids
+LIMIT $limit
+RETURN node_ids AS nodes,
+       [r IN relationships(p) | {id: r.id, head: startNode(r).id, type: toLower(type(r)),
+        tail: endNode(r).id, weight: r.weight, source: r.source}] AS relations
+"""
+PATHS_UNDIRECTED_5 = """
+MATCH p = allShortestPaths((a:Entity {id: $source})-[*..5]-(b:Entity {id: $target}))
+WITH p, [n IN nodes(p) | n.id] AS node_ids, [r IN relationships(p) | r.id] AS rel_ids
+ORDER BY node_ids, rel_ids
+LIMIT $limit
+RETURN node_ids AS nodes,
+       [r IN relationships(p) | {id: r.id, head: startNode(r).id, type: toLower(type(r)),
+        tail: endNode(r).id, weight: r.weight, source: r.source}] AS relations
+"""
+PATHS_UNDIRECTED_6 = """
+MATCH p = allShortestPaths((a:Entity {id: $source})-[*..6]-(b:Entity {id: $target}))
+WITH p, [n IN nodes(p) | n.id] AS node_ids, [r IN relationships(p) | r.id] AS rel_ids
+ORDER BY node_ids, rel_ids
+LIMIT $limit
+RETURN node_ids AS nodes,
+       [r IN relationships(p) | {id: r.id, head: startNode(r).id, type: toLower(type(r)),
+        tail: endNode(r).id, weight: r.weight, source: r.source}] AS relations
+"""
+
+#: Directed shortest-path statements by maximum hop count.
+PATHS_DIRECTED: dict[int, str] = {
+    1: PATHS_DIRECTED_1,
+    2: PATHS_DIRECTED_2,
+    3: PATHS_DIRECTED_3,
+    4: PATHS_DIRECTED_4,
+    5: PATHS_DIRECTED_5,
+    6: PATHS_DIRECTED_6,
+}
+
+#: Undirected shortest-path statements by maximum hop count.
+PATHS_UNDIRECTED: dict[int, str] = {
+    1: PATHS_UNDIRECTED_1,
+    2: PATHS_UNDIRECTED_2,
+    3: PATHS_UNDIRECTED_3,
+    4: PATHS_UNDIRECTED_4,
+    5: PATHS_UNDIRECTED_5,
+    6: PATHS_UNDIRECTED_6,
+}
+
+# -- feedback (all run inside one write transaction) ------------------------------------
+
+#: Claim the feedback id; ``created`` is false when it was already applied.
+CLAIM_FEEDBACK = """
+MERGE (f:Feedback {id: $feedback_id})
+ON CREATE SET f.run_id = $run_id, f.rating = $rating, f.at = $at, f.claiming = true
+WITH f, f.claiming IS NOT NULL AS created
+REMOVE f.claiming
+RETURN created
+"""
+
+#: Resolve relation ids to their heads and take the write lock on each head node
+#: (a property write locks the node until commit; ordered by id against deadlocks).
+LOCK_HEADS = """
+MATCH (h:Entity)-[r]->(:Entity)
+WHERE r.id IN $relation_ids
+WITH h, collect(r.id) AS rel_ids
+ORDER BY h.id
+SET h.kgmind_lock = true
+REMOVE h.kgmind_lock
+RETURN h.id AS head, rel_ids
+"""
+
+#: Every outgoing edge (id, weight) of the locked heads: the rule's siblings.
+SIBLING_WEIGHTS = """
+MATCH (h:Entity)-[r]->(:Entity)
+WHERE h.id IN $heads
+RETURN h.id AS head, r.id AS id, r.weight AS weight
+ORDER BY head, id
+"""
+
+#: Write new weights and one audit node per change.
+#: Row: {head, id, old_weight, new_weight, seq}.
+WRITE_WEIGHTS = """
+MATCH (f:Feedback {id: $feedback_id})
+UNWIND $rows AS row
+MATCH (h:Entity {id: row.head})-[r]->(:Entity)
+WHERE r.id = row.id
+SET r.weight = row.new_weight
+CREATE (f)-[:CHANGED]->(:WeightAudit {feedback_id: $feedback_id, run_id: $run_id,
+    relation_id: row.id, old_weight: row.old_weight, new_weight: row.new_weight,
+    rating: $rating, at: $at, seq: row.seq})
+RETURN count(r) AS written
+"""
+
+#: Audit rows, oldest first; ``$feedback_id`` null for all.
+WEIGHT_CHANGES = """
+MATCH (w:WeightAudit)
+WHERE $feedback_id IS NULL OR w.feedback_id = $feedback_id
+RETURN w.feedback_id AS feedback_id, w.run_id AS run_id, w.relation_id AS relation_id,
+       w.old_weight AS old_weight, w.new_weight AS new_weight, w.rating AS rating, w.at AS at
+ORDER BY w.at, w.seq
+"""
+
+#: Set every weight back to 1.0; returns how many edges had another weight.
+RESET_WEIGHTS = """
+MATCH (:Entity)-[r]->(:Entity)
+WHERE r.weight <> 1.0
+SET r.weight = 1.0
+RETURN count(r) AS reset
+"""
+
+#: Drop the audit log (run in the same transaction as RESET_WEIGHTS).
+DROP_AUDIT = """
+MATCH (n)
+WHERE n:Feedback OR n:WeightAudit
+DETACH DELETE n
+RETURN count(n) AS deleted
+"""

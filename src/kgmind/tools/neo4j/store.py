@@ -1,0 +1,691 @@
+"""Neo4jStore: the server GraphStore backend, over the official ``neo4j`` Python driver.
+
+Needs **Neo4j 5.26 or newer** (Community or Enterprise, no APOC): labels and
+relationship types that come from data are written with Cypher's dynamic labels and
+types (``SET n:$(row.label)``, ``MERGE (h)-[r:$(row.rel_type)]->(t)``). The schema and
+every statement are in :mod:`kgmind.tools.neo4j.queries`; values always travel as
+parameters.
+
+Transactions
+    Reads go through ``driver.execute_query(..., routing_=READ)`` (or a streaming READ
+    session for the two ``iter_*`` scans). Writes go through
+    ``session.execute_write(fn)``, so the driver retries transient failures
+    (deadlocks, leader changes) by re-running ``fn`` from the start; every ``fn``
+    here is therefore free of side effects outside the transaction.
+
+Bulk load
+    The input is materialised and merged in Python first; then ONE write transaction
+    runs every ``UNWIND $rows`` batch (:data:`BATCH_SIZE` rows each): entities (their
+    stored state is read in the same transaction and merged by the protocol's rules),
+    an endpoint check, relations, docs and the version bump. An import therefore
+    lands completely or not at all; the price is that the server must hold the
+    whole import in transaction memory (``db.memory.transaction.total.max``), which
+    is a few hundred MB for the largest KG here (~420k relations).
+
+Feedback
+    ``apply_weight_updates`` runs in one write transaction: it MERGEs the
+    ``(:Feedback {id})`` node (uniqueness constraint, so a concurrent duplicate waits
+    and then sees it), takes the write lock on every head node (a property write,
+    in id order) BEFORE reading the sibling weights, calls the pure rule, writes the
+    weights and one ``(:WeightAudit)`` per change. Two concurrent feedbacks touching
+    the same head are serialised by that lock, so no update is lost.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import neo4j
+from neo4j.exceptions import AuthError, ConfigurationError, DriverError, Neo4jError, ServiceUnavailable
+
+from kgmind.models import TYPE_PRIORITY, Entity, KnowledgeDoc, Relation, WeightChange, normalize_name
+from kgmind.tools.neo4j import queries as q
+from kgmind.tools.store import (
+    Direction,
+    GraphPath,
+    LoadReport,
+    StoreError,
+    StoreStats,
+    StoreUnavailableError,
+    WeightRule,
+)
+
+__all__ = ["BATCH_SIZE", "MAX_PATH_HOPS", "Neo4jStore", "type_label"]
+
+#: Rows per ``UNWIND $rows`` statement in a bulk load.
+BATCH_SIZE = 5000
+
+#: Longest shortest path :meth:`Neo4jStore.paths` searches (one statement per bound).
+MAX_PATH_HOPS = max(q.PATHS_DIRECTED)
+
+#: Id of the single ``(:KgmindMeta)`` node that holds the content version.
+META_ID = "kgmind"
+
+#: How long the driver keeps retrying a transaction that failed transiently.
+MAX_RETRY_SECONDS = 10.0
+
+#: Seconds to wait for a TCP connection to the server.
+CONNECT_TIMEOUT_SECONDS = 5.0
+
+_NO_LIMIT = 2**62
+
+#: Labels the store uses for its own nodes; an entity type that maps to one of them
+#: gets a ``Type`` suffix so that, say, type ``doc`` never makes an entity a ``:Doc``.
+_RESERVED_LABELS = frozenset({"Alias", "Doc", "Feedback", "WeightAudit", "KgmindMeta"})
+
+_T = TypeVar("_T")
+
+
+def type_label(entity_type: str) -> str:
+    """Return the node label for an entity type: PascalCase of its words.
+
+    ``disease`` → ``Disease``, ``side_effect`` → ``SideEffect``, ``entity`` (or blank)
+    → ``Entity`` (the common label, so no extra label). Names of the store's own
+    labels get a ``Type`` suffix (``doc`` → ``DocType``).
+
+    Args:
+        entity_type: The entity's ``type``.
+
+    Returns:
+        The label (never empty).
+
+    """
+    words = entity_type.replace("-", " ").replace("_", " ").split()
+    label = "".join(w[:1].upper() + w[1:] for w in words) or "Entity"
+    return label + "Type" if label in _RESERVED_LABELS else label
+
+
+def _type_rank(entity_type: str) -> int:
+    return TYPE_PRIORITY.get(entity_type, len(TYPE_PRIORITY))
+
+
+def _merge_entities(old: Entity, new: Entity) -> Entity:
+    """Merge ``new`` into ``old`` (same id): name kept, type by priority, aliases unioned.
+
+    Aliases are deduplicated by normalised key and never repeat the name itself;
+    the description is filled only when empty.
+    """
+    etype = new.type if _type_rank(new.type) < _type_rank(old.type) else old.type
+    seen = {normalize_name(old.name)}
+    aliases: list[str] = []
+    for alias in [*old.aliases, *new.aliases]:
+        key = normalize_name(alias)
+        if key and key not in seen:
+            seen.add(key)
+            aliases.append(alias)
+    return Entity.model_construct(
+        id=old.id, name=old.name, type=etype, aliases=aliases, description=old.description or new.description
+    )
+
+
+def _clean_entity(entity: Entity) -> Entity:
+    bare = Entity.model_construct(
+        id=entity.id, name=entity.name, type=entity.type, aliases=[], description=entity.description
+    )
+    return _merge_entities(bare, entity)
+
+
+def _entity_row(entity: Entity, old_type: str | None) -> dict[str, Any]:
+    label = type_label(entity.type)
+    remove: list[str] = []
+    if old_type is not None:
+        old_label = type_label(old_type)
+        if old_label not in (label, "Entity"):
+            remove.append(old_label)
+    return {
+        "id": entity.id,
+        "name": entity.name,
+        "key": normalize_name(entity.name),
+        "type": entity.type,
+        "aliases": list(entity.aliases),
+        "alias_keys": sorted({normalize_name(a) for a in entity.aliases}),
+        "description": entity.description,
+        "label": label,
+        "remove_labels": remove,
+    }
+
+
+def _entity(rec: Mapping[str, Any]) -> Entity:
+    return Entity.model_construct(
+        id=rec["id"],
+        name=rec["name"],
+        type=rec["type"] or "entity",
+        aliases=list(rec["aliases"] or []),
+        description=rec["description"] or "",
+    )
+
+
+def _relation(rec: Mapping[str, Any]) -> Relation:
+    return Relation.model_construct(
+        id=rec["id"],
+        head=rec["head"],
+        type=rec["type"],
+        tail=rec["tail"],
+        weight=float(rec["weight"]),
+        source=rec["source"] or "",
+    )
+
+
+def _doc(rec: Mapping[str, Any]) -> KnowledgeDoc:
+    return KnowledgeDoc.model_construct(id=rec["id"], entity_id=rec["entity_id"], text=rec["text"])
+
+
+def _change(rec: Mapping[str, Any]) -> WeightChange:
+    return WeightChange(
+        feedback_id=rec["feedback_id"],
+        run_id=rec["run_id"],
+        relation_id=rec["relation_id"],
+        old_weight=float(rec["old_weight"]),
+        new_weight=float(rec["new_weight"]),
+        rating=rec["rating"],
+        at=rec["at"],
+    )
+
+
+def _batches(rows: Sequence[_T]) -> Iterator[list[_T]]:
+    size = BATCH_SIZE
+    for start in range(0, len(rows), size):
+        yield list(rows[start : start + size])
+
+
+def _one_line(exc: BaseException, max_chars: int = 240) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
+
+
+class Neo4jStore:
+    """A :class:`~kgmind.tools.store.GraphStore` in a Neo4j (5.26+) database.
+
+    Creating the store does not contact the server; the schema is created by
+    :meth:`ensure_schema`, which the first write calls once.
+
+    Args:
+        uri: Server URI (``neo4j://``, ``neo4j+s://``, ``bolt://`` …).
+        user: User name.
+        password: Password.
+        database: Database name; ``None`` is the user's home database.
+        driver: An existing driver to use instead of creating one (not closed by
+            :meth:`close`: its owner closes it).
+
+    Raises:
+        StoreUnavailableError: The URI or configuration is invalid.
+
+    """
+
+    def __init__(
+        self,
+        uri: str,
+        user: str = "neo4j",
+        password: str = "",
+        database: str | None = None,
+        driver: neo4j.Driver | None = None,
+    ) -> None:
+        self.uri = uri
+        self.database = database
+        self._owns_driver = driver is None
+        if driver is None:
+            try:
+                driver = neo4j.GraphDatabase.driver(
+                    uri,
+                    auth=(user, password),
+                    max_transaction_retry_time=MAX_RETRY_SECONDS,
+                    connection_timeout=CONNECT_TIMEOUT_SECONDS,
+                )
+            except (ConfigurationError, ValueError) as exc:
+                raise StoreUnavailableError(f"cannot open Neo4j store {uri}: {_one_line(exc)}") from exc
+        self._driver: neo4j.Driver = driver
+        self._schema_lock = threading.Lock()
+        self._schema_ready = False
+        self._connected = False
+
+    def __repr__(self) -> str:
+        return f"Neo4jStore({self.uri!r}, database={self.database!r})"
+
+    # -- driver boundary -------------------------------------------------------------
+    @contextmanager
+    def _errors(self, what: str) -> Iterator[None]:
+        """Translate driver exceptions into StoreUnavailableError / StoreError."""
+        try:
+            yield
+        except StoreError:
+            raise
+        except (ServiceUnavailable, AuthError) as exc:
+            raise StoreUnavailableError(
+                f"Neo4j store {self.uri} unavailable during {what}: {_one_line(exc)}"
+            ) from exc
+        except (Neo4jError, DriverError) as exc:
+            raise StoreError(f"Neo4j {what} failed on {self.uri}: {_one_line(exc)}") from exc
+
+    def _connect(self, what: str) -> None:
+        """Check once that the server answers, so a down server fails fast (no retries)."""
+        if self._connected:
+            return
+        with self._errors(what):
+            self._driver.verify_connectivity()
+        self._connected = True
+
+    def _read(self, query: str, params: dict[str, Any], what: str) -> list[Any]:
+        """Run one read statement through ``execute_query`` and return its records."""
+        self._connect(what)
+        with self._errors(what):
+            result = self._driver.execute_query(
+                query, params, database_=self.database, routing_=neo4j.RoutingControl.READ
+            )
+        return list(result.records)
+
+    def _stream(self, query: str, what: str) -> Iterator[Any]:
+        """Stream the records of one read statement from a READ session."""
+        self._connect(what)
+        with (
+            self._errors(what),
+            self._driver.session(database=self.database, default_access_mode=neo4j.READ_ACCESS) as session,
+        ):
+            yield from session.run(query)
+
+    def _write(self, fn: Callable[[neo4j.ManagedTransaction], _T], what: str) -> _T:
+        """Run ``fn`` in one retried write transaction."""
+        self._connect(what)
+        with self._errors(what), self._driver.session(database=self.database) as session:
+            return session.execute_write(fn)
+
+    def ensure_schema(self) -> None:
+        """Create the constraints and indexes (idempotent ``IF NOT EXISTS`` statements).
+
+        Raises:
+            StoreUnavailableError: The server cannot be reached.
+            StoreError: A statement failed (e.g. the server is older than 5.26).
+
+        """
+        with self._schema_lock:
+            if self._schema_ready:
+                return
+            self._connect("ensure_schema")
+            for stmt in q.SCHEMA_STATEMENTS:
+                with self._errors("ensure_schema"):
+                    self._driver.execute_query(stmt, None, database_=self.database)
+            self._schema_ready = True
+
+    # -- writing -------------------------------------------------------------------
+    def bulk_load(
+        self,
+        entities: Iterable[Entity],
+        relations: Iterable[Relation],
+        docs: Iterable[KnowledgeDoc] = (),
+    ) -> LoadReport:
+        """Upsert entities, relations and docs in one transaction: all of it lands or none.
+
+        Entities with an id already stored (or repeated in the input) are merged: name
+        kept, aliases unioned (deduplicated by normalised key), description filled if
+        empty, type by :data:`kgmind.models.TYPE_PRIORITY` (the type label follows).
+        Stored relations keep their weight (an empty ``source`` is filled). Docs with a
+        known id are kept as stored.
+
+        Args:
+            entities: Entities to upsert.
+            relations: Relations to upsert; both endpoints must be loaded or stored.
+            docs: Knowledge documents to upsert.
+
+        Returns:
+            Distinct entities, relations and docs in the input.
+
+        Raises:
+            StoreError: A relation endpoint is unknown or the write failed (nothing
+                was written).
+            StoreUnavailableError: The server cannot be reached.
+
+        """
+        in_entities: dict[str, Entity] = {}
+        for ent in entities:
+            prev = in_entities.get(ent.id)
+            in_entities[ent.id] = _clean_entity(ent) if prev is None else _merge_entities(prev, ent)
+        in_relations: dict[str, Relation] = {}
+        for rel in relations:
+            prev_rel = in_relations.get(rel.id)
+            if prev_rel is None:
+                in_relations[rel.id] = rel
+            elif not prev_rel.source and rel.source:
+                in_relations[rel.id] = prev_rel.model_copy(update={"source": rel.source})
+        in_docs: dict[str, KnowledgeDoc] = {d.id: d for d in docs}
+        report = LoadReport(entities=len(in_entities), relations=len(in_relations), docs=len(in_docs))
+        if not (in_entities or in_relations or in_docs):
+            return report
+        entity_list = list(in_entities.values())
+        rel_rows = [
+            {
+                "id": r.id,
+                "head": r.head,
+                "tail": r.tail,
+                "rel_type": r.type.upper(),
+                "weight": float(r.weight),
+                "source": r.source,
+            }
+            for r in in_relations.values()
+        ]
+        doc_rows = [{"id": d.id, "entity_id": d.entity_id, "text": d.text} for d in in_docs.values()]
+        outside = sorted({e for r in in_relations.values() for e in (r.head, r.tail) if e not in in_entities})
+
+        def load(tx: neo4j.ManagedTransaction) -> None:
+            for batch in _batches(entity_list):
+                stored = {
+                    rec["id"]: _entity(rec)
+                    for rec in tx.run(q.ENTITIES_FOR_MERGE, {"ids": [e.id for e in batch]})
+                }
+                rows = []
+                for ent in batch:
+                    old = stored.get(ent.id)
+                    merged = ent if old is None else _merge_entities(old, ent)
+                    rows.append(_entity_row(merged, None if old is None else old.type))
+                tx.run(q.MERGE_ENTITIES, {"rows": rows}).consume()
+            if outside:
+                found: set[str] = set()
+                for batch_ids in _batches(outside):
+                    found.update(rec["id"] for rec in tx.run(q.EXISTING_ENTITY_IDS, {"ids": batch_ids}))
+                missing = [e for e in outside if e not in found]
+                if missing:
+                    shown = ", ".join(missing[:5]) + (" …" if len(missing) > 5 else "")
+                    raise StoreError(
+                        f"bulk_load: {len(missing)} relation endpoint(s) are unknown entities: {shown}"
+                    )
+            for rel_batch in _batches(rel_rows):
+                tx.run(q.MERGE_RELATIONS, {"rows": rel_batch}).consume()
+            for doc_batch in _batches(doc_rows):
+                tx.run(q.MERGE_DOCS, {"rows": doc_batch}).consume()
+            tx.run(q.BUMP_VERSION, {"meta_id": META_ID}).consume()
+
+        self.ensure_schema()
+        self._write(load, "bulk_load")
+        return report
+
+    def clear(self) -> None:
+        """Delete every entity, relation, doc and audit row (in committed batches)."""
+        self._connect("clear")
+        with self._errors("clear"), self._driver.session(database=self.database) as session:
+            session.run(q.CLEAR_ALL).consume()
+
+        def bump(tx: neo4j.ManagedTransaction) -> None:
+            tx.run(q.BUMP_VERSION, {"meta_id": META_ID}).consume()
+
+        self._write(bump, "clear")
+
+    # -- reading -------------------------------------------------------------------
+    def get_entities(self, ids: Sequence[str]) -> list[Entity]:
+        """Entities by id, in the order asked; unknown ids are skipped."""
+        ids = list(ids)
+        if not ids:
+            return []
+        found = {rec["id"]: _entity(rec) for rec in self._read(q.GET_ENTITIES, {"ids": ids}, "get_entities")}
+        return [found[i] for i in ids if i in found]
+
+    def find_entities(self, name: str) -> list[Entity]:
+        """Entities whose name or an alias normalises like ``name`` (ordered by id)."""
+        key = normalize_name(name)
+        if not key:
+            return []
+        recs = self._read(q.FIND_ENTITIES, {"key": key}, "find_entities")
+        found = {rec["id"]: _entity(rec) for rec in recs}
+        return [found[i] for i in sorted(found)]
+
+    def iter_entities(self) -> Iterator[Entity]:
+        """Every entity, ordered by id (streamed)."""
+        for rec in self._stream(q.ITER_ENTITIES, "iter_entities"):
+            yield _entity(rec)
+
+    def iter_relations(self) -> Iterator[Relation]:
+        """Every relation with its current weight, ordered by id (streamed)."""
+        for rec in self._stream(q.ITER_RELATIONS, "iter_relations"):
+            yield _relation(rec)
+
+    def neighbors(
+        self,
+        ids: Sequence[str],
+        direction: Direction = "out",
+        relation_types: Sequence[str] | None = None,
+        limit: int | None = None,
+    ) -> list[Relation]:
+        """Edges touching ``ids`` in ``direction``, optionally filtered by type.
+
+        Ordered by head id, relation type, descending weight, tail id; at most ``limit``.
+
+        Raises:
+            ValueError: ``direction`` is not ``out``, ``in`` or ``both``.
+
+        """
+        query = {"out": q.NEIGHBORS_OUT, "in": q.NEIGHBORS_IN, "both": q.NEIGHBORS_BOTH}.get(direction)
+        if query is None:
+            raise ValueError(f"direction must be 'out', 'in' or 'both', not {direction!r}")
+        ids = list(ids)
+        if not ids or (limit is not None and limit <= 0):
+            return []
+        params = {
+            "ids": ids,
+            "types": None
+            if relation_types is None
+            else [t.strip().replace(" ", "_").lower() for t in relation_types],
+            "limit": _NO_LIMIT if limit is None else int(limit),
+        }
+        return [_relation(rec) for rec in self._read(query, params, "neighbors")]
+
+    def paths(
+        self,
+        source: str,
+        target: str,
+        max_hops: int,
+        directed: bool = True,
+        limit: int = 10,
+    ) -> list[GraphPath]:
+        """All shortest paths ``source`` → ``target`` of at most ``max_hops`` edges.
+
+        Paths are sorted by node ids, then relation ids; at most ``limit``.
+        ``source == target`` gives the single empty path. ``max_hops`` above
+        :data:`MAX_PATH_HOPS` (6) is searched as 6.
+        """
+        if limit <= 0 or max_hops < 0 or not self.get_entities([source]):
+            return []
+        if source == target:
+            return [GraphPath(nodes=[source], relations=[])]
+        if max_hops == 0:
+            return []
+        hops = min(int(max_hops), MAX_PATH_HOPS)
+        query = q.PATHS_DIRECTED[hops] if directed else q.PATHS_UNDIRECTED[hops]
+        recs = self._read(query, {"source": source, "target": target, "limit": int(limit)}, "paths")
+        return [
+            GraphPath(nodes=list(rec["nodes"]), relations=[_relation(r) for r in rec["relations"]])
+            for rec in recs
+        ]
+
+    def get_relations(self, ids: Sequence[str]) -> list[Relation]:
+        """Relations by id, in the order asked; unknown ids are skipped."""
+        ids = list(ids)
+        if not ids:
+            return []
+        recs = self._read(q.GET_RELATIONS, {"ids": ids}, "get_relations")
+        found = {rec["id"]: _relation(rec) for rec in recs}
+        return [found[i] for i in ids if i in found]
+
+    def out_edges(self, entity_id: str) -> list[Relation]:
+        """Every outgoing edge of one node with its weight, by type, descending weight, tail."""
+        return [_relation(rec) for rec in self._read(q.OUT_EDGES, {"id": entity_id}, "out_edges")]
+
+    def docs_for(self, entity_ids: Sequence[str]) -> list[KnowledgeDoc]:
+        """Knowledge documents about the given entities, ordered by entity id then doc id."""
+        ids = list(entity_ids)
+        if not ids:
+            return []
+        return [_doc(rec) for rec in self._read(q.DOCS_FOR, {"ids": ids}, "docs_for")]
+
+    def get_docs(self, ids: Sequence[str]) -> list[KnowledgeDoc]:
+        """Knowledge documents by id, in the order asked; unknown ids are skipped."""
+        ids = list(ids)
+        if not ids:
+            return []
+        found = {rec["id"]: _doc(rec) for rec in self._read(q.GET_DOCS, {"ids": ids}, "get_docs")}
+        return [found[i] for i in ids if i in found]
+
+    def stats(self) -> StoreStats:
+        """Count entities per type and relations per type."""
+        entities = {str(r["type"]): int(r["count"]) for r in self._read(q.STATS_ENTITIES, {}, "stats")}
+        relations = {str(r["type"]): int(r["count"]) for r in self._read(q.STATS_RELATIONS, {}, "stats")}
+        docs = self._read(q.STATS_DOCS, {}, "stats")
+        return StoreStats(
+            entities=entities,
+            relations=relations,
+            entities_total=sum(entities.values()),
+            relations_total=sum(relations.values()),
+            docs_total=int(docs[0]["count"]) if docs else 0,
+        )
+
+    def fingerprint(self) -> str:
+        """Content version plus entity and relation counts; weight changes leave it alone."""
+        recs = self._read(q.FINGERPRINT, {"meta_id": META_ID}, "fingerprint")
+        if not recs:
+            return "0:0:0"
+        rec = recs[0]
+        return f"{int(rec['version'])}:{int(rec['entities'])}:{int(rec['relations'])}"
+
+    def labels_of(self, entity_id: str) -> list[str]:
+        """Return the node labels of one entity, sorted (``[]`` if unknown).
+
+        Not part of the GraphStore protocol: it shows the label schema
+        (``Entity`` plus the type label).
+        """
+        recs = self._read(q.ENTITY_LABELS, {"id": entity_id}, "labels_of")
+        return sorted(recs[0]["labels"]) if recs else []
+
+    # -- feedback ------------------------------------------------------------------
+    def apply_weight_updates(
+        self,
+        feedback_id: str,
+        run_id: str,
+        rating: str,
+        relation_ids: Sequence[str],
+        rule: WeightRule,
+    ) -> list[WeightChange]:
+        """Apply one feedback in one write transaction, idempotently.
+
+        Args:
+            feedback_id: Idempotency key; a feedback id already applied changes
+                nothing and returns ``[]``.
+            run_id: The pipeline run the feedback is about.
+            rating: ``excellent`` or ``poor`` (stored in the audit rows).
+            relation_ids: The edges the feedback is about.
+            rule: Pure function from the heads' sibling edges to new weights.
+
+        Returns:
+            The committed changes (one per edge whose weight changed), by relation id.
+
+        Raises:
+            StoreError: Unknown relation ids, a rule that fails or returns a weight
+                that is not finite and > 0 or an edge that is not a sibling, or a
+                failed write; in every case nothing is changed.
+            StoreUnavailableError: The server cannot be reached.
+
+        """
+        rel_ids = list(dict.fromkeys(relation_ids))
+
+        def apply(tx: neo4j.ManagedTransaction) -> list[WeightChange]:
+            claimed_at = datetime.now(UTC).isoformat()
+            claim = tx.run(
+                q.CLAIM_FEEDBACK,
+                {"feedback_id": feedback_id, "run_id": run_id, "rating": rating, "at": claimed_at},
+            ).single()
+            if claim is None or not claim["created"] or not rel_ids:
+                return []
+            heads: list[str] = []
+            head_of: dict[str, str] = {}
+            for rec in tx.run(q.LOCK_HEADS, {"relation_ids": rel_ids}):
+                heads.append(rec["head"])
+                for rid in rec["rel_ids"]:
+                    head_of[rid] = rec["head"]
+            unknown = [rid for rid in rel_ids if rid not in head_of]
+            if unknown:
+                raise StoreError(f"feedback {feedback_id!r}: unknown relation ids: {', '.join(unknown)}")
+            # Taken while holding the head locks, so audit times follow the commit order
+            # of feedbacks on the same edges (weight_changes() replays serially).
+            at = datetime.now(UTC).isoformat()
+            siblings: dict[str, list[tuple[str, float]]] = {h: [] for h in sorted(heads)}
+            sibling_head: dict[str, str] = {}
+            old_weight: dict[str, float] = {}
+            for rec in tx.run(q.SIBLING_WEIGHTS, {"heads": sorted(heads)}):
+                weight = float(rec["weight"])
+                siblings[rec["head"]].append((rec["id"], weight))
+                sibling_head[rec["id"]] = rec["head"]
+                old_weight[rec["id"]] = weight
+            try:
+                new_weights = rule(siblings, list(rel_ids))
+            except Exception as exc:
+                raise StoreError(f"feedback {feedback_id!r}: the weight rule failed: {exc}") from exc
+            updates: list[tuple[str, float]] = []
+            where = f"feedback {feedback_id!r}"
+            for rid, value in new_weights.items():
+                if rid not in old_weight:
+                    raise StoreError(f"{where}: the rule changed {rid!r}, not a sibling edge")
+                if isinstance(value, bool) or not isinstance(value, int | float):
+                    raise StoreError(f"{where}: weight of {rid!r} is not a number: {value!r}")
+                new = float(value)
+                if not math.isfinite(new) or new <= 0:
+                    raise StoreError(f"{where}: weight of {rid!r} must be finite and > 0: {new}")
+                if new != old_weight[rid]:
+                    updates.append((rid, new))
+            if not updates:
+                return []
+            updates.sort()
+            rows = [
+                {
+                    "head": sibling_head[rid],
+                    "id": rid,
+                    "old_weight": old_weight[rid],
+                    "new_weight": new,
+                    "seq": seq,
+                }
+                for seq, (rid, new) in enumerate(updates)
+            ]
+            tx.run(
+                q.WRITE_WEIGHTS,
+                {"feedback_id": feedback_id, "run_id": run_id, "rating": rating, "at": at, "rows": rows},
+            ).consume()
+            return [
+                WeightChange(
+                    feedback_id=feedback_id,
+                    run_id=run_id,
+                    relation_id=rid,
+                    old_weight=old_weight[rid],
+                    new_weight=new,
+                    rating=rating,
+                    at=at,
+                )
+                for rid, new in updates
+            ]
+
+        self.ensure_schema()
+        return self._write(apply, "apply_weight_updates")
+
+    def weight_changes(self, feedback_id: str | None = None) -> list[WeightChange]:
+        """Audit rows, oldest first; only those of ``feedback_id`` when given."""
+        recs = self._read(q.WEIGHT_CHANGES, {"feedback_id": feedback_id}, "weight_changes")
+        return [_change(rec) for rec in recs]
+
+    def reset_weights(self) -> int:
+        """Set every weight back to 1.0 and drop the audit log.
+
+        Returns:
+            The number of edges whose weight was not 1.0.
+
+        """
+
+        def reset(tx: neo4j.ManagedTransaction) -> int:
+            rec = tx.run(q.RESET_WEIGHTS).single()
+            tx.run(q.DROP_AUDIT).consume()
+            return int(rec["reset"]) if rec is not None else 0
+
+        return self._write(reset, "reset_weights")
+
+    # -- lifecycle -------------------------------------------------------------------
+    def close(self) -> None:
+        """Close the driver's connection pool (only a driver this store created)."""
+        if self._owns_driver:
+            self._driver.close()

@@ -1,0 +1,108 @@
+"""Live Neo4j checks of what only a real server shows: schema, labels, Cypher, locking.
+
+Skipped ("NEO4J_URI not set") unless NEO4J_URI, NEO4J_USER and NEO4J_PASSWORD are set.
+The full cross-backend behaviour is in tests/contract, which also runs on Neo4j then.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+
+import pytest
+
+from kgmind.models import Entity, KnowledgeDoc, Relation
+from kgmind.tools.neo4j import Neo4jStore
+from kgmind.tools.store import GraphPath, StoreError
+
+pytestmark = pytest.mark.neo4j_live
+
+FLU = Entity(name="Flu", type="disease", aliases=["Influenza"])
+FEVER = Entity(name="Fever", type="symptom")
+COUGH = Entity(name="Cough", type="symptom")
+PARACETAMOL = Entity(name="Paracetamol", type="medication")
+R_FEVER = Relation(head=FLU.id, type="has_symptom", tail=FEVER.id)
+R_COUGH = Relation(head=FLU.id, type="has_symptom", tail=COUGH.id, weight=2.0)
+R_CURE = Relation(head=PARACETAMOL.id, type="treats", tail=FEVER.id)
+DOC = KnowledgeDoc(entity_id=FLU.id, text="Influenza is a viral infection.")
+
+
+def load(store: Neo4jStore) -> None:
+    store.bulk_load([FLU, FEVER, COUGH, PARACETAMOL], [R_FEVER, R_COUGH, R_CURE], [DOC])
+
+
+def plus_one(siblings: Mapping[str, Sequence[tuple[str, float]]], ids: Sequence[str]) -> dict[str, float]:
+    return {rid: w + 1.0 for edges in siblings.values() for rid, w in edges if rid in ids}
+
+
+def test_import_small_graph_with_type_labels(neo4j_store: Neo4jStore) -> None:
+    load(neo4j_store)
+    stats = neo4j_store.stats()
+    assert stats.entities == {"disease": 1, "symptom": 2, "medication": 1}
+    assert stats.relations == {"has_symptom": 2, "treats": 1}
+    assert stats.docs_total == 1
+    assert neo4j_store.labels_of(FLU.id) == ["Disease", "Entity"]
+    assert neo4j_store.find_entities("influenza") == [FLU]
+    # a type upgrade swaps the type label
+    neo4j_store.bulk_load([Entity(name="fever", type="disease")], [])
+    assert neo4j_store.labels_of(FEVER.id) == ["Disease", "Entity"]
+
+
+def test_failed_import_leaves_nothing(neo4j_store: Neo4jStore) -> None:
+    ghost = Relation(head=FLU.id, type="has_symptom", tail="e_missing")
+    with pytest.raises(StoreError, match="e_missing"):
+        neo4j_store.bulk_load([FLU], [ghost], [DOC])
+    assert neo4j_store.stats().entities_total == 0
+    assert neo4j_store.stats().docs_total == 0
+
+
+def test_neighbors_and_paths(neo4j_store: Neo4jStore) -> None:
+    load(neo4j_store)
+    assert [r.id for r in neo4j_store.neighbors([FLU.id])] == [R_COUGH.id, R_FEVER.id]
+    assert [r.id for r in neo4j_store.neighbors([FEVER.id], "in")] == sorted(
+        [R_FEVER.id, R_CURE.id], key=lambda rid: {R_FEVER.id: FLU.id, R_CURE.id: PARACETAMOL.id}[rid]
+    )
+    assert neo4j_store.paths(FLU.id, PARACETAMOL.id, 3) == []
+    undirected = neo4j_store.paths(FLU.id, PARACETAMOL.id, 3, directed=False)
+    assert undirected == [
+        GraphPath(nodes=[FLU.id, FEVER.id, PARACETAMOL.id], relations=[R_FEVER, R_CURE])
+    ]
+
+
+def test_weight_update_is_audited_and_idempotent(neo4j_store: Neo4jStore) -> None:
+    load(neo4j_store)
+    fp = neo4j_store.fingerprint()
+    changes = neo4j_store.apply_weight_updates("fb-live", "run", "excellent", [R_FEVER.id], plus_one)
+    assert [(c.relation_id, c.old_weight, c.new_weight) for c in changes] == [(R_FEVER.id, 1.0, 2.0)]
+    assert neo4j_store.apply_weight_updates("fb-live", "run", "excellent", [R_FEVER.id], plus_one) == []
+    assert neo4j_store.get_relations([R_FEVER.id])[0].weight == 2.0
+    assert neo4j_store.weight_changes("fb-live") == changes
+    assert neo4j_store.fingerprint() == fp
+    assert neo4j_store.reset_weights() == 2  # R_FEVER (2.0) and R_COUGH (2.0)
+    assert neo4j_store.weight_changes() == []
+
+
+def test_concurrent_feedback_on_one_head_loses_no_update(neo4j_store: Neo4jStore) -> None:
+    load(neo4j_store)
+    n = 8
+    errors: list[BaseException] = []
+
+    def worker(i: int) -> None:
+        target = R_FEVER.id if i % 2 == 0 else R_COUGH.id
+        try:
+            neo4j_store.apply_weight_updates(f"fb-{i}", "run", "excellent", [target], plus_one)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(n)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == []
+    weights = {r.id: r.weight for r in neo4j_store.out_edges(FLU.id)}
+    assert weights == {R_FEVER.id: 1.0 + n / 2, R_COUGH.id: 2.0 + n / 2}
+    last = {R_FEVER.id: 1.0, R_COUGH.id: 2.0}
+    for change in neo4j_store.weight_changes():
+        assert change.old_weight == last[change.relation_id]
+        last[change.relation_id] = change.new_weight

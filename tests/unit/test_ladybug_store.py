@@ -1,0 +1,284 @@
+"""LadybugStore specifics beyond the contract suite: opening errors, threads, query hygiene."""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+import textwrap
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kgmind.models import Entity, Relation
+from kgmind.tools.ladybug import DB_FILE, LadybugStore
+from kgmind.tools.ladybug import queries as q
+from kgmind.tools.store import GraphStore, StoreError, StoreUnavailableError
+
+STORE_SRC = Path(__file__).resolve().parents[2] / "src" / "kgmind" / "tools" / "ladybug" / "store.py"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[LadybugStore]:
+    s = LadybugStore(tmp_path / "kg")
+    yield s
+    s.close()
+
+
+def _tiny(store: LadybugStore) -> tuple[Entity, Entity, Relation, Relation]:
+    a = Entity(name="Alpha", type="disease")
+    b = Entity(name="Beta", type="symptom")
+    r1 = Relation(head=a.id, type="has_symptom", tail=b.id)
+    r2 = Relation(head=a.id, type="related_to", tail=b.id, weight=0.5)
+    store.bulk_load([a, b], [r1, r2])
+    return a, b, r1, r2
+
+
+# -- opening --------------------------------------------------------------------------------
+
+
+def test_creates_directory_and_uri(tmp_path: Path) -> None:
+    path = tmp_path / "nested" / "kg"
+    s = LadybugStore(str(path))
+    try:
+        assert (path / DB_FILE).exists()
+        assert s.uri == f"ladybug:{path.resolve()}"
+        assert isinstance(s, GraphStore)
+    finally:
+        s.close()
+
+
+def test_file_instead_of_directory(tmp_path: Path) -> None:
+    f = tmp_path / "afile"
+    f.write_text("not a store")
+    with pytest.raises(StoreUnavailableError) as err:
+        LadybugStore(f)
+    msg = str(err.value)
+    assert str(f) in msg and "\n" not in msg
+
+
+def test_directory_below_a_file(tmp_path: Path) -> None:
+    f = tmp_path / "afile"
+    f.write_text("x")
+    with pytest.raises(StoreUnavailableError) as err:
+        LadybugStore(f / "kg")
+    assert str(f / "kg") in str(err.value)
+
+
+def test_corrupt_database_file(tmp_path: Path) -> None:
+    d = tmp_path / "kg"
+    d.mkdir()
+    (d / DB_FILE).write_bytes(b"garbage" * 100)
+    with pytest.raises(StoreUnavailableError) as err:
+        LadybugStore(d)
+    assert str(d) in str(err.value) and "\n" not in str(err.value)
+
+
+def test_locked_by_another_process(tmp_path: Path) -> None:
+    path = tmp_path / "kg"
+    src = Path(__file__).resolve().parents[2] / "src"
+    code = textwrap.dedent(
+        f"""
+        import sys
+        sys.path.insert(0, {str(src)!r})
+        from kgmind.tools.ladybug import LadybugStore
+        s = LadybugStore({str(path)!r})
+        print("ready", flush=True)
+        sys.stdin.readline()
+        s.close()
+        """
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        with pytest.raises(StoreUnavailableError) as err:
+            LadybugStore(path)
+        assert str(path) in str(err.value) and "\n" not in str(err.value)
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        proc.wait(timeout=60)
+    # released: it opens now
+    LadybugStore(path).close()
+
+
+def test_closed_store_raises(tmp_path: Path) -> None:
+    s = LadybugStore(tmp_path / "kg")
+    s.close()
+    s.close()  # idempotent
+    with pytest.raises(StoreError):
+        s.stats()
+    with pytest.raises(StoreError):
+        s.clear()
+
+
+# -- threads --------------------------------------------------------------------------------
+
+
+def test_one_reader_connection_per_thread(store: LadybugStore) -> None:
+    main_conn = store._reader()
+    assert store._reader() is main_conn
+    other: list[object] = []
+    th = threading.Thread(target=lambda: other.append(store._reader()))
+    th.start()
+    th.join()
+    assert other and other[0] is not main_conn
+
+
+def test_readers_see_committed_writes_across_threads(store: LadybugStore) -> None:
+    a, _, r1, _ = _tiny(store)
+    seen: list[float] = []
+    th = threading.Thread(target=lambda: seen.append(store.get_relations([r1.id])[0].weight))
+    th.start()
+    th.join()
+    assert seen == [1.0]  # the thread's first connection sees the loaded data
+    store.apply_weight_updates("fb", "run", "excellent", [r1.id], lambda s, i: {r1.id: 4.0})
+    th = threading.Thread(target=lambda: seen.append(store.out_edges(a.id)[0].weight))
+    th.start()
+    th.join()
+    assert seen == [1.0, 4.0]
+
+
+# -- behaviour specific to this backend ------------------------------------------------------
+
+
+def test_parallel_edges_give_distinct_paths(store: LadybugStore) -> None:
+    a, b, r1, r2 = _tiny(store)
+    got = store.paths(a.id, b.id, max_hops=2)
+    assert [[r.id for r in p.relations] for p in got] == sorted([[r1.id], [r2.id]])
+    assert store.paths(b.id, a.id, max_hops=2) == []
+    assert len(store.paths(b.id, a.id, max_hops=2, directed=False)) == 2
+
+
+def test_path_to_self_is_the_empty_path(store: LadybugStore) -> None:
+    a, *_ = _tiny(store)
+    (p,) = store.paths(a.id, a.id, max_hops=3)
+    assert (p.nodes, p.relations) == ([a.id], [])
+
+
+def test_neighbors_rejects_bad_direction(store: LadybugStore) -> None:
+    with pytest.raises(ValueError):
+        store.neighbors(["x"], direction="sideways")  # type: ignore[arg-type]
+
+
+def test_empty_load_changes_nothing(store: LadybugStore) -> None:
+    fp = store.fingerprint()
+    report = store.bulk_load([], [], [])
+    assert (report.entities, report.relations, report.docs) == (0, 0, 0)
+    assert store.fingerprint() == fp
+
+
+def test_aliases_are_deduplicated_by_key(store: LadybugStore) -> None:
+    e = Entity(name="Heart attack", aliases=["MI", "mi", "Heart_Attack", "ＭＩ", "Myocardial infarction"])
+    store.bulk_load([e], [])
+    (got,) = store.get_entities([e.id])
+    assert got.aliases == ["MI", "Myocardial infarction"]
+
+
+def test_rule_touching_a_non_sibling_is_rejected(store: LadybugStore) -> None:
+    _, b, r1, _ = _tiny(store)
+    c = Entity(name="Gamma")
+    r3 = Relation(head=b.id, type="related_to", tail=c.id)
+    store.bulk_load([c], [r3])
+    with pytest.raises(StoreError, match="not a sibling"):
+        store.apply_weight_updates("fb", "run", "poor", [r1.id], lambda s, i: {r3.id: 2.0})
+    assert store.get_relations([r3.id])[0].weight == 1.0
+
+
+def test_non_numeric_weight_is_rejected(store: LadybugStore) -> None:
+    _, _, r1, _ = _tiny(store)
+    with pytest.raises(StoreError):
+        store.apply_weight_updates("fb", "run", "poor", [r1.id], lambda s, i: {r1.id: True})
+    assert store.weight_changes() == []
+
+
+def test_feedback_without_relations_is_a_no_op(store: LadybugStore) -> None:
+    _tiny(store)
+    assert store.apply_weight_updates("fb", "run", "poor", [], lambda s, i: {}) == []
+
+
+def test_failed_transaction_leaves_writer_usable(store: LadybugStore) -> None:
+    _, _, r1, _ = _tiny(store)
+    with pytest.raises(StoreError):
+        store.apply_weight_updates("fb1", "run", "poor", [r1.id], lambda s, i: 1 / 0)  # type: ignore[arg-type,return-value]
+    assert len(store.apply_weight_updates("fb2", "run", "poor", [r1.id], lambda s, i: {r1.id: 0.5})) == 1
+    store.bulk_load([Entity(name="Delta")], [])
+    assert store.stats().entities_total == 3
+
+
+# -- query hygiene ----------------------------------------------------------------------------
+
+
+def test_query_constants_are_parameterised_strings() -> None:
+    for name in q.__all__:
+        value = getattr(q, name)
+        items = value if isinstance(value, tuple) else (value,)
+        for item in items:
+            assert isinstance(item, str), name
+            assert "{" not in item.replace("{id: ", "").replace("{key: ", "") or "$" in item, name
+
+
+def _is_query_ref(expr: ast.expr) -> bool:
+    """``q.NAME``, a plain variable (holding one), or a conditional between such."""
+    if isinstance(expr, ast.IfExp):
+        return _is_query_ref(expr.body) and _is_query_ref(expr.orelse)
+    if isinstance(expr, ast.Attribute):
+        return isinstance(expr.value, ast.Name) and expr.value.id == "q"
+    return isinstance(expr, ast.Name)
+
+
+def test_store_sends_only_query_constants() -> None:
+    tree = ast.parse(STORE_SRC.read_text(encoding="utf-8"))
+    cypher = re.compile(r"^\W*(MATCH|COPY|CREATE|MERGE|UNWIND|RETURN|BEGIN|COMMIT|ROLLBACK)\b")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            assert not cypher.match(node.value), node.value
+        if isinstance(node, ast.JoinedStr):
+            assert not cypher.match(ast.unparse(node)[2:]), ast.unparse(node)
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("execute", "_rows", "_table", "_scalar")
+        ):
+            first = node.args[0] if node.args else None
+            assert first is not None and _is_query_ref(first), ast.unparse(node)
+
+
+def test_every_query_constant_is_used() -> None:
+    src = STORE_SRC.read_text(encoding="utf-8")
+    unused = [n for n in q.__all__ if f"q.{n}" not in src]
+    assert unused == []
+
+
+def test_failure_after_copy_rolls_back_the_whole_load(
+    store: LadybugStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b, _, _ = _tiny(store)
+    fp = store.fingerprint()
+    c = Entity(name="Gamma", aliases=["G"])
+    merged_a = Entity(name="alpha", description="now described")
+    r3 = Relation(head=b.id, type="related_to", tail=c.id, source="src")
+
+    def fail(conn: object) -> None:
+        raise RuntimeError("disk full (simulated)")
+
+    monkeypatch.setattr(store, "_bump_version", fail)
+    with pytest.raises(StoreError, match="nothing written"):
+        store.bulk_load([c, merged_a], [r3], [])
+    monkeypatch.undo()
+    # the COPYs and the merge UPDATE that ran inside the transaction are gone
+    assert store.find_entities("gamma") == []
+    assert store.get_entities([a.id])[0].description == ""
+    assert store.get_relations([r3.id]) == []
+    assert store.stats().relations_total == 2
+    assert store.fingerprint() == fp
+    # and the same load succeeds afterwards
+    store.bulk_load([c, merged_a], [r3], [])
+    assert store.get_relations([r3.id])[0].source == "src"
+    assert store.get_entities([a.id])[0].description == "now described"
