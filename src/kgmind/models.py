@@ -23,8 +23,10 @@ __all__ = [
     "KnowledgeDoc",
     "Relation",
     "WeightChange",
+    "clean_entity",
     "doc_id",
     "entity_id",
+    "merge_entities",
     "normalize_name",
     "relation_id",
 ]
@@ -124,7 +126,8 @@ class Entity(BaseModel):
         v = v.strip().lower()
         return v or "entity"
 
-    def model_post_init(self, __context: Any) -> None:  # noqa: D105
+    def model_post_init(self, __context: Any) -> None:
+        """Derive the stable id when none was given."""
         if not self.id:
             self.id = entity_id(self.name)
 
@@ -169,7 +172,8 @@ class Relation(BaseModel):
             raise ValueError("relation weight must be a finite number > 0")
         return float(v)
 
-    def model_post_init(self, __context: Any) -> None:  # noqa: D105
+    def model_post_init(self, __context: Any) -> None:
+        """Derive the stable id when none was given."""
         if not self.id:
             self.id = relation_id(self.head, self.type, self.tail)
 
@@ -187,7 +191,8 @@ class KnowledgeDoc(BaseModel):
     entity_id: str
     text: str
 
-    def model_post_init(self, __context: Any) -> None:  # noqa: D105
+    def model_post_init(self, __context: Any) -> None:
+        """Derive the stable id when none was given."""
         if not self.id:
             self.id = doc_id(self.entity_id, self.text)
 
@@ -212,3 +217,35 @@ class WeightChange(BaseModel):
     new_weight: float
     rating: str
     at: str
+
+
+def _type_rank(entity_type: str) -> int:
+    return TYPE_PRIORITY.get(entity_type, len(TYPE_PRIORITY))
+
+
+def merge_entities(old: Entity, new: Entity) -> Entity:
+    """Merge ``new`` into ``old`` (same id), as every store's upsert does.
+
+    The name is kept, the type is the higher-priority one (:data:`TYPE_PRIORITY`),
+    aliases are unioned and deduplicated by normalised key (never repeating the name),
+    and the description is filled only when empty.
+    """
+    etype = new.type if _type_rank(new.type) < _type_rank(old.type) else old.type
+    seen = {normalize_name(old.name)}
+    aliases: list[str] = []
+    for alias in [*old.aliases, *new.aliases]:
+        key = normalize_name(alias)
+        if key and key not in seen:
+            seen.add(key)
+            aliases.append(alias)
+    return Entity.model_construct(
+        id=old.id, name=old.name, type=etype, aliases=aliases, description=old.description or new.description
+    )
+
+
+def clean_entity(entity: Entity) -> Entity:
+    """``entity`` with aliases deduplicated by key and without its own name."""
+    bare = Entity.model_construct(
+        id=entity.id, name=entity.name, type=entity.type, aliases=[], description=entity.description
+    )
+    return merge_entities(bare, entity)

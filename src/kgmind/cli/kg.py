@@ -1,7 +1,164 @@
-"""``kgmind kg``: import, inspect and reset knowledge graphs."""
+"""``kgmind kg``: import, inspect and reset knowledge graphs.
+
+Commands: ``import`` (parse a public KG file and bulk-load it), ``stats`` (counts per
+entity and relation type), ``demo`` ((re)load the shipped demo KG). Other modules add
+commands to :data:`app` (``kg weights``, ``kg reset-weights``).
+"""
 
 from __future__ import annotations
 
+import json
+import re
+import time
+from pathlib import Path
+from typing import Annotated
+
 import typer
+from rich.table import Table
+
+from kgmind.cli._common import CliError, console, handle_errors
+from kgmind.settings import default_store_uri
+
+__all__ = ["app", "resolve_store_uri"]
 
 app = typer.Typer(help="Import, inspect and manage knowledge graphs.", no_args_is_help=True)
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+StoreOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--store", "-s", help="Store URI (ladybug:PATH, neo4j://HOST, bolt://HOST …); wins over --name."
+    ),
+]
+NameOpt = Annotated[
+    str | None,
+    typer.Option("--name", "-n", help="Use the embedded store ladybug:$KGMIND_HOME/<NAME>."),
+]
+
+
+def resolve_store_uri(store: str | None, name: str | None) -> str:
+    """Pick the store URI for a command: ``--store``, else ``--name``, else the default demo store.
+
+    Raises:
+        ValueError: ``name`` is not a plain name (letters, digits, ``.``, ``_``, ``-``).
+
+    """
+    if store and store.strip():
+        return store.strip()
+    if name:
+        if not _NAME.match(name):
+            raise ValueError(f"bad KG name {name!r}: use letters, digits, '.', '_' or '-'")
+        return default_store_uri(name)
+    return default_store_uri()
+
+
+@app.command("import")
+@handle_errors
+def import_cmd(
+    path: Annotated[Path, typer.Argument(help="File to import (a directory for recrawl-json).")],
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            "-f",
+            help="chatdoctor, mindmap-tsv, qasystem-json, recrawl-json or triples.",
+        ),
+    ],
+    store: StoreOpt = None,
+    name: NameOpt = None,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show progress bars.")] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the import summary as JSON.")] = False,
+) -> None:
+    """Parse a KG file fully, then load it into the store in one transaction."""
+    from kgmind.importers import ProgressTracker, check_result, get_parser, import_result
+    from kgmind.tools.factory import open_store
+
+    parser = get_parser(fmt)
+    uri = resolve_store_uri(store, name)
+    # parse everything first: a bad file never creates or touches the store
+    with ProgressTracker(progress and not as_json) as tracker:
+        t0 = time.perf_counter()
+        result = parser(path, tracker)
+        parse_seconds = time.perf_counter() - t0
+        check_result(result)
+        summary = import_result(result, open_store(uri), tracker=tracker)
+    summary.parse_seconds = parse_seconds
+    if as_json:
+        typer.echo(summary.model_dump_json(indent=2))
+        return
+    console.print(
+        f"imported [bold]{summary.format}[/] {summary.source} into {summary.store}: "
+        f"{summary.entities:,} entities, {summary.relations:,} relations, {summary.docs:,} docs "
+        f"from {summary.rows:,} rows; {summary.skipped:,} malformed rows skipped "
+        f"(parse {summary.parse_seconds:.1f} s, load {summary.load_seconds:.1f} s)",
+        highlight=False,
+        soft_wrap=True,
+    )
+    for err in summary.errors[:10]:
+        console.print(f"  skipped {err}", highlight=False, soft_wrap=True)
+    if summary.skipped > 10:
+        console.print(f"  … and {summary.skipped - 10:,} more", highlight=False)
+
+
+@app.command("stats")
+@handle_errors
+def stats_cmd(
+    store: StoreOpt = None,
+    name: NameOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print counts as JSON.")] = False,
+) -> None:
+    """Count entities and relations per type (the default store gets the demo KG on first use)."""
+    from kgmind.demo import ensure_demo_store
+    from kgmind.tools.factory import open_store, parse_store_uri
+
+    uri = resolve_store_uri(store, name)
+    if not (store or name):
+        kg = ensure_demo_store(uri)
+    else:
+        parsed = parse_store_uri(uri)
+        if parsed.backend == "ladybug" and not Path(parsed.location).exists():
+            raise CliError(f"no KG store at {parsed.location}; create one with `kgmind kg import`")
+        kg = open_store(uri)
+    st = kg.stats()
+    if as_json:
+        payload = {
+            "entities": dict(sorted(st.entities.items())),
+            "relations": dict(sorted(st.relations.items())),
+            "entities_total": st.entities_total,
+            "relations_total": st.relations_total,
+        }
+        typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))
+        return
+    console.print(f"store {kg.uri}", highlight=False)
+    for title, counts, total in (
+        ("entity type", st.entities, st.entities_total),
+        ("relation type", st.relations, st.relations_total),
+    ):
+        table = Table(show_footer=True)
+        table.add_column(title, footer="total")
+        table.add_column("count", justify="right", footer=f"{total:,}")
+        for key, n in sorted(counts.items()):
+            table.add_row(key, f"{n:,}")
+        console.print(table)
+    console.print(f"documents: {st.docs_total:,}", highlight=False)
+
+
+@app.command("demo")
+@handle_errors
+def demo_cmd(
+    store: StoreOpt = None,
+    reset: Annotated[bool, typer.Option("--reset", help="Clear the store before loading.")] = False,
+) -> None:
+    """(Re)load the shipped demo KG (default store: ladybug:$KGMIND_HOME/demo)."""
+    from kgmind.demo import load_demo
+    from kgmind.tools.factory import open_store
+
+    kg = open_store(resolve_store_uri(store, None))
+    summary = load_demo(kg, reset=reset)
+    console.print(
+        f"loaded the demo KG into {kg.uri}: {summary.entities:,} entities, "
+        f"{summary.relations:,} relations, {summary.docs:,} docs",
+        highlight=False,
+        soft_wrap=True,
+    )

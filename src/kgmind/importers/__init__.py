@@ -1,0 +1,175 @@
+"""Knowledge-graph importers: parse public medical KG files and bulk-load them into a GraphStore.
+
+Formats (see each module's docstring for the exact mapping):
+
+* ``chatdoctor`` — ChatDoctor ``format_dataset.csv`` / ``disease_database_mini.csv``
+  (:mod:`kgmind.importers.chatdoctor`);
+* ``mindmap-tsv`` — MindMap's ``head<TAB>relation<TAB>tail`` EMCKG triples
+  (:mod:`kgmind.importers.triples`);
+* ``qasystem-json`` — QASystemOnMedicalKG ``medical.json`` (:mod:`kgmind.importers.chinese`);
+* ``recrawl-json`` — MedicalKGQA's ``medical_*.json`` parts (:mod:`kgmind.importers.chinese`);
+* ``triples`` — generic ``head,relation,tail[,weight]`` CSV/TSV (:mod:`kgmind.importers.triples`).
+
+Parsing is separate from writing: :func:`parse` reads everything (reporting, skipping and
+counting malformed rows) and :func:`import_kg` then calls ``store.bulk_load`` once, so an
+import lands entirely or not at all. An input with no valid row writes nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from kgmind.importers.base import (
+    GraphBuilder,
+    ImportResult,
+    ImportSummary,
+    NoValidRowsError,
+    Parser,
+    ProgressTracker,
+    RowError,
+)
+from kgmind.importers.chatdoctor import parse_chatdoctor
+from kgmind.importers.chinese import parse_qasystem_json, parse_recrawl_json
+from kgmind.importers.demo import demo_kg_path, parse_demo
+from kgmind.importers.triples import parse_mindmap_tsv, parse_triples
+from kgmind.importers.vocab import INVERSE, RELATION_TYPES
+from kgmind.tools.store import GraphStore
+
+__all__ = [
+    "FORMATS",
+    "INVERSE",
+    "RELATION_TYPES",
+    "GraphBuilder",
+    "ImportResult",
+    "ImportSummary",
+    "NoValidRowsError",
+    "ProgressTracker",
+    "RowError",
+    "check_result",
+    "demo_kg_path",
+    "get_parser",
+    "import_kg",
+    "import_result",
+    "parse",
+    "parse_chatdoctor",
+    "parse_demo",
+    "parse_mindmap_tsv",
+    "parse_qasystem_json",
+    "parse_recrawl_json",
+    "parse_triples",
+]
+
+#: format name -> parser
+FORMATS: dict[str, Parser] = {
+    "chatdoctor": parse_chatdoctor,
+    "mindmap-tsv": parse_mindmap_tsv,
+    "qasystem-json": parse_qasystem_json,
+    "recrawl-json": parse_recrawl_json,
+    "triples": parse_triples,
+}
+
+
+def get_parser(fmt: str) -> Parser:
+    """Return the parser of format ``fmt``.
+
+    Raises:
+        ValueError: Unknown format (the message lists the known ones).
+
+    """
+    parser = FORMATS.get(fmt.strip().lower())
+    if parser is None:
+        raise ValueError(f"unknown format {fmt!r}; choose one of: {', '.join(FORMATS)}")
+    return parser
+
+
+def parse(path: str | Path, fmt: str, *, progress: bool = False) -> ImportResult:
+    """Parse ``path`` in format ``fmt`` without writing anything.
+
+    Args:
+        path: Input file (or directory for ``recrawl-json``).
+        fmt: One of :data:`FORMATS`.
+        progress: Show rich progress bars on stderr.
+
+    Raises:
+        ValueError: Unknown format.
+        FileNotFoundError: ``path`` does not exist.
+
+    """
+    parser = get_parser(fmt)
+    with ProgressTracker(progress) as tracker:
+        return parser(Path(path), tracker)
+
+
+def check_result(result: ImportResult) -> None:
+    """Raise unless ``result`` holds at least one valid row.
+
+    Raises:
+        NoValidRowsError: No valid row (the message quotes the first row error).
+
+    """
+    if result.rows == 0:
+        first = f"; first error: {result.errors[0]}" if result.errors else ""
+        raise NoValidRowsError(
+            f"{result.source}: no valid rows ({result.skipped} malformed), nothing written{first}"
+        )
+
+
+def import_result(
+    result: ImportResult, store: GraphStore, *, tracker: ProgressTracker | None = None
+) -> ImportSummary:
+    """Write an already-parsed :class:`ImportResult` with one ``store.bulk_load`` call.
+
+    Raises:
+        NoValidRowsError: The result holds no valid row (nothing is written).
+        StoreError: The store rejected the load (nothing is written).
+
+    """
+    check_result(result)
+    tracker = tracker or ProgressTracker(enabled=False)
+    t0 = time.perf_counter()
+    with tracker.status(f"writing {len(result.relations):,} relations to the store"):
+        report = store.bulk_load(result.entities, result.relations, result.docs)
+    return ImportSummary(
+        format=result.format,
+        source=result.source,
+        store=store.uri,
+        rows=result.rows,
+        skipped=result.skipped,
+        errors=result.errors,
+        entities=report.entities,
+        relations=report.relations,
+        docs=report.docs,
+        entity_types=result.entity_counts(),
+        relation_types=result.relation_counts(),
+        load_seconds=time.perf_counter() - t0,
+    )
+
+
+def import_kg(path: str | Path, fmt: str, store: GraphStore, progress: bool = True) -> ImportSummary:
+    """Parse ``path`` fully, then load it into ``store`` with a single ``bulk_load`` (all or nothing).
+
+    Args:
+        path: Input file (or directory for ``recrawl-json``).
+        fmt: One of :data:`FORMATS`.
+        store: The store to write to.
+        progress: Show rich progress bars on stderr.
+
+    Returns:
+        Counts of what was parsed, skipped and written, with timings.
+
+    Raises:
+        ValueError: Unknown format.
+        FileNotFoundError: ``path`` does not exist.
+        NoValidRowsError: No valid row in the input (nothing is written).
+        StoreError: The store rejected the load.
+
+    """
+    parser = get_parser(fmt)
+    with ProgressTracker(progress) as tracker:
+        t0 = time.perf_counter()
+        result = parser(Path(path), tracker)
+        parse_seconds = time.perf_counter() - t0
+        summary = import_result(result, store, tracker=tracker)
+    summary.parse_seconds = parse_seconds
+    return summary

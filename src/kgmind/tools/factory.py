@@ -6,6 +6,7 @@ writer process per directory, and a Neo4j driver owns a connection pool.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from dataclasses import dataclass
@@ -100,8 +101,6 @@ def close_all_stores() -> None:
     """Close and forget every store opened by :func:`open_store` (tests, shutdown)."""
     with _lock:
         for store in _stores.values():
-            try:
+            with contextlib.suppress(Exception):  # closing is best effort
                 store.close()
-            except Exception:  # noqa: BLE001 - closing is best effort
-                pass
         _stores.clear()

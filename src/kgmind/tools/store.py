@@ -18,8 +18,8 @@ from kgmind.models import Entity, KnowledgeDoc, Relation, WeightChange
 
 __all__ = [
     "Direction",
-    "GraphStore",
     "GraphPath",
+    "GraphStore",
     "LoadReport",
     "StoreError",
     "StoreStats",

@@ -40,7 +40,15 @@ from typing import Any
 
 import pyarrow as pa
 
-from kgmind.models import TYPE_PRIORITY, Entity, KnowledgeDoc, Relation, WeightChange, normalize_name
+from kgmind.models import (
+    Entity,
+    KnowledgeDoc,
+    Relation,
+    WeightChange,
+    clean_entity,
+    merge_entities,
+    normalize_name,
+)
 from kgmind.tools.ladybug import queries as q
 from kgmind.tools.store import (
     Direction,
@@ -73,36 +81,6 @@ _REL_SCHEMA = pa.schema(
     ]
 )
 _DOC_SCHEMA = pa.schema([("id", pa.string()), ("entity_id", pa.string()), ("text", pa.string())])
-
-
-def _type_rank(entity_type: str) -> int:
-    return TYPE_PRIORITY.get(entity_type, len(TYPE_PRIORITY))
-
-
-def _merge_entities(old: Entity, new: Entity) -> Entity:
-    """Merge ``new`` into ``old`` (same id): name kept, type by priority, aliases unioned."""
-    etype = new.type if _type_rank(new.type) < _type_rank(old.type) else old.type
-    seen = {normalize_name(old.name)}
-    aliases: list[str] = []
-    for alias in [*old.aliases, *new.aliases]:
-        key = normalize_name(alias)
-        if key and key not in seen:
-            seen.add(key)
-            aliases.append(alias)
-    description = old.description or new.description
-    return Entity.model_construct(
-        id=old.id, name=old.name, type=etype, aliases=aliases, description=description
-    )
-
-
-def _clean_entity(entity: Entity) -> Entity:
-    """``entity`` with aliases deduplicated by key and without its own name."""
-    return _merge_entities(
-        Entity.model_construct(
-            id=entity.id, name=entity.name, type=entity.type, aliases=[], description=entity.description
-        ),
-        entity,
-    )
 
 
 def _alias_keys(entity: Entity) -> str:
@@ -273,7 +251,7 @@ class LadybugStore:
         in_entities: dict[str, Entity] = {}
         for ent in entities:
             prev = in_entities.get(ent.id)
-            in_entities[ent.id] = _clean_entity(ent) if prev is None else _merge_entities(prev, ent)
+            in_entities[ent.id] = clean_entity(ent) if prev is None else merge_entities(prev, ent)
         in_relations: dict[str, Relation] = {}
         for rel in relations:
             prev_rel = in_relations.get(rel.id)
@@ -321,7 +299,7 @@ class LadybugStore:
                 if old is None:
                     new_entities.append(ent)
                     continue
-                merged = _merge_entities(old, ent)
+                merged = merge_entities(old, ent)
                 before = (old.type, old.aliases, old.description)
                 if (merged.type, merged.aliases, merged.description) != before:
                     changed_entities.append(merged)

@@ -43,7 +43,15 @@ from typing import Any, TypeVar
 import neo4j
 from neo4j.exceptions import AuthError, ConfigurationError, DriverError, Neo4jError, ServiceUnavailable
 
-from kgmind.models import TYPE_PRIORITY, Entity, KnowledgeDoc, Relation, WeightChange, normalize_name
+from kgmind.models import (
+    Entity,
+    KnowledgeDoc,
+    Relation,
+    WeightChange,
+    clean_entity,
+    merge_entities,
+    normalize_name,
+)
 from kgmind.tools.neo4j import queries as q
 from kgmind.tools.store import (
     Direction,
@@ -98,36 +106,6 @@ def type_label(entity_type: str) -> str:
     words = entity_type.replace("-", " ").replace("_", " ").split()
     label = "".join(w[:1].upper() + w[1:] for w in words) or "Entity"
     return label + "Type" if label in _RESERVED_LABELS else label
-
-
-def _type_rank(entity_type: str) -> int:
-    return TYPE_PRIORITY.get(entity_type, len(TYPE_PRIORITY))
-
-
-def _merge_entities(old: Entity, new: Entity) -> Entity:
-    """Merge ``new`` into ``old`` (same id): name kept, type by priority, aliases unioned.
-
-    Aliases are deduplicated by normalised key and never repeat the name itself;
-    the description is filled only when empty.
-    """
-    etype = new.type if _type_rank(new.type) < _type_rank(old.type) else old.type
-    seen = {normalize_name(old.name)}
-    aliases: list[str] = []
-    for alias in [*old.aliases, *new.aliases]:
-        key = normalize_name(alias)
-        if key and key not in seen:
-            seen.add(key)
-            aliases.append(alias)
-    return Entity.model_construct(
-        id=old.id, name=old.name, type=etype, aliases=aliases, description=old.description or new.description
-    )
-
-
-def _clean_entity(entity: Entity) -> Entity:
-    bare = Entity.model_construct(
-        id=entity.id, name=entity.name, type=entity.type, aliases=[], description=entity.description
-    )
-    return _merge_entities(bare, entity)
 
 
 def _entity_row(entity: Entity, old_type: str | None) -> dict[str, Any]:
@@ -342,7 +320,7 @@ class Neo4jStore:
         in_entities: dict[str, Entity] = {}
         for ent in entities:
             prev = in_entities.get(ent.id)
-            in_entities[ent.id] = _clean_entity(ent) if prev is None else _merge_entities(prev, ent)
+            in_entities[ent.id] = clean_entity(ent) if prev is None else merge_entities(prev, ent)
         in_relations: dict[str, Relation] = {}
         for rel in relations:
             prev_rel = in_relations.get(rel.id)
@@ -378,7 +356,7 @@ class Neo4jStore:
                 rows = []
                 for ent in batch:
                     old = stored.get(ent.id)
-                    merged = ent if old is None else _merge_entities(old, ent)
+                    merged = ent if old is None else merge_entities(old, ent)
                     rows.append(_entity_row(merged, None if old is None else old.type))
                 tx.run(q.MERGE_ENTITIES, {"rows": rows}).consume()
             if outside:

@@ -1,0 +1,60 @@
+"""The shipped demo KG: open the default store and make sure it holds the demo knowledge graph.
+
+The demo KG (``kgmind/data/demo_kg.json``, ~50 common conditions in English and Chinese
+with symptoms, tests and medications) lets ``kgmind ask`` work out of the box without any
+downloaded data. It is imported on first use into the default store
+(``ladybug:$KGMIND_HOME/demo``).
+"""
+
+from __future__ import annotations
+
+import threading
+
+from kgmind.importers import ImportSummary, import_result, parse_demo
+from kgmind.settings import default_store_uri
+from kgmind.tools.factory import open_store
+from kgmind.tools.store import GraphStore
+
+__all__ = ["ensure_demo_store", "load_demo"]
+
+_lock = threading.Lock()
+
+
+def load_demo(store: GraphStore, *, reset: bool = False) -> ImportSummary:
+    """(Re)load the demo KG into ``store`` with one ``bulk_load``.
+
+    Loading is an upsert: entities and relations already there are merged and keep
+    their current edge weights, so reloading is idempotent.
+
+    Args:
+        store: The store to write to.
+        reset: Clear the store first (drops every entity, relation, doc and audit row).
+
+    Returns:
+        What was parsed and written.
+
+    """
+    result = parse_demo()
+    if reset:
+        store.clear()
+    return import_result(result, store)
+
+
+def ensure_demo_store(uri: str | None = None) -> GraphStore:
+    """Open the store at ``uri`` (default: the demo store) and import the demo KG if it is empty.
+
+    Args:
+        uri: A store URI; ``None`` means :func:`kgmind.settings.default_store_uri`.
+
+    Returns:
+        The open store (cached per URI by :func:`kgmind.tools.factory.open_store`).
+
+    Raises:
+        StoreUnavailableError: The store cannot be opened.
+
+    """
+    store = open_store(uri or default_store_uri())
+    with _lock:
+        if store.stats().entities_total == 0:
+            load_demo(store)
+    return store

@@ -1,0 +1,355 @@
+"""Building blocks shared by every importer: the result types, a deduplicating graph builder, progress.
+
+An importer is a *parser*: it reads a file (or directory) and returns an :class:`ImportResult`
+holding :class:`~kgmind.models.Entity`, :class:`~kgmind.models.Relation` and
+:class:`~kgmind.models.KnowledgeDoc` objects plus one :class:`RowError` per malformed row
+(the row is reported, skipped and counted; parsing goes on). Nothing is written by a parser:
+:func:`kgmind.importers.import_kg` writes the whole result with one ``bulk_load``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, Field
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
+from kgmind.models import (
+    TYPE_PRIORITY,
+    Entity,
+    KnowledgeDoc,
+    Relation,
+    entity_id,
+    normalize_name,
+    relation_id,
+)
+
+__all__ = [
+    "GraphBuilder",
+    "ImportResult",
+    "ImportSummary",
+    "NoValidRowsError",
+    "ProgressTracker",
+    "RowError",
+    "check_path",
+    "item_list",
+]
+
+T = TypeVar("T")
+
+
+class RowError(BaseModel):
+    """One malformed input row: reported, skipped and counted.
+
+    Attributes:
+        file: The file the row is in.
+        line: 1-based line (CSV/TSV/JSONL) or record number (JSON dict files) of the row.
+        reason: Why the row was skipped.
+
+    """
+
+    file: str
+    line: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.reason}"
+
+
+class ImportResult(BaseModel):
+    """What a parser read.
+
+    Attributes:
+        format: The importer that produced it (``chatdoctor``, ``mindmap-tsv`` …).
+        source: The path parsed.
+        entities: Deduplicated entities (one per stable id).
+        relations: Deduplicated relations (one per stable id).
+        docs: Knowledge documents.
+        errors: One entry per malformed row.
+        rows: Rows (records, triples) read successfully.
+        skipped: Rows skipped because they were malformed (``len(errors)``).
+
+    """
+
+    format: str
+    source: str
+    entities: list[Entity] = Field(default_factory=list)
+    relations: list[Relation] = Field(default_factory=list)
+    docs: list[KnowledgeDoc] = Field(default_factory=list)
+    errors: list[RowError] = Field(default_factory=list)
+    rows: int = 0
+    skipped: int = 0
+
+    def relation_counts(self) -> dict[str, int]:
+        """Relations per type, sorted by type."""
+        counts: dict[str, int] = {}
+        for rel in self.relations:
+            counts[rel.type] = counts.get(rel.type, 0) + 1
+        return dict(sorted(counts.items()))
+
+    def entity_counts(self) -> dict[str, int]:
+        """Entities per type, sorted by type."""
+        counts: dict[str, int] = {}
+        for ent in self.entities:
+            counts[ent.type] = counts.get(ent.type, 0) + 1
+        return dict(sorted(counts.items()))
+
+
+class ImportSummary(BaseModel):
+    """What :func:`kgmind.importers.import_kg` parsed and wrote.
+
+    Attributes:
+        format: Importer name.
+        source: Path imported.
+        store: URI of the store written to.
+        rows: Rows read successfully.
+        skipped: Malformed rows skipped.
+        errors: The row errors (all of them).
+        entities: Entities written (as reported by the store).
+        relations: Relations written.
+        docs: Documents written.
+        entity_types: Entities parsed per type.
+        relation_types: Relations parsed per type.
+        parse_seconds: Wall time spent parsing.
+        load_seconds: Wall time spent in ``bulk_load``.
+
+    """
+
+    format: str
+    source: str
+    store: str
+    rows: int
+    skipped: int
+    errors: list[RowError] = Field(default_factory=list)
+    entities: int = 0
+    relations: int = 0
+    docs: int = 0
+    entity_types: dict[str, int] = Field(default_factory=dict)
+    relation_types: dict[str, int] = Field(default_factory=dict)
+    parse_seconds: float = 0.0
+    load_seconds: float = 0.0
+
+
+class NoValidRowsError(ValueError):
+    """The input held no valid row, so nothing was written."""
+
+
+def check_path(path: str | Path, *, allow_dir: bool = False) -> Path:
+    """Return ``path`` as a :class:`Path`, raising if it does not exist.
+
+    Args:
+        path: The input path.
+        allow_dir: Accept a directory as well as a file.
+
+    Raises:
+        FileNotFoundError: Nothing exists at ``path``.
+        ValueError: ``path`` is a directory and ``allow_dir`` is false.
+
+    """
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise FileNotFoundError(2, "No such file or directory", str(p))
+    if p.is_dir() and not allow_dir:
+        raise ValueError(f"{p} is a directory; this format reads one file")
+    return p
+
+
+def item_list(value: Any) -> list[str]:
+    """Normalise a list-like cell value to a list of stripped strings with a non-blank lookup key.
+
+    ``None`` gives ``[]``; a string gives a one-item list; numbers are stringified.
+
+    Raises:
+        ValueError: ``value`` is neither a list/tuple, a string, a number nor ``None``.
+
+    """
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value.strip()] if normalize_name(value) else []
+    if isinstance(value, list | tuple):
+        out: list[str] = []
+        for item in value:
+            if isinstance(item, str | int | float) and normalize_name(str(item)):
+                out.append(str(item).strip())
+        return out
+    raise ValueError(f"expected a list, got {type(value).__name__}")
+
+
+@dataclass
+class GraphBuilder:
+    """Accumulates entities, relations and docs, deduplicating by stable id.
+
+    An entity seen with several types keeps the type ranked first by
+    :data:`kgmind.models.TYPE_PRIORITY`; its description is the first non-empty one.
+    A relation seen twice is kept once (the first ``source`` and ``weight`` win).
+    """
+
+    entities: dict[str, Entity] = field(default_factory=dict)
+    relations: dict[str, Relation] = field(default_factory=dict)
+    docs: dict[str, KnowledgeDoc] = field(default_factory=dict)
+    _ids: dict[str, str] = field(default_factory=dict, repr=False)  # name as given -> entity id
+    _rel_types: dict[str, str] = field(default_factory=dict, repr=False)  # type as given -> validated
+
+    def entity(
+        self, name: str, type_: str = "entity", description: str = "", aliases: Iterable[str] = ()
+    ) -> str:
+        """Add (or merge) the entity called ``name`` and return its id.
+
+        Raises:
+            ValueError: ``name`` is blank.
+
+        """
+        eid = self._ids.get(name)
+        if eid is None:
+            eid = self._ids[name] = entity_id(name)
+        ent = self.entities.get(eid)
+        if ent is None:
+            self.entities[eid] = Entity(
+                id=eid, name=name, type=type_, description=description.strip(), aliases=list(aliases)
+            )
+            return eid
+        for alias in aliases:
+            if alias not in ent.aliases:
+                ent.aliases.append(alias)
+        rank_new = TYPE_PRIORITY.get(type_, len(TYPE_PRIORITY))
+        rank_old = TYPE_PRIORITY.get(ent.type, len(TYPE_PRIORITY))
+        if rank_new < rank_old:
+            ent.type = type_
+        if description.strip() and not ent.description:
+            ent.description = description.strip()
+        return eid
+
+    def relate(
+        self,
+        head: str,
+        rel_type: str,
+        tail: str,
+        *,
+        inverse: str | None = None,
+        weight: float = 1.0,
+        source: str = "",
+    ) -> None:
+        """Add ``head -[rel_type]-> tail`` (entity ids) and, if given, ``tail -[inverse]-> head``."""
+        self._add(head, rel_type, tail, weight, source)
+        if inverse:
+            self._add(tail, inverse, head, weight, source)
+
+    def add_relation(self, rel: Relation) -> None:
+        """Add an already-built relation (kept once per id)."""
+        self.relations.setdefault(rel.id, rel)
+
+    def _add(self, head: str, rel_type: str, tail: str, weight: float, source: str) -> None:
+        valid = self._rel_types.get(rel_type)
+        if valid is None:  # validate each distinct type (and any non-default weight) once via pydantic
+            valid = self._rel_types[rel_type] = Relation(head=head, type=rel_type, tail=tail).type
+        if weight != 1.0:
+            weight = Relation(head=head, type=valid, tail=tail, weight=weight).weight
+        rid = relation_id(head, valid, tail)
+        if rid not in self.relations:
+            # fields are validated above: skip pydantic's per-object validation (~400k edges)
+            self.relations[rid] = Relation.model_construct(
+                id=rid, head=head, type=valid, tail=tail, weight=weight, source=source
+            )
+
+    def doc(self, entity: str, text: str) -> str:
+        """Add a knowledge document about entity id ``entity``; returns the doc id ("" for blank text)."""
+        text = text.strip()
+        if not text:
+            return ""
+        d = KnowledgeDoc(entity_id=entity, text=text)
+        self.docs.setdefault(d.id, d)
+        return d.id
+
+    def result(self, fmt: str, source: str | Path, errors: list[RowError], rows: int) -> ImportResult:
+        """Freeze the builder into an :class:`ImportResult`."""
+        return ImportResult.model_construct(
+            format=fmt,
+            source=str(source),
+            entities=list(self.entities.values()),
+            relations=list(self.relations.values()),
+            docs=list(self.docs.values()),
+            errors=errors,
+            rows=rows,
+            skipped=len(errors),
+        )
+
+
+_err_console = Console(stderr=True)
+
+
+class ProgressTracker:
+    """Rich progress bars on stderr, or nothing when disabled.
+
+    Use as a context manager; :meth:`track` wraps an iterable in a bar.
+    """
+
+    def __init__(self, enabled: bool = True, console: Console | None = None) -> None:
+        self.enabled = enabled
+        self._progress: Progress | None = None
+        self._console = console or _err_console
+
+    def __enter__(self) -> ProgressTracker:
+        if self.enabled:
+            self._progress = Progress(
+                TextColumn("[progress.description]{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=self._console,
+                transient=False,
+            )
+            self._progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._progress is not None:
+            self._progress.__exit__(None, None, None)
+            self._progress = None
+
+    def track(self, items: Iterable[T], total: int | None, description: str) -> Iterator[T]:
+        """Yield ``items``, advancing a bar of ``total`` steps when enabled."""
+        if self._progress is None:
+            yield from items
+            return
+        task = self._progress.add_task(description, total=total)
+        for item in items:
+            yield item
+            self._progress.advance(task)
+        if total is None:
+            self._progress.update(task, total=self._progress.tasks[task].completed)
+
+    def status(self, description: str) -> AbstractContextManager[Any]:
+        """Show a spinner while a step of unknown size runs (e.g. ``bulk_load``)."""
+        if self._progress is None:
+            return nullcontext()
+        return _Step(self._progress, description)
+
+
+class _Step:
+    def __init__(self, progress: Progress, description: str) -> None:
+        self._progress = progress
+        self._description = description
+        self._task: Any = None
+
+    def __enter__(self) -> _Step:
+        self._task = self._progress.add_task(self._description, total=None)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._progress.update(self._task, total=1, completed=1)
+
+
+#: A parser: ``(path, tracker) -> ImportResult``.
+Parser = Callable[[Path, ProgressTracker], ImportResult]

@@ -1,0 +1,171 @@
+"""Import delimited triple files: MindMap's EMCKG TSV (``mindmap-tsv``) and generic ``triples``.
+
+``mindmap-tsv``: ``head<TAB>relation<TAB>tail`` per line, no header, names written with
+``_`` for spaces (``Panic_disorder``), as in MindMap's ``mindmap_emckg_triples.tsv``
+(5,802 triples, 6 relations, both directions already present). Underscores become spaces
+in the display names; no inverse is added.
+
+``triples``: generic ``head,relation,tail[,weight]`` in CSV or TSV. The delimiter is taken
+from the extension (``.tsv``/``.tab`` → tab, ``.csv`` → comma) or else sniffed from the first
+line (a tab anywhere → tab, else comma). A first row reading ``head,relation,tail[,weight]``
+(or ``subject,predicate,object`` / ``source,relation,target`` / ``h,r,t``) is a header.
+Names are kept as written; no inverse is added.
+
+For both, entity types are inferred from the relation vocabulary of
+:mod:`kgmind.importers.vocab` (the tail of ``has_symptom`` is a ``symptom`` …; unknown
+relations give ``entity``). Malformed rows (wrong column count, blank name, a relation
+type that is not snake_case, a weight that is not a finite number > 0) are reported and
+skipped.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from kgmind.importers.base import GraphBuilder, ImportResult, ProgressTracker, RowError, check_path
+from kgmind.importers.vocab import infer_types
+from kgmind.models import Relation, normalize_name
+
+__all__ = ["parse_mindmap_tsv", "parse_triples", "sniff_delimiter"]
+
+_HEADERS = {
+    ("head", "relation", "tail"),
+    ("subject", "predicate", "object"),
+    ("source", "relation", "target"),
+    ("h", "r", "t"),
+}
+
+
+def sniff_delimiter(path: Path, first_line: str) -> str:
+    """Delimiter of a triple file: by extension, else tab if the first line has one, else comma."""
+    suffix = path.suffix.lower()
+    if suffix in (".tsv", ".tab"):
+        return "\t"
+    if suffix == ".csv":
+        return ","
+    return "\t" if "\t" in first_line else ","
+
+
+def _parse_delimited(
+    p: Path,
+    fmt: str,
+    delimiter: str,
+    *,
+    underscores: bool,
+    allow_weight: bool,
+    allow_header: bool,
+    tracker: ProgressTracker,
+) -> ImportResult:
+    builder = GraphBuilder()
+    errors: list[RowError] = []
+    rows = 0
+    fname = str(p)
+    with p.open(encoding="utf-8-sig", newline="") as fh:
+        reader = csv.reader(fh, delimiter=delimiter)
+        records: list[tuple[int, list[str]]] = []
+        line = reader.line_num
+        for row in reader:
+            records.append((line + 1, row))
+            line = reader.line_num
+    if allow_header and records:
+        first = tuple(c.strip().lower() for c in records[0][1][:3])
+        if first in _HEADERS:
+            records = records[1:]
+    ncols = (3, 4) if allow_weight else (3,)
+    types: dict[str, str] = {}  # relation type as written -> validated snake_case
+    for start, row in tracker.track(records, len(records), f"{fmt} {p.name}"):
+        if not any(c.strip() for c in row):
+            continue
+        if len(row) not in ncols:
+            want = "3 or 4" if allow_weight else "3"
+            errors.append(RowError(file=fname, line=start, reason=f"expected {want} columns, got {len(row)}"))
+            continue
+        head, rel_type, tail = (c.strip() for c in row[:3])
+        if underscores:
+            head, tail = head.replace("_", " ").strip(), tail.replace("_", " ").strip()
+        if not normalize_name(head) or not normalize_name(tail):
+            errors.append(RowError(file=fname, line=start, reason="blank head or tail name"))
+            continue
+        weight = 1.0
+        if len(row) == 4 and row[3].strip():
+            try:
+                weight = float(row[3])
+            except ValueError:
+                errors.append(RowError(file=fname, line=start, reason=f"bad weight {row[3]!r}"))
+                continue
+            if not (math.isfinite(weight) and weight > 0):
+                errors.append(
+                    RowError(file=fname, line=start, reason=f"weight must be a finite number > 0: {row[3]!r}")
+                )
+                continue
+        rtype = types.get(rel_type)
+        if rtype is None:
+            try:
+                rtype = types[rel_type] = Relation(head="h", type=rel_type, tail="t").type
+            except ValidationError:
+                errors.append(RowError(file=fname, line=start, reason=f"bad relation type {rel_type!r}"))
+                continue
+        head_type, tail_type = infer_types(rtype)
+        hid = builder.entity(head, head_type)
+        tid = builder.entity(tail, tail_type)
+        builder.relate(hid, rtype, tid, weight=weight)
+        rows += 1
+    return builder.result(fmt, p, errors, rows)
+
+
+def parse_mindmap_tsv(path: str | Path, tracker: ProgressTracker | None = None) -> ImportResult:
+    """Parse MindMap's ``head<TAB>relation<TAB>tail`` triples (``_`` in names → space).
+
+    Args:
+        path: The TSV file (e.g. ``emckg/mindmap_emckg_triples.tsv``).
+        tracker: Progress display (none when omitted).
+
+    Returns:
+        The parsed KG (duplicate triples collapse to one edge).
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+
+    """
+    p = check_path(path)
+    return _parse_delimited(
+        p,
+        "mindmap-tsv",
+        "\t",
+        underscores=True,
+        allow_weight=False,
+        allow_header=False,
+        tracker=tracker or ProgressTracker(enabled=False),
+    )
+
+
+def parse_triples(path: str | Path, tracker: ProgressTracker | None = None) -> ImportResult:
+    """Parse a generic ``head,relation,tail[,weight]`` CSV/TSV file.
+
+    Args:
+        path: The file; delimiter by extension or sniffed, optional header row.
+        tracker: Progress display (none when omitted).
+
+    Returns:
+        The parsed KG (edge weights from the 4th column, default 1.0).
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+
+    """
+    p = check_path(path)
+    with p.open(encoding="utf-8-sig", newline="") as fh:
+        first_line = fh.readline()
+    return _parse_delimited(
+        p,
+        "triples",
+        sniff_delimiter(p, first_line),
+        underscores=False,
+        allow_weight=True,
+        allow_header=True,
+        tracker=tracker or ProgressTracker(enabled=False),
+    )

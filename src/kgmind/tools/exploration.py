@@ -1,0 +1,204 @@
+"""The graph-exploration functions as LangChain tools (store URI + entity ids in, evidence dicts out).
+
+Each tool opens the store with :func:`kgmind.tools.factory.open_store` (cached per
+URI), takes its cached :class:`~kgmind.retrievers.graph_index.GraphIndex` and runs one
+function of :mod:`kgmind.retrievers.exploration`. The result is a list of
+:class:`~kgmind.retrievers.evidence.Evidence` dumped to dicts (JSON-serialisable), so
+an agent or a LangGraph node can call the tools directly.
+
+Tools: :data:`path_evidence_tool`, :data:`neighbor_evidence_tool`,
+:data:`hykge_chains_tool`, :data:`weighted_dfs_chains_tool`; :data:`EXPLORATION_TOOLS`
+lists them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.tools import StructuredTool
+from pydantic import BaseModel, Field
+
+from kgmind.retrievers import exploration as ex
+from kgmind.retrievers.evidence import Evidence
+from kgmind.retrievers.graph_index import GraphIndex, get_graph_index
+from kgmind.tools.factory import open_store
+
+__all__ = [
+    "EXPLORATION_TOOLS",
+    "RECHECK_S",
+    "ExplorationInput",
+    "HykgeChainsInput",
+    "NeighborEvidenceInput",
+    "PathEvidenceInput",
+    "WeightedDfsInput",
+    "hykge_chains_tool",
+    "neighbor_evidence_tool",
+    "path_evidence_tool",
+    "weighted_dfs_chains_tool",
+]
+
+
+class ExplorationInput(BaseModel):
+    """Arguments every exploration tool takes."""
+
+    entity_ids: list[str] = Field(description="Linked KG entity ids, in question order.")
+    store_uri: str | None = Field(
+        default=None, description="Store URI (ladybug:PATH, neo4j://HOST…); empty = the default store."
+    )
+
+
+class PathEvidenceInput(ExplorationInput):
+    """Arguments of :data:`path_evidence_tool`."""
+
+    max_hops: int = Field(default=5, ge=1, le=8, description="Longest path between consecutive entities.")
+    max_paths: int = Field(default=5, ge=1, le=50, description="How many joined paths to return.")
+    weight_aware: bool = Field(default=False, description="Prefer paths with high learnt edge weights.")
+
+
+class NeighborEvidenceInput(ExplorationInput):
+    """Arguments of :data:`neighbor_evidence_tool`."""
+
+    max_lines: int = Field(default=5, ge=1, le=200, description="How many neighbor lines to return.")
+    weight_aware: bool = Field(default=False, description="Use learnt edge weights.")
+    ranked: bool = Field(
+        default=False, description="Rank candidate diseases by votes (kgmind) instead of MindMap order."
+    )
+    max_tails: int | None = Field(default=None, ge=1, description="Cap on the tails listed per line.")
+
+
+class HykgeChainsInput(ExplorationInput):
+    """Arguments of :data:`hykge_chains_tool`."""
+
+    max_hops: int = Field(default=2, ge=1, le=4, description="Longest path between two entities.")
+    max_chains: int = Field(default=30, ge=1, le=500, description="How many chains to return.")
+
+
+class WeightedDfsInput(ExplorationInput):
+    """Arguments of :data:`weighted_dfs_chains_tool`."""
+
+    n_chains: int = Field(default=3, ge=1, le=100, description="Draws per start entity.")
+    max_depth: int = Field(default=3, ge=1, le=8, description="Longest chain in edges.")
+    seed: int = Field(default=0, description="Random seed (reproducible draws).")
+    with_knowledge: bool = Field(default=True, description="Attach the knowledge behind each edge.")
+
+
+#: The tools re-read the store fingerprint (index freshness) at most this often, in seconds.
+RECHECK_S = 1.0
+
+
+def _index(store_uri: str | None) -> tuple[Any, GraphIndex]:
+    store = open_store(store_uri)
+    return store, get_graph_index(store, recheck_s=RECHECK_S)
+
+
+def _dump(evidence: list[Evidence]) -> list[dict[str, Any]]:
+    return [ev.model_dump(mode="json") for ev in evidence]
+
+
+def _path_evidence(
+    entity_ids: list[str],
+    store_uri: str | None = None,
+    max_hops: int = 5,
+    max_paths: int = 5,
+    weight_aware: bool = False,
+) -> list[dict[str, Any]]:
+    _, gi = _index(store_uri)
+    return _dump(
+        ex.path_evidence(gi, entity_ids, max_hops=max_hops, max_paths=max_paths, weight_aware=weight_aware)
+    )
+
+
+def _neighbor_evidence(
+    entity_ids: list[str],
+    store_uri: str | None = None,
+    max_lines: int = 5,
+    weight_aware: bool = False,
+    ranked: bool = False,
+    max_tails: int | None = None,
+) -> list[dict[str, Any]]:
+    _, gi = _index(store_uri)
+    return _dump(
+        ex.neighbor_evidence(
+            gi, entity_ids, max_lines=max_lines, weight_aware=weight_aware, ranked=ranked, max_tails=max_tails
+        )
+    )
+
+
+def _hykge_chains(
+    entity_ids: list[str],
+    store_uri: str | None = None,
+    max_hops: int = 2,
+    max_chains: int = 30,
+) -> list[dict[str, Any]]:
+    _, gi = _index(store_uri)
+    return _dump(ex.hykge_chains(gi, entity_ids, max_hops=max_hops, max_chains=max_chains))
+
+
+def _weighted_dfs_chains(
+    entity_ids: list[str],
+    store_uri: str | None = None,
+    n_chains: int = 3,
+    max_depth: int = 3,
+    seed: int = 0,
+    with_knowledge: bool = True,
+) -> list[dict[str, Any]]:
+    store, gi = _index(store_uri)
+    return _dump(
+        ex.weighted_dfs_chains(
+            gi,
+            entity_ids,
+            n_chains=n_chains,
+            max_depth=max_depth,
+            seed=seed,
+            store=store if with_knowledge else None,
+        )
+    )
+
+
+path_evidence_tool = StructuredTool.from_function(
+    func=_path_evidence,
+    name="path_evidence",
+    description=(
+        "MindMap path-based evidence: shortest directed KG paths chaining the linked entities "
+        "(returns evidence dicts with triples and relation ids)."
+    ),
+    args_schema=PathEvidenceInput,
+)
+
+neighbor_evidence_tool = StructuredTool.from_function(
+    func=_neighbor_evidence,
+    name="neighbor_evidence",
+    description=(
+        "MindMap neighbor-based evidence: one line per (entity, relation) listing its neighbors, "
+        "expanding the diseases the entities point to; ranked=True orders diseases by votes."
+    ),
+    args_schema=NeighborEvidenceInput,
+)
+
+hykge_chains_tool = StructuredTool.from_function(
+    func=_hykge_chains,
+    name="hykge_chains",
+    description=(
+        "HyKGE reasoning chains between every pair of linked entities: paths within k hops, "
+        "co-ancestor and co-occurrence chains, with entity descriptions."
+    ),
+    args_schema=HykgeChainsInput,
+)
+
+weighted_dfs_chains_tool = StructuredTool.from_function(
+    func=_weighted_dfs_chains,
+    name="weighted_dfs_chains",
+    description=(
+        "KGCoT chains: a seeded probabilistic DFS from each linked entity choosing edges in "
+        "proportion to their learnt weights, with the knowledge behind each edge."
+    ),
+    args_schema=WeightedDfsInput,
+)
+
+#: Every exploration tool, e.g. for ``llm.bind_tools``.
+EXPLORATION_TOOLS: list[StructuredTool] = [
+    path_evidence_tool,
+    neighbor_evidence_tool,
+    hykge_chains_tool,
+    weighted_dfs_chains_tool,
+]
