@@ -1,7 +1,79 @@
-"""``kgmind index``: build the FAISS entity index (placeholder until its issue lands)."""
+"""``kgmind index``: build the FAISS entity index of a store (names and aliases → entity ids)."""
 
 from __future__ import annotations
 
+import time
+
 import typer
 
+from kgmind.cli._common import CliError, console, handle_errors
+from kgmind.tools.store import GraphStore
+
 app = typer.Typer(help="Build and inspect the entity index.", no_args_is_help=True)
+
+_MODELS = ("auto", "minilm", "e5", "hash")
+
+
+@app.callback()
+def _group() -> None:
+    """Build and inspect the entity index."""
+
+
+@app.command("build")
+@handle_errors
+def build(
+    store: str | None = typer.Option(
+        None, "--store", help="Store URI (ladybug:PATH, neo4j://…); default: the demo store."
+    ),
+    model: str = typer.Option(
+        "auto", "--model", help="Embedding model: minilm, e5, or auto (by the KG's dominant language)."
+    ),
+    force: bool = typer.Option(False, "--force", help="Rebuild even if a fresh index exists."),
+) -> None:
+    """Embed every entity name and alias of the store and save the index beside it."""
+    from kgmind.retrievers.embeddings import get_embedder
+    from kgmind.retrievers.entity_index import (
+        EntityIndex,
+        build_entity_index,
+        clear_entity_index_cache,
+        entity_index_dir,
+        get_entity_index,
+        resolve_model,
+    )
+
+    if model not in _MODELS:
+        raise CliError(f"unknown model {model!r}: use one of {', '.join(_MODELS)}", 2)
+    kg = _open(store)
+    name = resolve_model(kg, model)
+    directory = entity_index_dir(kg.uri, name)
+    fingerprint = kg.fingerprint()
+    t0 = time.perf_counter()
+    if force:
+        index = build_entity_index(kg, get_embedder(name), progress=True, fingerprint=fingerprint)
+        index.save(directory)
+        clear_entity_index_cache()
+        action = "built"
+    else:
+        fresh = EntityIndex.load(directory, model=name, fingerprint=fingerprint) is not None
+        index = get_entity_index(kg, name, progress=True)
+        action = "up to date" if fresh else "built"
+    console.print(
+        f"entity index {action}: model={name}, entities={len(index.entities)}, vectors={len(index)}, "
+        f"{time.perf_counter() - t0:.1f}s\n  {directory}",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+def _open(uri: str | None) -> GraphStore:
+    """Open the store at ``uri`` (the demo store, imported on first use, when ``None``)."""
+    if uri is None:
+        try:
+            from kgmind.demo import ensure_demo_store
+        except ImportError:
+            pass
+        else:
+            return ensure_demo_store()
+    from kgmind.tools.factory import open_store
+
+    return open_store(uri)

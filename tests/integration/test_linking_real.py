@@ -1,0 +1,202 @@
+"""Integration tests of linking and mention extraction with the real MiniLM and e5 models on tiny KGs."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from kgmind.models import Entity, normalize_name
+from kgmind.retrievers import entity_index, linker, ner
+from kgmind.retrievers.entity_index import entity_index_dir, get_entity_index
+from kgmind.retrievers.linker import DEFAULT_THRESHOLD, EntityLinker
+from kgmind.retrievers.ner import DEFAULT_SPAN_THRESHOLD, embedding_spans, extract_mentions, parse_entity_list
+
+pytestmark = pytest.mark.slow
+
+
+class FakeStore:
+    def __init__(self, entities: Sequence[Entity], uri: str) -> None:
+        self.uri = uri
+        self.entities = list(entities)
+
+    def iter_entities(self) -> Iterator[Entity]:
+        return iter(list(self.entities))
+
+    def fingerprint(self) -> str:
+        return str(len(self.entities))
+
+    def get_entities(self, ids: Sequence[str]) -> list[Entity]:
+        by_id = {e.id: e for e in self.entities}
+        return [by_id[i] for i in ids if i in by_id]
+
+    def find_entities(self, name: str) -> list[Entity]:
+        key = normalize_name(name)
+        return [e for e in self.entities if key in {normalize_name(n) for n in (e.name, *e.aliases)}]
+
+
+EN_KG = [
+    Entity(name="Jaundice", type="symptom", aliases=["Yellowing of the skin or eyes"]),
+    Entity(name="Headache", type="symptom"),
+    Entity(name="Eye redness", type="symptom"),
+    Entity(name="Fever", type="symptom"),
+    Entity(name="Hepatitis", type="disease"),
+    Entity(name="Cough", type="symptom"),
+    Entity(name="Shortness of breath", type="symptom"),
+    Entity(name="Liver function tests", type="test"),
+]
+ZH_KG = [Entity(name=n) for n in ("头痛", "黄疸", "咳嗽", "发热", "肝炎", "胸痛", "血常规", "眼睛红肿")]
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path, monkeypatch):
+    monkeypatch.setenv("KGMIND_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    entity_index.clear_entity_index_cache()
+    linker.clear_linker_cache()
+    ner.clear_gazetteer_cache()
+    yield
+    entity_index.clear_entity_index_cache()
+    linker.clear_linker_cache()
+    ner.clear_gazetteer_cache()
+
+
+def names(linked) -> list[str]:
+    return [le.name for le in linked]
+
+
+def test_minilm_links_paraphrases_and_rejects_unrelated():
+    store = FakeStore(EN_KG, "fake://en")
+    lk = EntityLinker(store)
+    assert lk.model == "minilm"
+    assert names(lk.link(["yellow eyes"], top_k=1, threshold=0.7)) == ["Jaundice"]
+    assert names(lk.link(["pain in my head"], top_k=1, threshold=0.5)) == ["Headache"]
+    assert lk.link(["stock market prices"]) == []
+    forced = lk.link(["stock market prices"], threshold=None)
+    assert len(forced) == 1 and forced[0].score < DEFAULT_THRESHOLD["minilm"]
+    # Index persisted with the model name and the store fingerprint.
+    meta = json.loads((entity_index_dir(store.uri, "minilm") / "meta.json").read_text())
+    assert meta == {**meta, "model": "minilm", "fingerprint": store.fingerprint(), "vectors": len(EN_KG) + 1}
+
+
+def test_minilm_vectors_are_normalised_float32():
+    import numpy as np
+
+    from kgmind.retrievers.embeddings import get_embedder
+
+    vecs = get_embedder("minilm").embed_queries(["yellow eyes", "headache"])
+    assert vecs.dtype == np.float32 and vecs.shape == (2, 384)
+    np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, rtol=1e-5)
+
+
+def test_minilm_embedding_span_finds_yellow_eyes():
+    store = FakeStore(EN_KG, "fake://en-spans")
+    lk = EntityLinker(store, "minilm")
+    spans = embedding_spans(
+        "Doctor, I have had yellow eyes since Monday.", lk, DEFAULT_SPAN_THRESHOLD["minilm"]
+    )
+    assert [m.entity_id for m in spans] == [Entity(name="Jaundice").id]
+    assert "yellow eyes" in spans[0].text
+    got = extract_mentions("I have yellow eyes and a headache, what tests do I need?", store, linker=lk)
+    by_source = {(m.source, m.text) for m in got}
+    assert ("gazetteer", "headache") in by_source
+    assert ("embedding", "yellow eyes") in by_source
+
+
+def test_e5_links_chinese_paraphrases():
+    store = FakeStore(ZH_KG, "fake://zh")
+    lk = EntityLinker(store)
+    assert lk.model == "e5"
+    assert names(lk.link(["头疼"], top_k=1)) == ["头痛"]
+    assert names(lk.link(["眼睛发黄"], top_k=1, threshold=None)) == ["黄疸"]
+    assert names(lk.link(["咳嗽"])) == ["咳嗽"]  # exact
+    vecs = lk.embedder.embed_documents(["头痛"])
+    assert vecs.shape == (1, lk.embedder.dim)
+
+
+def test_ladybug_store_index_lives_beside_the_store(tmp_path):
+    lb = pytest.importorskip("kgmind.tools.ladybug")
+    store = lb.LadybugStore(str(tmp_path / "kg"))
+    try:
+        store.bulk_load(EN_KG, [])
+        idx = get_entity_index(store, "minilm")
+        assert (tmp_path / "kg.index" / "minilm" / "meta.json").exists()
+        assert len(idx.entities) == len(EN_KG)
+    finally:
+        store.close()
+
+
+def test_cli_index_build(tmp_path):
+    lb = pytest.importorskip("kgmind.tools.ladybug")
+    from typer.testing import CliRunner
+
+    from kgmind.cli import app
+    from kgmind.tools.factory import close_all_stores, open_store
+
+    uri = f"ladybug:{tmp_path / 'kg'}"
+    try:
+        store = open_store(uri)
+        assert isinstance(store, lb.LadybugStore)
+        store.bulk_load(EN_KG, [])
+        runner = CliRunner()
+        res = runner.invoke(app, ["index", "build", "--store", uri, "--model", "minilm"])
+        assert res.exit_code == 0, res.output
+        assert "built" in res.output
+        assert (tmp_path / "kg.index" / "minilm" / "vectors.faiss").exists()
+        entity_index.clear_entity_index_cache()
+        res = runner.invoke(app, ["index", "build", "--store", uri, "--model", "minilm"])
+        assert res.exit_code == 0 and "up to date" in res.output
+        res = runner.invoke(app, ["index", "build", "--store", uri, "--model", "bert"])
+        assert res.exit_code == 2
+    finally:
+        close_all_stores()
+
+
+# -- calibration sanity on real data ------------------------------------------------------------------------
+
+
+def _data_dir() -> Path:
+    return Path(
+        os.environ.get("KGMIND_DATA_DIR") or Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
+    )
+
+
+@pytest.mark.data
+def test_calibrated_threshold_trades_recall_for_precision_on_genmedgpt():
+    root = _data_dir()
+    tsv = root / "emckg" / "mindmap_emckg_triples.tsv"
+    gold_path = root / "genmedgpt5k" / "gold_kg_entities.jsonl"
+    ner_path = root / "genmedgpt5k" / "ner_chatgpt.jsonl"
+    if not (tsv.exists() and gold_path.exists() and ner_path.exists()):
+        pytest.skip(f"EMCKG / GenMedGPT-5k data not found under {root} (set KGMIND_DATA_DIR)")
+    ents: dict[str, Entity] = {}
+    for line in tsv.read_text(encoding="utf-8").splitlines():
+        parts = line.split("\t")
+        if len(parts) == 3:
+            for n in (parts[0], parts[2]):
+                e = Entity(name=n.replace("_", " "))
+                ents.setdefault(e.id, e)
+    store = FakeStore(list(ents.values()), "fake://emckg")
+    questions = {}
+    for line in ner_path.read_text(encoding="utf-8").splitlines():
+        d = json.loads(line)
+        questions[d["id"]] = d["qustion_output"]
+    rows = [json.loads(x) for x in gold_path.read_text(encoding="utf-8").splitlines()][:40]
+    lk = EntityLinker(store, "minilm")
+    tp = {"cal": 0, "forced": 0}
+    npred = {"cal": 0, "forced": 0}
+    ngold = 0
+    for row in rows:
+        gold = {Entity(name=n.replace("_", " ")).id for n in row["input_KG"].split(",") if n}
+        ngold += len(gold)
+        mentions = parse_entity_list(questions[row["id"]])
+        for key, thr in (("cal", "calibrated"), ("forced", None)):
+            pred = {le.entity_id for le in lk.link(mentions, top_k=1, threshold=thr)}
+            tp[key] += len(pred & gold)
+            npred[key] += len(pred)
+    precision = {k: tp[k] / max(1, npred[k]) for k in tp}
+    assert precision["cal"] > precision["forced"]
+    assert tp["cal"] / ngold >= 0.25

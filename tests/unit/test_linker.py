@@ -1,0 +1,312 @@
+"""Unit tests of embeddings, the FAISS entity index and the entity linker (hash embedder, fake store)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+import pytest
+
+from kgmind.models import Entity, normalize_name
+from kgmind.retrievers import embeddings, entity_index, linker
+from kgmind.retrievers.embeddings import HashEmbedder, detect_language, get_embedder, model_for_language
+from kgmind.retrievers.entity_index import (
+    EntityIndex,
+    build_entity_index,
+    entity_index_dir,
+    get_entity_index,
+    resolve_model,
+)
+from kgmind.retrievers.evidence import Mention
+from kgmind.retrievers.linker import DEFAULT_THRESHOLD, EntityLinker, get_linker, key_variants
+
+
+class FakeStore:
+    """The read side of a GraphStore that the linker needs."""
+
+    def __init__(self, entities: Sequence[Entity], uri: str = "fake://kg") -> None:
+        self.uri = uri
+        self.entities = list(entities)
+        self.iter_calls = 0
+        self.version = 0
+
+    def iter_entities(self) -> Iterator[Entity]:
+        self.iter_calls += 1
+        return iter(list(self.entities))
+
+    def fingerprint(self) -> str:
+        return f"{len(self.entities)}:{self.version}"
+
+    def get_entities(self, ids: Sequence[str]) -> list[Entity]:
+        by_id = {e.id: e for e in self.entities}
+        return [by_id[i] for i in ids if i in by_id]
+
+    def find_entities(self, name: str) -> list[Entity]:
+        key = normalize_name(name)
+        return [e for e in self.entities if key in {normalize_name(n) for n in (e.name, *e.aliases)}]
+
+
+def kg() -> FakeStore:
+    return FakeStore(
+        [
+            Entity(name="Headache", type="symptom"),
+            Entity(name="Jaundice", type="symptom", aliases=["Icterus"]),
+            Entity(name="Panic_disorder", type="disease"),
+            Entity(name="Allergy", type="disease"),
+            Entity(name="Chest pain", type="symptom"),
+            Entity(name="Sore throat", type="symptom"),
+            Entity(name="Electrocardiogram", type="test", aliases=["ECG", "EKG"]),
+        ]
+    )
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path, monkeypatch):
+    monkeypatch.setenv("KGMIND_HOME", str(tmp_path / "home"))
+    entity_index.clear_entity_index_cache()
+    linker.clear_linker_cache()
+    yield
+    entity_index.clear_entity_index_cache()
+    linker.clear_linker_cache()
+
+
+class CountingEmbedder(HashEmbedder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.query_texts: list[str] = []
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        self.query_texts.extend(texts)
+        return super().embed_queries(texts)
+
+
+# -- embeddings ------------------------------------------------------------------------------------
+
+
+def test_get_embedder_is_cached_and_rejects_unknown_names():
+    assert get_embedder("hash") is get_embedder("hash")
+    with pytest.raises(ValueError, match="unknown embedding model"):
+        get_embedder("word2vec")
+
+
+def test_real_embedders_are_created_lazily():
+    # Creating the embedder objects must not load a model (that happens on first embed).
+    assert isinstance(get_embedder("minilm"), embeddings.MiniLMEmbedder)
+    assert isinstance(get_embedder("e5"), embeddings.E5Embedder)
+    assert embeddings.MiniLMEmbedder()._model is None
+    fresh = embeddings.E5Embedder()
+    assert fresh._model is None and fresh.entity_prefix == "query"
+
+
+def test_hash_embedder_is_normalised_deterministic_and_similarity_aware():
+    emb = HashEmbedder()
+    a = emb.embed_documents(["headache", "headaches", "fracture of the hand"])
+    assert a.dtype == np.float32 and a.shape == (3, emb.dim)
+    np.testing.assert_allclose(np.linalg.norm(a, axis=1), 1.0, rtol=1e-5)
+    np.testing.assert_array_equal(a, emb.embed_queries(["headache", "headaches", "fracture of the hand"]))
+    assert a[0] @ a[1] > 0.7 > a[0] @ a[2]
+    assert emb.embed_documents([]).shape == (0, emb.dim)
+
+
+@pytest.mark.parametrize(
+    ("text", "lang"),
+    [
+        ("I have a headache", "en"),
+        ("我头痛三天了", "zh"),
+        ("宝宝发烧 38.6 度, 吃了 amoxicillin", "zh"),
+        ("My doctor said 头痛 is common", "en"),
+        ("", "en"),
+    ],
+)
+def test_detect_language(text, lang):
+    assert detect_language(text) == lang
+
+
+def test_model_for_language():
+    assert model_for_language("en") == "minilm"
+    assert model_for_language("zh") == "e5"
+
+
+def test_l2_normalize_keeps_zero_rows():
+    out = embeddings.l2_normalize(np.array([[3.0, 4.0], [0.0, 0.0]]))
+    np.testing.assert_allclose(out, [[0.6, 0.8], [0.0, 0.0]], rtol=1e-6)
+
+
+# -- entity index ------------------------------------------------------------------------------------
+
+
+def test_index_has_one_vector_per_name_and_alias_and_merges_them_in_search():
+    store = kg()
+    idx = build_entity_index(store, HashEmbedder())
+    assert len(idx) == 7 + 3  # names + aliases
+    assert set(idx.vector_texts) >= {"Panic disorder", "ECG", "EKG", "Icterus"}
+    ecg = Entity(name="Electrocardiogram").id
+    assert idx.lookup("ekg") == [ecg]
+    hits = idx.search(HashEmbedder().embed_queries(["ECG test"]), k=3)[0]
+    ids = [eid for eid, _ in hits]
+    assert ids[0] == ecg
+    assert len(ids) == len(set(ids)) == 3
+    scores = [s for _, s in hits]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_index_search_edge_cases():
+    idx = build_entity_index(kg(), HashEmbedder())
+    q = HashEmbedder().embed_queries(["headache", "allergy"])
+    assert idx.search(q, 0) == [[], []]
+    assert len(idx.search(q, 100)[0]) == 7  # capped at the number of entities
+    empty = build_entity_index(FakeStore([]), HashEmbedder())
+    assert empty.search(q, 3) == [[], []]
+
+
+def test_index_is_persisted_and_reloaded_by_fingerprint(tmp_path):
+    store = kg()
+    first = get_entity_index(store, "hash")
+    directory = entity_index_dir(store.uri, "hash")
+    meta = json.loads((directory / "meta.json").read_text())
+    assert meta["model"] == "hash" and meta["fingerprint"] == store.fingerprint()
+    assert store.iter_calls == 1
+    # Cached in memory: no second read.
+    assert get_entity_index(store, "hash") is first
+    # A fresh process (cache cleared) loads from disk without reading the entities.
+    entity_index.clear_entity_index_cache()
+    again = get_entity_index(store, "hash")
+    assert store.iter_calls == 1
+    assert again.vector_ids == first.vector_ids
+    assert again.lookup("icterus") == first.lookup("icterus")
+    # Adding an entity changes the fingerprint: rebuilt.
+    store.entities.append(Entity(name="Vertigo", type="symptom"))
+    rebuilt = get_entity_index(store, "hash")
+    assert store.iter_calls == 2
+    assert Entity(name="Vertigo").id in rebuilt.entities
+    assert json.loads((directory / "meta.json").read_text())["fingerprint"] == store.fingerprint()
+
+
+def test_load_rejects_stale_or_foreign_index(tmp_path):
+    store = kg()
+    idx = build_entity_index(store, HashEmbedder())
+    idx.save(tmp_path / "ix")
+    assert EntityIndex.load(tmp_path / "ix", model="hash", fingerprint=store.fingerprint()) is not None
+    assert EntityIndex.load(tmp_path / "ix", model="minilm", fingerprint=store.fingerprint()) is None
+    assert EntityIndex.load(tmp_path / "ix", model="hash", fingerprint="other") is None
+    assert EntityIndex.load(tmp_path / "missing", model="hash", fingerprint="x") is None
+
+
+def test_index_dir_beside_ladybug_store_else_under_home(tmp_path):
+    assert entity_index_dir(f"ladybug:{tmp_path}/kg", "minilm") == tmp_path / "kg.index" / "minilm"
+    other = entity_index_dir("neo4j://db.example:7687", "e5")
+    assert other.parent.parent == tmp_path / "home" / "index"
+    assert other.name == "e5"
+    assert entity_index_dir("neo4j://a", "e5") != entity_index_dir("neo4j://b", "e5")
+
+
+def test_auto_model_follows_dominant_language():
+    assert resolve_model(kg(), "auto") == "minilm"
+    zh = FakeStore([Entity(name=n) for n in ("感冒", "头痛", "咳嗽", "ECG")], uri="fake://zh")
+    assert resolve_model(zh, None) == "e5"
+    assert resolve_model(zh, "hash") == "hash"
+
+
+# -- linker -------------------------------------------------------------------------------------------
+
+
+def make_linker(store: FakeStore | None = None, **kw) -> EntityLinker:
+    return EntityLinker(store or kg(), "hash", **kw)
+
+
+def test_key_variants_singular_and_plural():
+    assert "headache" in key_variants("headaches")
+    assert "allergy" in key_variants("allergies")
+    assert "headaches" in key_variants("headache")
+    assert key_variants("咳嗽") == ["咳嗽"]
+    assert "glas" not in key_variants("glass")
+
+
+def test_exact_matches_score_one_regardless_of_case_underscore_plural_alias():
+    lk = make_linker()
+    got = lk.link(["HEADACHES", "panic disorder", "ekg", "Allergies"], threshold=0.99)
+    assert {le.name for le in got} == {"Headache", "Panic_disorder", "Electrocardiogram", "Allergy"}
+    assert all(le.score == 1.0 for le in got)
+    ecg = next(le for le in got if le.name == "Electrocardiogram")
+    assert ecg.mention == "ekg" and ecg.type == "test"
+
+
+def test_threshold_keeps_close_names_and_drops_far_ones():
+    lk = make_linker()
+    got = lk.link(["jaundise", "quantum chromodynamics"], threshold=0.5)
+    assert [le.name for le in got] == ["Jaundice"]
+    assert 0.5 <= got[0].score < 1.0
+
+
+def test_threshold_none_is_forced_nearest_match():
+    lk = make_linker()
+    got = lk.link(["quantum chromodynamics"], threshold=None)
+    assert len(got) == 1
+    assert got[0].score < DEFAULT_THRESHOLD["hash"]
+
+
+def test_top_k_bounds_candidates_per_mention():
+    lk = make_linker()
+    assert len(lk.link(["pain"], top_k=1, threshold=0.0)) == 1
+    assert len(lk.link(["pain"], top_k=4, threshold=0.0)) == 4
+
+
+def test_default_threshold_is_the_calibrated_one(monkeypatch):
+    lk = make_linker()
+    monkeypatch.setitem(DEFAULT_THRESHOLD, "hash", 0.99)
+    assert lk.link(["jaundise"]) == []
+    monkeypatch.setitem(DEFAULT_THRESHOLD, "hash", 0.3)
+    assert [le.name for le in lk.link(["jaundise"], top_k=1)] == ["Jaundice"]
+
+
+def test_results_are_deduplicated_keeping_the_best_score():
+    lk = make_linker()
+    got = lk.link(["jaundise", "Jaundice", "jaundice!"], threshold=0.3, top_k=1)
+    names = [le.name for le in got]
+    assert names.count("Jaundice") == 1
+    assert got[0].score == 1.0 and got[0].mention == "Jaundice"
+    assert [le.score for le in got] == sorted((le.score for le in got), reverse=True)
+
+
+def test_gazetteer_mentions_pass_through_and_blanks_are_ignored():
+    store = kg()
+    lk = make_linker(store)
+    eid = Entity(name="Sore throat").id
+    got = lk.link([Mention(text="throat soreness", source="gazetteer", entity_id=eid), "  ", "?"])
+    assert [(le.entity_id, le.score, le.mention) for le in got] == [(eid, 1.0, "throat soreness")]
+    span = Mention(text="sore throaty", source="embedding", entity_id=eid, score=0.83)
+    assert [(le.entity_id, le.score) for le in lk.link([span])] == [(eid, 0.83)]
+
+
+def test_mention_embeddings_are_batched_and_cached():
+    emb = CountingEmbedder()
+    lk = make_linker(embedder=emb)
+    lk.link(["jaundise", "hedache", "jaundise"], threshold=0.5)
+    assert sorted(emb.query_texts) == ["hedache", "jaundise"]
+    lk.link(["jaundise"], threshold=0.5)
+    assert sorted(emb.query_texts) == ["hedache", "jaundise"]
+    small = make_linker(embedder=CountingEmbedder(), cache_size=1)
+    small.link(["aaa bbb", "ccc ddd"], threshold=0.5)
+    assert len(small._cache) == 1
+
+
+def test_linker_sees_store_changes(monkeypatch):
+    store = kg()
+    lk = make_linker(store, recheck_s=0.0)
+    assert lk.link(["vertigo"], threshold=0.99) == []
+    store.entities.append(Entity(name="Vertigo", type="symptom"))
+    assert [le.name for le in lk.link(["vertigo"], threshold=0.99)] == ["Vertigo"]
+
+
+def test_get_linker_is_cached_per_store_and_model():
+    store = kg()
+    a = get_linker(store, "hash")
+    assert get_linker(store, "hash") is a
+    assert get_linker(kg(), "hash") is not a
+    assert get_linker(store, None).model == "minilm"
+
+
+def test_calibrated_thresholds_are_sane():
+    for model in ("minilm", "e5"):
+        assert 0.5 <= DEFAULT_THRESHOLD[model] <= 0.95

@@ -1,0 +1,353 @@
+"""Unit tests of mention extraction: gazetteer, candidate spans, embedding spans, LLM extraction, union."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage
+from langchain_core.runnables import RunnableLambda
+
+from kgmind.models import Entity, normalize_name
+from kgmind.prompts.ner import NER_PROMPT_EN, NER_PROMPT_ZH, ner_prompt
+from kgmind.retrievers import entity_index, linker, ner
+from kgmind.retrievers.linker import EntityLinker
+from kgmind.retrievers.ner import (
+    Entities,
+    Gazetteer,
+    candidate_spans,
+    clean_mention,
+    embedding_spans,
+    extract_mentions,
+    llm_extract,
+    parse_entity_list,
+)
+
+
+class FakeStore:
+    def __init__(self, entities: Sequence[Entity], uri: str = "fake://ner") -> None:
+        self.uri = uri
+        self.entities = list(entities)
+        self.iter_calls = 0
+
+    def iter_entities(self) -> Iterator[Entity]:
+        self.iter_calls += 1
+        return iter(list(self.entities))
+
+    def fingerprint(self) -> str:
+        return str(len(self.entities))
+
+    def get_entities(self, ids: Sequence[str]) -> list[Entity]:
+        by_id = {e.id: e for e in self.entities}
+        return [by_id[i] for i in ids if i in by_id]
+
+    def find_entities(self, name: str) -> list[Entity]:
+        key = normalize_name(name)
+        return [e for e in self.entities if key in {normalize_name(n) for n in (e.name, *e.aliases)}]
+
+
+EN = [
+    ("Headache", "symptom", []),
+    ("Pain", "symptom", []),
+    ("Chest pain", "symptom", []),
+    ("Sharp chest pain", "symptom", []),
+    ("Jaundice", "symptom", []),
+    ("Allergy", "disease", []),
+    ("Panic_disorder", "disease", []),
+    ("Electrocardiogram", "test", ["ECG"]),
+    ("Air", "entity", []),
+]
+ZH = [
+    ("感冒", "disease"),
+    ("普通感冒", "disease"),
+    ("咳嗽", "symptom"),
+    ("血常规", "test"),
+    ("小儿金翘颗粒", "medication"),
+    ("发烧", "symptom"),
+]
+
+
+def en_store() -> FakeStore:
+    return FakeStore([Entity(name=n, type=t, aliases=a) for n, t, a in EN])
+
+
+def zh_store() -> FakeStore:
+    return FakeStore([Entity(name=n, type=t) for n, t in ZH], uri="fake://zh")
+
+
+def eid(name: str) -> str:
+    return Entity(name=name).id
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path, monkeypatch):
+    monkeypatch.setenv("KGMIND_HOME", str(tmp_path / "home"))
+    ner.clear_gazetteer_cache()
+    entity_index.clear_entity_index_cache()
+    linker.clear_linker_cache()
+    yield
+    ner.clear_gazetteer_cache()
+    linker.clear_linker_cache()
+    entity_index.clear_entity_index_cache()
+
+
+# -- gazetteer -------------------------------------------------------------------------------------
+
+
+def test_gazetteer_english_case_plural_alias_and_original_span():
+    g = Gazetteer(en_store().entities)
+    got = g.find("Doctor, I get HEADACHES, allergies and my ECG was odd; panic disorder runs in the family.")
+    assert [(m.text, m.entity_id) for m in got] == [
+        ("HEADACHES", eid("Headache")),
+        ("allergies", eid("Allergy")),
+        ("ECG", eid("Electrocardiogram")),
+        ("panic disorder", eid("Panic_disorder")),
+    ]
+    assert all(m.source == "gazetteer" and m.score == 1.0 for m in got)
+
+
+def test_gazetteer_respects_word_boundaries():
+    g = Gazetteer(en_store().entities)
+    assert g.find("It was painful and the airway felt tight; repair.") == []
+
+
+def test_gazetteer_prefers_longest_non_overlapping_matches():
+    g = Gazetteer(en_store().entities)
+    got = g.find("sharp chest pain, then chest pain, then pain")
+    assert [m.text for m in got] == ["sharp chest pain", "chest pain", "pain"]
+    assert [m.entity_id for m in got] == [eid("Sharp chest pain"), eid("Chest pain"), eid("Pain")]
+
+
+def test_gazetteer_handles_full_width_and_extra_spaces():
+    g = Gazetteer(en_store().entities)
+    got = g.find("ＣＨＥＳＴ   pain")
+    assert [m.entity_id for m in got] == [eid("Chest pain")]
+    assert got[0].text == "ＣＨＥＳＴ   pain"
+
+
+def test_gazetteer_chinese_longest_match_on_jieba_boundaries():
+    g = Gazetteer(zh_store().entities)
+    text = "宝宝上周发烧，一直吃小儿金翘颗粒，咳嗽，做了血常规，医生说是普通感冒。"
+    got = g.find(text)
+    assert [m.text for m in got] == ["发烧", "小儿金翘颗粒", "咳嗽", "血常规", "普通感冒"]
+    assert eid("感冒") not in {m.entity_id for m in got}
+
+
+def test_gazetteer_uses_a_private_jieba_dictionary():
+    import jieba
+
+    g = Gazetteer(zh_store().entities)
+    g.find("吃小儿金翘颗粒")
+    assert "小儿金翘颗粒" in g.tokenizer.FREQ
+    assert jieba.dt is not g.tokenizer
+    assert "小儿金翘颗粒" not in jieba.dt.FREQ
+
+
+def test_gazetteer_for_store_is_cached_until_the_store_changes():
+    store = en_store()
+    a = Gazetteer.for_store(store)
+    assert Gazetteer.for_store(store) is a
+    assert store.iter_calls == 1
+    store.entities.append(Entity(name="Vertigo"))
+    b = Gazetteer.for_store(store)
+    assert b is not a
+    assert [m.text for m in b.find("vertigo")] == ["vertigo"]
+
+
+def test_gazetteer_skips_stopword_and_short_names():
+    g = Gazetteer([Entity(name="The"), Entity(name="ab"), Entity(name="气"), Entity(name="Fever")])
+    assert [m.text for m in g.find("the ab fever 气")] == ["fever"]
+
+
+# -- cleaning and parsing -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "cleaned"),
+    [
+        ("  Chest pain. ", "Chest pain"),
+        ("“头痛”，", "头痛"),
+        ("the", None),
+        ("38.6", None),
+        ("x", None),
+        ("药", None),
+        ("a " * 20, None),
+        ("one two three four five six seven eight nine", None),
+        ("", None),
+    ],
+)
+def test_clean_mention(raw, cleaned):
+    assert clean_mention(raw) == cleaned
+
+
+def test_parse_mindmap_format():
+    text = (
+        "<CLS>Doctor, I have panic attacks.<SEP>"
+        "The extracted entities are Panic attacks, Frequent panic attacks<EOS>"
+    )
+    assert parse_entity_list(text) == ["Panic attacks", "Frequent panic attacks"]
+
+
+def test_parse_entity_marker_and_duplicates():
+    text = (
+        "The extracted entities are Hoarse voice<EntityMarker>Duration: few weeks"
+        "<EntityMarker>hoarse voice<EOS>"
+    )
+    assert parse_entity_list(text) == ["Hoarse voice", "Duration: few weeks"]
+
+
+def test_parse_chinese_and_bullets_and_bare_lists():
+    assert parse_entity_list("抽取的实体是头痛，失眠、恶心<EOS>") == ["头痛", "失眠", "恶心"]
+    assert parse_entity_list("- Fever\n- Cough\n1. Sore throat") == ["Fever", "Cough", "Sore throat"]
+    assert parse_entity_list("fever, cough") == ["fever", "cough"]
+    assert parse_entity_list("") == []
+
+
+# -- LLM extraction -------------------------------------------------------------------------------------
+
+
+class StructuredFake:
+    """A chat-model stand-in with structured output."""
+
+    def __init__(self, result: Any, fail: bool = False) -> None:
+        self.result = result
+        self.fail = fail
+        self.prompts: list[Any] = []
+        self.text_calls = 0
+
+    def with_structured_output(self, schema: type) -> RunnableLambda:
+        assert schema is Entities
+
+        def run(prompt_value: Any) -> Any:
+            self.prompts.append(prompt_value)
+            if self.fail:
+                raise RuntimeError("tool calling unsupported")
+            return self.result
+
+        return RunnableLambda(run)
+
+    def invoke(self, prompt_value: Any, config: Any = None, **kw: Any) -> AIMessage:
+        self.text_calls += 1
+        return AIMessage(content="<SEP>The extracted entities are Fever, Cough<EOS>")
+
+
+def test_llm_extract_uses_structured_output():
+    fake = StructuredFake(Entities(entities=["Chest pain", " chest pain ", "the", "Palpitations"]))
+    got = llm_extract(fake, "My chest hurts and my heart races")
+    assert got == ["Chest pain", "Palpitations"]
+    assert fake.text_calls == 0
+    assert "My chest hurts and my heart races" in fake.prompts[0].to_string()
+
+
+def test_llm_extract_falls_back_to_text_when_structured_output_fails():
+    fake = StructuredFake(None, fail=True)
+    fallback = RunnableLambda(lambda _: AIMessage(content="The extracted entities are Fever, Cough<EOS>"))
+
+    class Wrapper:
+        def with_structured_output(self, schema: type) -> RunnableLambda:
+            return fake.with_structured_output(schema)
+
+        def invoke(self, prompt_value: Any, config: Any = None, **kw: Any) -> AIMessage:
+            return fallback.invoke(prompt_value)
+
+    assert llm_extract(RunnableLambda(Wrapper().invoke), "I have fever and cough") == ["Fever", "Cough"]
+    assert llm_extract(fake, "I have fever and cough") == ["Fever", "Cough"]
+    assert fake.text_calls == 1
+
+
+def test_llm_extract_plain_runnable_and_chinese_prompt():
+    seen: list[str] = []
+
+    def answer(prompt_value: Any) -> str:
+        seen.append(prompt_value.to_string())
+        return "<CLS>我头痛<SEP>抽取的实体是头痛，恶心<EOS>"
+
+    assert llm_extract(RunnableLambda(answer), "我头痛还恶心", language="zh") == ["头痛", "恶心"]
+    assert "学习从下面的医学问题中抽取实体" in seen[0] and "我头痛还恶心" in seen[0]
+
+
+def test_prompts_hold_two_worked_examples_and_the_text():
+    en = NER_PROMPT_EN.format(text="QUESTION-X")
+    assert en.count("The extracted entities are") >= 5 and "QUESTION-X" in en
+    assert "Vaginal pain, Vaginal dryness" in en
+    zh = NER_PROMPT_ZH.format(text="问题X")
+    assert zh.count("抽取的实体是") >= 5 and "问题X" in zh
+    assert ner_prompt("zh") is NER_PROMPT_ZH and ner_prompt("fr") is NER_PROMPT_EN
+
+
+# -- candidate and embedding spans --------------------------------------------------------------------------
+
+
+def test_candidate_spans_english():
+    spans = candidate_spans("Doctor, I have been having yellow eyes and a headache for a few weeks.")
+    texts = [s for _, _, s in spans]
+    assert {"yellow eyes", "yellow", "eyes", "headache"} <= set(texts)
+    assert all(not t.lower().startswith(("a ", "and ", "the ")) for t in texts)
+    assert "Doctor" not in texts and "Doctor, I" not in texts
+    for start, end, span in spans:
+        assert "," not in span and "." not in span
+        assert len(span.split()) <= 4
+        assert span == "Doctor, I have been having yellow eyes and a headache for a few weeks."[start:end]
+
+
+def test_candidate_spans_chinese_words_and_pairs():
+    text = "我最近眼睛发黄，皮肤也黄"
+    spans = candidate_spans(
+        text, language="zh", cut=lambda t: ["我", "最近", "眼睛", "发黄", "，", "皮肤", "也", "黄"]
+    )
+    texts = [s for _, _, s in spans]
+    assert "眼睛" in texts and "眼睛发黄" in texts and "发黄" in texts
+    assert "最近" not in texts and "我" not in texts
+    assert all("，" not in t for t in texts)
+
+
+def test_candidate_spans_are_capped():
+    text = " ".join(f"word{i}" for i in range(200))
+    assert len(candidate_spans(text, max_candidates=10)) == 10
+
+
+def test_embedding_spans_link_close_ngrams_without_overlap():
+    store = en_store()
+    lk = EntityLinker(store, "hash")
+    got = embedding_spans("My skin shows jaundise and I feel electrocardiogramm issues", lk, 0.6)
+    by_entity = {m.entity_id: m for m in got}
+    assert eid("Jaundice") in by_entity and by_entity[eid("Jaundice")].text == "jaundise"
+    assert all(m.source == "embedding" and 0.6 <= m.score <= 1.0 for m in got)
+    assert embedding_spans("quantum chromodynamics", lk, 0.9) == []
+
+
+# -- union ---------------------------------------------------------------------------------------
+
+
+def test_extract_mentions_unions_gazetteer_spans_and_extra():
+    store = en_store()
+    lk = EntityLinker(store, "hash")
+    got = extract_mentions(
+        "I have chest pain and jaundise.",
+        store,
+        extra=["Chest pain", "Shortness of breath", "the", "42"],
+        linker=lk,
+    )
+    pairs = [(m.text, m.source) for m in got]
+    assert pairs[0] == ("chest pain", "gazetteer")
+    assert ("jaundise", "embedding") in pairs
+    assert ("Shortness of breath", "given") in pairs
+    # "Chest pain" duplicates the linked gazetteer mention; stop-words and numbers are filtered.
+    assert all(t not in {"Chest pain", "the", "42"} for t, _ in pairs)
+    # The gazetteer span is not re-scored as an embedding span.
+    assert sum(1 for m in got if m.entity_id == eid("Chest pain")) == 1
+
+
+def test_extract_mentions_without_embedding_spans_needs_no_model():
+    store = en_store()
+    got = extract_mentions("headaches and jaundise", store, use_embedding_spans=False, extra=["fever"])
+    assert [(m.text, m.source) for m in got] == [("headaches", "gazetteer"), ("fever", "given")]
+
+
+def test_extract_mentions_chinese():
+    store = zh_store()
+    got = extract_mentions(
+        "孩子发烧咳嗽，吃了小儿金翘颗粒", store, use_embedding_spans=False, extra=["流鼻涕"]
+    )
+    assert [m.text for m in got] == ["发烧", "咳嗽", "小儿金翘颗粒", "流鼻涕"]
