@@ -1,0 +1,516 @@
+"""Evidence aggregation: rerank, dedupe, prune, fit a token budget, number and render.
+
+:func:`aggregate_evidence` turns the raw output of the exploration tools into the
+numbered, rendered evidence the LLM sees, with zero LLM calls:
+
+1. **render** every item by template into one natural-language sentence
+   (:func:`render_evidence`; the relation ids stay on the item);
+2. **rerank** (optional): a :class:`Reranker` scores each sentence against the
+   question and the chunks of the hypothesis (HyKGE eq. 8: windows of ``lc=10`` words
+   overlapping by ``oc=4``, :func:`chunk_text`); the final score is the rerank score
+   plus ``prior_weight`` × the exploration score normalised per kind (so the
+   disease-vote order of ranked neighbor lines is not thrown away). Without a
+   reranker the normalised exploration score alone orders the items (ties keep the
+   input order);
+3. **dedupe** (same relation-id set or same text) and **prune** items whose edges are
+   a subset of an item already kept;
+4. **budget**: keep items in rank order while they fit ``budget_tokens``
+   (:func:`count_tokens`); a neighbor line that does not fit is cut to the tails that
+   do;
+5. **number** per kind in rank order: ``P1…`` paths, ``N1…`` neighbor lines, ``C1…``
+   HyKGE chains, ``K1…`` KGCoT chains, ``D1…`` documents.
+
+Token counts are an approximation (no tokenizer can be downloaded offline):
+``ceil(1.3 × words)`` for non-CJK text plus one token per CJK character; pass a
+``tokenizer`` (any ``str -> sequence`` callable, e.g. the local LLM's) for exact counts.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from kgmind.retrievers.evidence import EVIDENCE_PREFIX, Evidence
+
+__all__ = [
+    "EmbeddingReranker",
+    "Reranker",
+    "aggregate_evidence",
+    "chunk_text",
+    "count_tokens",
+    "dedupe_evidence",
+    "fit_budget",
+    "format_evidence",
+    "is_cjk",
+    "number_evidence",
+    "prune_redundant",
+    "render_evidence",
+    "rerank_evidence",
+]
+
+Tokenizer = Callable[[str], Sequence[Any]]
+
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3000-\u303f\uff00-\uffef]")
+
+#: Tokens added per item for its citation id (``"N12: "``).
+ID_OVERHEAD = 2
+
+#: English clause per relation type: ``{h} <phrase> {t}``.
+EN_PHRASES: dict[str, str] = {
+    "has_symptom": "may present with",
+    "possible_disease": "may be a sign of",
+    "need_medical_test": "can be checked with",
+    "can_check_disease": "can help diagnose",
+    "need_medication": "can be treated with",
+    "possible_cure_disease": "may be used to treat",
+    "has_complication": "may lead to the complication",
+    "belongs_to_department": "is treated in",
+    "department_of_disease": "treats",
+    "good_food": "is helped by eating",
+    "food_good_for": "is good for",
+    "avoid_food": "should avoid eating",
+    "food_avoided_by": "should be avoided with",
+}
+
+#: Chinese clause per relation type (``{h}``/``{t}`` placeholders).
+ZH_TEMPLATES: dict[str, str] = {
+    "has_symptom": "{h}的症状包括{t}",
+    "possible_disease": "{h}可能提示{t}",
+    "need_medical_test": "{h}可做的检查包括{t}",
+    "can_check_disease": "{h}可用于检查{t}",
+    "need_medication": "{h}的常用药物包括{t}",
+    "possible_cure_disease": "{h}可用于治疗{t}",
+    "has_complication": "{h}的并发症包括{t}",
+    "belongs_to_department": "{h}的就诊科室是{t}",
+    "department_of_disease": "{t}在{h}就诊",
+    "good_food": "{h}宜吃{t}",
+    "food_good_for": "{h}适合{t}患者食用",
+    "avoid_food": "{h}忌吃{t}",
+    "food_avoided_by": "{t}患者应忌食{h}",
+}
+
+#: Longest description / knowledge text attached to a rendered item, in words (CJK: characters).
+MAX_NOTE_WORDS = 40
+
+
+# -- text helpers --------------------------------------------------------------------
+def is_cjk(text: str) -> bool:
+    """Whether CJK characters make up at least a third of the non-space characters."""
+    chars = [c for c in text if not c.isspace()]
+    if not chars:
+        return False
+    return sum(1 for c in chars if _CJK.match(c)) * 3 >= len(chars)
+
+
+def chunk_text(text: str, lc: int = 10, oc: int = 4) -> list[str]:
+    """Split text into overlapping windows (HyKGE eq. 8).
+
+    English text is split into words, Chinese text (see :func:`is_cjk`) into
+    characters (whitespace dropped). Windows hold ``lc`` units and start every
+    ``lc - oc`` units; the last window ends at the last unit.
+
+    Args:
+        text: The text (e.g. the hypothesis output).
+        lc: Window length in units.
+        oc: Overlap between consecutive windows.
+
+    Returns:
+        The chunks, ``[]`` for blank text.
+
+    Raises:
+        ValueError: ``lc`` < 1 or ``oc`` not in ``[0, lc)``.
+    """
+    if lc < 1 or not 0 <= oc < lc:
+        raise ValueError("chunk_text needs lc >= 1 and 0 <= oc < lc")
+    cjk = is_cjk(text)
+    units = [c for c in text if not c.isspace()] if cjk else text.split()
+    if not units:
+        return []
+    sep = "" if cjk else " "
+    if len(units) <= lc:
+        return [sep.join(units)]
+    stride = lc - oc
+    starts = list(range(0, len(units) - lc + 1, stride))
+    if starts[-1] + lc < len(units):
+        starts.append(len(units) - lc)
+    return [sep.join(units[s : s + lc]) for s in starts]
+
+
+def count_tokens(text: str, tokenizer: Tokenizer | None = None) -> int:
+    """Approximate the number of LLM tokens in ``text``.
+
+    Args:
+        text: Any text.
+        tokenizer: Optional exact tokenizer (a callable returning the tokens).
+
+    Returns:
+        ``len(tokenizer(text))`` when given, else ``ceil(1.3 × words)`` over the
+        non-CJK text plus one per CJK character.
+    """
+    if tokenizer is not None:
+        return len(tokenizer(text))
+    n_cjk = len(_CJK.findall(text))
+    rest = _CJK.sub(" ", text)
+    return n_cjk + math.ceil(1.3 * len(rest.split()))
+
+
+def _truncate(text: str, limit: int = MAX_NOTE_WORDS) -> str:
+    text = " ".join(text.split())
+    if is_cjk(text):
+        return text if len(text) <= 2 * limit else text[: 2 * limit] + "…"
+    words = text.split()
+    return text if len(words) <= limit else " ".join(words[:limit]) + " …"
+
+
+# -- rendering -----------------------------------------------------------------------
+def _join_names(names: Sequence[str], zh: bool) -> str:
+    if zh:
+        return "、".join(names)
+    if len(names) <= 2:
+        return " and ".join(names)
+    return ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _clause(head: str, rel: str, tails: Sequence[str], zh: bool) -> str:
+    t = _join_names(tails, zh)
+    if zh:
+        tpl = ZH_TEMPLATES.get(rel)
+        return tpl.format(h=head, t=t) if tpl else f"{head} {rel.replace('_', ' ')} {t}"
+    phrase = EN_PHRASES.get(rel, rel.replace("_", " "))
+    return f"{head} {phrase} {t}"
+
+
+def _clauses(triples: Sequence[tuple[str, str, str]], zh: bool) -> list[str]:
+    """One clause per run of triples sharing head and relation; shared tail → joined heads."""
+    if not triples:
+        return []
+    rels = {r for _, r, _ in triples}
+    tails = {t for _, _, t in triples}
+    heads = list(dict.fromkeys(h for h, _, _ in triples))
+    if len(rels) == 1 and len(tails) == 1 and len(heads) > 1:
+        rel = next(iter(rels))
+        tail = next(iter(tails))
+        if zh:
+            return [_clause(_join_names(heads, zh), rel, [tail], zh)]
+        return [f"{_join_names(heads, zh)} {EN_PHRASES.get(rel, rel.replace('_', ' '))} {tail}"]
+    out: list[str] = []
+    group: list[tuple[str, str, str]] = []
+    for tr in triples:
+        if group and (tr[0], tr[1]) != (group[0][0], group[0][1]):
+            out.append(_clause(group[0][0], group[0][1], [g[2] for g in group], zh))
+            group = []
+        group.append(tr)
+    out.append(_clause(group[0][0], group[0][1], [g[2] for g in group], zh))
+    return out
+
+
+def render_evidence(ev: Evidence) -> str:
+    """One natural-language sentence for an evidence item, by template (no LLM).
+
+    Relation types with a template (``has_symptom``, ``need_medication`` …) read
+    naturally; others fall back to ``head relation words tail``. Chinese names get
+    Chinese templates. HyKGE chains append the end entities' descriptions and KGCoT
+    chains the knowledge behind their edges, each cut to :data:`MAX_NOTE_WORDS`.
+    Items without triples (documents) keep their text.
+
+    Args:
+        ev: The item.
+
+    Returns:
+        The sentence.
+    """
+    if not ev.triples:
+        return ev.text.strip()
+    zh = is_cjk("".join(h + t for h, _, t in ev.triples))
+    clauses = _clauses(ev.triples, zh)
+    sentence = "；".join(clauses) + "。" if zh else ", and ".join(clauses) + "."  # names keep their case
+    notes: list[str] = []
+    if ev.kind == "chain":
+        for name, desc in (ev.meta.get("descriptions") or {}).items():
+            notes.append(f"{name}：{_truncate(desc)}" if zh else f"About {name}: {_truncate(desc)}")
+    if ev.kind == "kgcot":
+        for k in dict.fromkeys(ev.meta.get("knowledge") or []):
+            if k:
+                notes.append(("依据：" if zh else "Source: ") + _truncate(k))
+    if notes:
+        sep = "" if zh else " "
+        end = "。" if zh else "."
+        sentence += sep + sep.join(n if n.endswith((".", "。", "…")) else n + end for n in notes)
+    return sentence
+
+
+def format_evidence(evidence: Iterable[Evidence]) -> str:
+    """The prompt block: one ``ID: text`` line per item (numbered, rendered evidence)."""
+    return "\n".join(f"{ev.id}: {ev.text}" if ev.id else ev.text for ev in evidence)
+
+
+# -- rerankers -----------------------------------------------------------------------
+@runtime_checkable
+class Reranker(Protocol):
+    """Scores evidence sentences against query texts (higher = more relevant).
+
+    Implement it to plug in a cross-encoder: ``score(queries, texts)`` returns one
+    float per text (e.g. the best score over the queries).
+    """
+
+    def score(self, queries: Sequence[str], texts: Sequence[str]) -> list[float]:
+        """One relevance score per text."""
+        ...
+
+
+class _Embedder(Protocol):
+    def embed_documents(self, texts: list[str]) -> np.ndarray: ...
+
+    def embed_queries(self, texts: list[str]) -> np.ndarray: ...
+
+
+class EmbeddingReranker:
+    """Bi-encoder reranker: a text's score is its best cosine over the queries.
+
+    Evidence sentences repeat across questions (the same disease's test list), so
+    their vectors are kept in an LRU cache of ``cache_size`` texts.
+
+    Args:
+        embedder: An embedder (``embed_queries``/``embed_documents`` returning
+            L2-normalised arrays) or the name of one for
+            :func:`kgmind.retrievers.embeddings.get_embedder` (loaded lazily).
+        cache_size: Evidence-text vectors kept (``0``: no cache).
+    """
+
+    def __init__(self, embedder: _Embedder | str = "minilm", *, cache_size: int = 8192) -> None:
+        self._embedder: _Embedder | None = None if isinstance(embedder, str) else embedder
+        self._name = embedder if isinstance(embedder, str) else ""
+        self.cache_size = cache_size
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @property
+    def embedder(self) -> _Embedder:
+        """The embedder, loaded on first use when given by name."""
+        if self._embedder is None:
+            from kgmind.retrievers.embeddings import get_embedder
+
+            self._embedder = get_embedder(self._name)
+        return self._embedder
+
+    def _doc_vectors(self, texts: Sequence[str]) -> np.ndarray:
+        with self._lock:
+            missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        if missing:
+            vecs = np.asarray(self.embedder.embed_documents(missing), dtype=np.float32)
+            with self._lock:
+                for t, v in zip(missing, vecs, strict=True):
+                    self._cache[t] = v
+                if self.cache_size > 0:
+                    while len(self._cache) > max(self.cache_size, len(texts)):
+                        self._cache.popitem(last=False)
+        with self._lock:
+            out = np.stack([self._cache[t] for t in texts])
+            for t in texts:
+                self._cache.move_to_end(t)
+            if self.cache_size <= 0:
+                self._cache.clear()
+        return out
+
+    def score(self, queries: Sequence[str], texts: Sequence[str]) -> list[float]:
+        """Best cosine of each text over the queries (``0.0`` each when no query)."""
+        if not texts:
+            return []
+        queries = [q for q in queries if q.strip()]
+        if not queries:
+            return [0.0] * len(texts)
+        q = np.asarray(self.embedder.embed_queries(list(queries)), dtype=np.float32)
+        d = self._doc_vectors(texts)
+        return [float(x) for x in (d @ q.T).max(axis=1)]
+
+
+# -- pipeline steps ------------------------------------------------------------------
+def _normalised_prior(evidence: Sequence[Evidence]) -> list[float]:
+    top: dict[str, float] = {}
+    for ev in evidence:
+        top[ev.kind] = max(top.get(ev.kind, 0.0), ev.score)
+    return [ev.score / top[ev.kind] if top[ev.kind] > 0 else 0.0 for ev in evidence]
+
+
+def rerank_evidence(
+    evidence: Sequence[Evidence],
+    question: str,
+    hypothesis: str = "",
+    *,
+    reranker: Reranker | None = None,
+    prior_weight: float = 0.5,
+) -> list[Evidence]:
+    """Score and sort evidence (copies; ``meta`` gains ``prior_score``/``rerank_score``).
+
+    Args:
+        evidence: Items with rendered ``text``.
+        question: The user question.
+        hypothesis: The hypothesis output, chunked with :func:`chunk_text`.
+        reranker: Scores texts against ``[question, *chunks]``; ``None``: prior only.
+        prior_weight: Weight of the per-kind normalised exploration score.
+
+    Returns:
+        New items sorted by final score (stable on ties).
+    """
+    prior = _normalised_prior(evidence)
+    if reranker is not None and evidence:
+        queries = [question, *chunk_text(hypothesis)] if hypothesis else [question]
+        rr = reranker.score(queries, [ev.text for ev in evidence])
+    else:
+        rr = [0.0] * len(evidence)
+    out = []
+    for ev, p, r in zip(evidence, prior, rr, strict=True):
+        final = r + prior_weight * p if reranker is not None else p
+        meta = {**ev.meta, "prior_score": ev.score, "rerank_score": r}
+        out.append(ev.model_copy(update={"score": final, "meta": meta}))
+    order = sorted(range(len(out)), key=lambda i: -out[i].score)
+    return [out[i] for i in order]
+
+
+def dedupe_evidence(evidence: Sequence[Evidence]) -> list[Evidence]:
+    """Drop items repeating an earlier item's relation-id set or (normalised) text."""
+    seen_rel: set[frozenset[str]] = set()
+    seen_text: set[str] = set()
+    out: list[Evidence] = []
+    for ev in evidence:
+        key = frozenset(ev.relation_ids)
+        text = " ".join(ev.text.split()).casefold()
+        if (key and key in seen_rel) or (text and text in seen_text):
+            continue
+        if key:
+            seen_rel.add(key)
+        if text:
+            seen_text.add(text)
+        out.append(ev)
+    return out
+
+
+def prune_redundant(evidence: Sequence[Evidence]) -> list[Evidence]:
+    """Drop items whose edges are all in one item kept before them (no new facts)."""
+    kept: list[Evidence] = []
+    kept_sets: list[frozenset[str]] = []
+    for ev in evidence:
+        s = frozenset(ev.relation_ids)
+        if s and any(s <= k for k in kept_sets):
+            continue
+        kept.append(ev)
+        kept_sets.append(s)
+    return kept
+
+
+def _cut_line(ev: Evidence, n: int) -> Evidence:
+    """The neighbor line ``ev`` (one head, many tails) cut to its first ``n`` tails."""
+    cut = ev.model_copy(
+        update={
+            "triples": ev.triples[:n],
+            "relation_ids": ev.relation_ids[:n],
+            "entity_ids": ev.entity_ids[: n + 1],
+            "meta": {**ev.meta, "truncated_from": len(ev.triples)},
+        }
+    )
+    return cut.model_copy(update={"text": render_evidence(cut)})
+
+
+def _cuttable(ev: Evidence) -> bool:
+    return (
+        ev.kind == "neighbor"
+        and len(ev.triples) > 1
+        and len({h for h, _, _ in ev.triples}) == 1
+        and len(ev.entity_ids) == len(ev.triples) + 1
+    )
+
+
+def fit_budget(
+    evidence: Sequence[Evidence],
+    budget_tokens: int,
+    *,
+    tokenizer: Tokenizer | None = None,
+    truncate: bool = True,
+) -> list[Evidence]:
+    """Keep items in order while they fit the token budget.
+
+    Each item costs ``count_tokens(text) + ID_OVERHEAD``. An item that does not fit is
+    skipped (later, shorter ones may still fit); with ``truncate`` a neighbor line is
+    first cut to the longest prefix of its tails that fits (lines with one head only).
+
+    Args:
+        evidence: Rendered items in rank order.
+        budget_tokens: Token budget for all items together.
+        tokenizer: Optional exact tokenizer for :func:`count_tokens`.
+        truncate: Cut neighbor lines at the budget edge.
+
+    Returns:
+        The kept (possibly cut) items, in order.
+    """
+    out: list[Evidence] = []
+    used = 0
+    for ev in evidence:
+        cost = count_tokens(ev.text, tokenizer) + ID_OVERHEAD
+        if used + cost <= budget_tokens:
+            out.append(ev)
+            used += cost
+            continue
+        if truncate and _cuttable(ev):
+            lo, hi, best = 1, len(ev.triples) - 1, None
+            while lo <= hi:  # longest prefix that fits
+                mid = (lo + hi) // 2
+                cand = _cut_line(ev, mid)
+                if used + count_tokens(cand.text, tokenizer) + ID_OVERHEAD <= budget_tokens:
+                    best, lo = cand, mid + 1
+                else:
+                    hi = mid - 1
+            if best is not None:
+                out.append(best)
+                used += count_tokens(best.text, tokenizer) + ID_OVERHEAD
+    return out
+
+
+def number_evidence(evidence: Sequence[Evidence]) -> list[Evidence]:
+    """Copies with citation ids per kind in list order (``P1``, ``N1``, ``C1``, ``K1``, ``D1``)."""
+    counters: dict[str, int] = {}
+    out = []
+    for ev in evidence:
+        n = counters.get(ev.kind, 0) + 1
+        counters[ev.kind] = n
+        out.append(ev.model_copy(update={"id": f"{EVIDENCE_PREFIX[ev.kind]}{n}"}))
+    return out
+
+
+def aggregate_evidence(
+    evidence: Sequence[Evidence],
+    question: str,
+    hypothesis: str = "",
+    *,
+    reranker: Reranker | None = None,
+    budget_tokens: int = 800,
+    max_items: int | None = None,
+    prior_weight: float = 0.5,
+    tokenizer: Tokenizer | None = None,
+) -> list[Evidence]:
+    """Render, rerank, dedupe, prune, fit the budget and number (see the module docstring).
+
+    Args:
+        evidence: Raw items from the exploration tools.
+        question: The user question.
+        hypothesis: The hypothesis output (HyKGE), may be empty.
+        reranker: Optional :class:`Reranker` (e.g. :class:`EmbeddingReranker`).
+        budget_tokens: Token budget for the kept items.
+        max_items: Cap on the number of items (before the budget).
+        prior_weight: Weight of the normalised exploration score next to the rerank score.
+        tokenizer: Optional exact tokenizer for the budget.
+
+    Returns:
+        The final evidence: rendered ``text``, numbered ``id``, rank order.
+    """
+    rendered = [ev.model_copy(update={"text": render_evidence(ev)}) for ev in evidence]
+    ranked = rerank_evidence(rendered, question, hypothesis, reranker=reranker, prior_weight=prior_weight)
+    kept = prune_redundant(dedupe_evidence(ranked))
+    if max_items is not None:
+        kept = kept[:max_items]
+    return number_evidence(fit_budget(kept, budget_tokens, tokenizer=tokenizer))

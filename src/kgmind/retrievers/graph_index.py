@@ -1,0 +1,445 @@
+"""An in-memory adjacency index of a KG store, for fast path and neighbor search.
+
+:func:`get_graph_index` builds a :class:`GraphIndex` once per ``(store.uri,
+store.fingerprint())`` from :meth:`GraphStore.iter_entities` and
+:meth:`GraphStore.iter_relations` and caches it. Entities become dense integers;
+edges are kept in columnar lists (head, tail, type, id, source) plus a numpy array of
+weights, and every node has an outgoing and an incoming list of edge indices in
+insertion order (the order the store yielded the relations), so every search is
+deterministic.
+
+Weights change without changing the fingerprint (feedback): the feedback tool calls
+:func:`notify_weight_changes` after a commit so the cached index follows the store.
+
+Searches:
+
+* :meth:`GraphIndex.shortest_paths` — all shortest paths of at most ``max_hops`` edges,
+  directed or undirected, by a level-synchronous bidirectional BFS (expanding the
+  smaller frontier), enumerated in edge insertion order up to ``limit``.
+* :meth:`GraphIndex.out_edges` / :meth:`GraphIndex.in_edges` — edge views with the
+  current weight.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from kgmind.models import Entity, Relation, WeightChange
+
+__all__ = [
+    "EdgeView",
+    "GraphIndex",
+    "IndexPath",
+    "IndexableStore",
+    "clear_graph_index_cache",
+    "get_graph_index",
+    "notify_weight_changes",
+]
+
+
+class IndexableStore(Protocol):
+    """What :class:`GraphIndex` needs from a store (a subset of ``GraphStore``)."""
+
+    uri: str
+
+    def iter_entities(self) -> Iterator[Entity]:
+        """Every entity."""
+        ...
+
+    def iter_relations(self) -> Iterator[Relation]:
+        """Every relation with its current weight."""
+        ...
+
+    def fingerprint(self) -> str:
+        """Changes when entities or relations are added or removed."""
+        ...
+
+
+@dataclass(frozen=True)
+class EdgeView:
+    """A relation as seen through the index (a ``Relation``-like snapshot).
+
+    Attributes:
+        id: Relation id.
+        head: Head entity id.
+        type: Relation type.
+        tail: Tail entity id.
+        weight: Current weight.
+        source: The knowledge behind the edge (doc id or citation), may be empty.
+    """
+
+    id: str
+    head: str
+    type: str
+    tail: str
+    weight: float
+    source: str
+
+
+@dataclass(frozen=True)
+class IndexPath:
+    """A path found in the index, as integer node and edge indices.
+
+    Attributes:
+        nodes: Node indices in path order (``len(edges) + 1`` of them).
+        edges: Edge indices walked; on an undirected search an edge may be walked
+            against its direction.
+    """
+
+    nodes: tuple[int, ...]
+    edges: tuple[int, ...]
+
+
+class GraphIndex:
+    """In-memory adjacency of a KG (see the module docstring).
+
+    Public integer-level attributes (used by :mod:`kgmind.retrievers.exploration`):
+    ``ids``, ``names``, ``types``, ``descriptions`` per node; ``edge_head``,
+    ``edge_tail``, ``edge_type``, ``edge_id``, ``edge_source`` per edge; ``weights``
+    (``np.ndarray``); ``out_adj`` / ``in_adj`` (edge indices per node).
+    """
+
+    def __init__(
+        self,
+        entities: Iterable[Entity],
+        relations: Iterable[Relation],
+        *,
+        uri: str = "",
+        fingerprint: str = "",
+    ) -> None:
+        """Build the index.
+
+        Args:
+            entities: Every entity of the KG.
+            relations: Every relation; relations whose head or tail is not among
+                ``entities`` get a placeholder node named after the id.
+            uri: The store URI the index was built from.
+            fingerprint: The store fingerprint at build time.
+        """
+        self.uri = uri
+        self.fingerprint = fingerprint
+        self.ids: list[str] = []
+        self.names: list[str] = []
+        self.types: list[str] = []
+        self.descriptions: list[str] = []
+        self.index_of: dict[str, int] = {}
+        for ent in entities:
+            if ent.id in self.index_of:
+                continue
+            self.index_of[ent.id] = len(self.ids)
+            self.ids.append(ent.id)
+            self.names.append(ent.name)
+            self.types.append(ent.type)
+            self.descriptions.append(ent.description)
+        self.out_adj: list[list[int]] = [[] for _ in self.ids]
+        self.in_adj: list[list[int]] = [[] for _ in self.ids]
+        self.edge_head: list[int] = []
+        self.edge_tail: list[int] = []
+        self.edge_type: list[str] = []
+        self.edge_id: list[str] = []
+        self.edge_source: list[str] = []
+        self.edge_index_of: dict[str, int] = {}
+        weights: list[float] = []
+        for rel in relations:
+            if rel.id in self.edge_index_of:
+                continue
+            h = self._node(rel.head)
+            t = self._node(rel.tail)
+            e = len(self.edge_id)
+            self.edge_index_of[rel.id] = e
+            self.edge_head.append(h)
+            self.edge_tail.append(t)
+            self.edge_type.append(rel.type)
+            self.edge_id.append(rel.id)
+            self.edge_source.append(rel.source)
+            weights.append(rel.weight)
+            self.out_adj[h].append(e)
+            self.in_adj[t].append(e)
+        self.weights: np.ndarray = np.asarray(weights, dtype=np.float64)
+        self._lock = threading.Lock()
+
+    def _node(self, entity_id: str) -> int:
+        i = self.index_of.get(entity_id)
+        if i is None:
+            i = len(self.ids)
+            self.index_of[entity_id] = i
+            self.ids.append(entity_id)
+            self.names.append(entity_id)
+            self.types.append("entity")
+            self.descriptions.append("")
+            self.out_adj.append([])
+            self.in_adj.append([])
+        return i
+
+    # -- sizes and lookups -------------------------------------------------------
+    @property
+    def num_nodes(self) -> int:
+        """Number of entities."""
+        return len(self.ids)
+
+    @property
+    def num_edges(self) -> int:
+        """Number of relations."""
+        return len(self.edge_id)
+
+    def __contains__(self, entity_id: object) -> bool:
+        return entity_id in self.index_of
+
+    def idx(self, entity_id: str) -> int:
+        """Integer index of an entity id.
+
+        Raises:
+            KeyError: Unknown entity id.
+        """
+        return self.index_of[entity_id]
+
+    def name(self, entity_id: str) -> str:
+        """Display name of an entity (``KeyError`` if unknown)."""
+        return self.names[self.index_of[entity_id]]
+
+    def type(self, entity_id: str) -> str:
+        """Type of an entity (``KeyError`` if unknown)."""
+        return self.types[self.index_of[entity_id]]
+
+    def description(self, entity_id: str) -> str:
+        """Description of an entity, ``""`` when the KG has none (``KeyError`` if unknown)."""
+        return self.descriptions[self.index_of[entity_id]]
+
+    def edge(self, e: int) -> EdgeView:
+        """The edge with integer index ``e`` and its current weight."""
+        return EdgeView(
+            id=self.edge_id[e],
+            head=self.ids[self.edge_head[e]],
+            type=self.edge_type[e],
+            tail=self.ids[self.edge_tail[e]],
+            weight=float(self.weights[e]),
+            source=self.edge_source[e],
+        )
+
+    def out_edges(self, entity_id: str) -> list[EdgeView]:
+        """Outgoing edges of an entity in insertion order (``[]`` if unknown)."""
+        i = self.index_of.get(entity_id)
+        return [] if i is None else [self.edge(e) for e in self.out_adj[i]]
+
+    def in_edges(self, entity_id: str) -> list[EdgeView]:
+        """Incoming edges of an entity in insertion order (``[]`` if unknown)."""
+        i = self.index_of.get(entity_id)
+        return [] if i is None else [self.edge(e) for e in self.in_adj[i]]
+
+    def weight(self, relation_id: str) -> float:
+        """Current weight of a relation (``KeyError`` if unknown)."""
+        return float(self.weights[self.edge_index_of[relation_id]])
+
+    # -- updates -------------------------------------------------------------------
+    def set_weights(self, updates: Iterable[tuple[str, float]]) -> int:
+        """Overwrite the weight of known relations.
+
+        Args:
+            updates: ``(relation_id, new_weight)`` pairs; unknown ids are ignored.
+
+        Returns:
+            How many edges were updated.
+        """
+        n = 0
+        with self._lock:
+            for rid, w in updates:
+                e = self.edge_index_of.get(rid)
+                if e is not None:
+                    self.weights[e] = float(w)
+                    n += 1
+        return n
+
+    # -- search --------------------------------------------------------------------
+    def _steps(self, node: int, forward: bool, directed: bool) -> Iterator[tuple[int, int]]:
+        """Yield ``(edge, other node)`` for one BFS step from ``node``."""
+        if forward or not directed:
+            for e in self.out_adj[node]:
+                yield e, self.edge_tail[e]
+        if not forward or not directed:
+            for e in self.in_adj[node]:
+                yield e, self.edge_head[e]
+
+    def shortest_paths(
+        self,
+        source: int,
+        target: int,
+        max_hops: int,
+        *,
+        directed: bool = True,
+        limit: int | None = 100,
+    ) -> list[IndexPath]:
+        """All shortest paths ``source`` → ``target`` with at most ``max_hops`` edges.
+
+        A level-synchronous bidirectional BFS: the smaller frontier is expanded one
+        full level at a time; when the two searches meet, the meeting nodes on the
+        last expanded level split every shortest path exactly once. Paths are
+        enumerated in edge insertion order, so the result is deterministic.
+
+        Args:
+            source: Start node index.
+            target: End node index.
+            max_hops: Largest path length in edges.
+            directed: Follow edge directions (``False``: walk edges both ways).
+            limit: At most this many paths (``None``: all of them).
+
+        Returns:
+            The paths, ``[]`` when none of at most ``max_hops`` edges exists. A path
+            from a node to itself is the empty path (one node, no edges).
+        """
+        if source == target:
+            return [IndexPath((source,), ())]
+        if max_hops <= 0:
+            return []
+        # preds_f[n]: (edge, prev node) reaching n on a shortest path from source
+        # succ_b[n]: (edge, next node) leaving n on a shortest path to target
+        dist_f: dict[int, int] = {source: 0}
+        dist_b: dict[int, int] = {target: 0}
+        preds_f: dict[int, list[tuple[int, int]]] = {source: []}
+        succ_b: dict[int, list[tuple[int, int]]] = {target: []}
+        front_f: list[int] = [source]
+        front_b: list[int] = [target]
+        level_f = level_b = 0
+        meet: list[int] = []
+        while front_f and front_b and level_f + level_b < max_hops:
+            expand_forward = self._frontier_cost(front_f, True, directed) <= self._frontier_cost(
+                front_b, False, directed
+            )
+            if expand_forward:
+                level_f += 1
+                nxt: list[int] = []
+                for u in front_f:
+                    for e, v in self._steps(u, True, directed):
+                        d = dist_f.get(v)
+                        if d is None:
+                            dist_f[v] = level_f
+                            preds_f[v] = [(e, u)]
+                            nxt.append(v)
+                        elif d == level_f:
+                            preds_f[v].append((e, u))
+                front_f = nxt
+                meet = [v for v in nxt if v in dist_b and dist_b[v] == level_b]
+            else:
+                level_b += 1
+                nxt = []
+                for u in front_b:
+                    for e, v in self._steps(u, False, directed):
+                        d = dist_b.get(v)
+                        if d is None:
+                            dist_b[v] = level_b
+                            succ_b[v] = [(e, u)]
+                            nxt.append(v)
+                        elif d == level_b:
+                            succ_b[v].append((e, u))
+                front_b = nxt
+                meet = [v for v in nxt if v in dist_f and dist_f[v] == level_f]
+            if meet:
+                break
+        if not meet:
+            return []
+        out: list[IndexPath] = []
+        for m in meet:
+            for fn, fe in self._walk_back(m, preds_f):
+                for bn, be in self._walk_fwd(m, succ_b):
+                    out.append(IndexPath(tuple(fn) + tuple(bn[1:]), tuple(fe) + tuple(be)))
+                    if limit is not None and len(out) >= limit:
+                        return out
+        return out
+
+    def _frontier_cost(self, front: list[int], forward: bool, directed: bool) -> int:
+        if not directed:
+            return sum(len(self.out_adj[u]) + len(self.in_adj[u]) for u in front)
+        adj = self.out_adj if forward else self.in_adj
+        return sum(len(adj[u]) for u in front)
+
+    @staticmethod
+    def _walk_back(
+        node: int, preds: dict[int, list[tuple[int, int]]]
+    ) -> Iterator[tuple[list[int], list[int]]]:
+        """Yield (nodes, edges) of every shortest path from the BFS root to ``node``."""
+        plist = preds[node]
+        if not plist:
+            yield [node], []
+            return
+        for e, u in plist:
+            for nodes, edges in GraphIndex._walk_back(u, preds):
+                yield [*nodes, node], [*edges, e]
+
+    @staticmethod
+    def _walk_fwd(node: int, succ: dict[int, list[tuple[int, int]]]) -> Iterator[tuple[list[int], list[int]]]:
+        """Yield (nodes, edges) of every shortest path from ``node`` to the BFS root."""
+        slist = succ[node]
+        if not slist:
+            yield [node], []
+            return
+        for e, v in slist:
+            for nodes, edges in GraphIndex._walk_fwd(v, succ):
+                yield [node, *nodes], [e, *edges]
+
+
+# -- cache -------------------------------------------------------------------------
+_cache_lock = threading.Lock()
+_cache: dict[str, GraphIndex] = {}
+
+
+_checked_at: dict[str, float] = {}
+
+
+def get_graph_index(store: IndexableStore, *, recheck_s: float = 0.0) -> GraphIndex:
+    """Return the cached :class:`GraphIndex` of ``store``, rebuilt when its fingerprint changes.
+
+    One index is kept per store URI; a new fingerprint (entities or relations added
+    or removed) replaces it. Reading the fingerprint is a store query (a few ms on
+    LadybugDB), so hot paths may pass ``recheck_s`` to re-read it at most that often.
+
+    Args:
+        store: A ``GraphStore`` (or anything with ``uri``, ``fingerprint()``,
+            ``iter_entities()`` and ``iter_relations()``).
+        recheck_s: Trust a cached index for this many seconds after its fingerprint
+            was last checked (``0``: check on every call).
+
+    Returns:
+        The index.
+    """
+    now = time.monotonic()
+    with _cache_lock:
+        gi = _cache.get(store.uri)
+        if gi is not None and recheck_s > 0 and now - _checked_at.get(store.uri, -math.inf) < recheck_s:
+            return gi
+    fp = store.fingerprint()
+    with _cache_lock:
+        gi = _cache.get(store.uri)
+        if gi is None or gi.fingerprint != fp:
+            gi = GraphIndex(store.iter_entities(), store.iter_relations(), uri=store.uri, fingerprint=fp)
+            _cache[store.uri] = gi
+        _checked_at[store.uri] = now
+        return gi
+
+
+def notify_weight_changes(store_uri: str, changes: Sequence[WeightChange]) -> None:
+    """Apply committed weight changes to the cached index of ``store_uri`` (if any).
+
+    Called by the feedback tool after :meth:`GraphStore.apply_weight_updates`, because
+    weight changes do not change the store fingerprint.
+
+    Args:
+        store_uri: The store's ``uri``.
+        changes: The committed changes (their ``new_weight`` is applied).
+    """
+    with _cache_lock:
+        gi = _cache.get(store_uri)
+    if gi is not None and changes:
+        gi.set_weights((c.relation_id, c.new_weight) for c in changes)
+
+
+def clear_graph_index_cache() -> None:
+    """Forget every cached index (tests)."""
+    with _cache_lock:
+        _cache.clear()
+        _checked_at.clear()

@@ -1,0 +1,243 @@
+"""Aggregation: chunking, token counts, rendering, rerank, dedupe/prune, budget, numbering."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from kgmind.retrievers.aggregate import (
+    ID_OVERHEAD,
+    EmbeddingReranker,
+    Reranker,
+    aggregate_evidence,
+    chunk_text,
+    count_tokens,
+    dedupe_evidence,
+    fit_budget,
+    format_evidence,
+    number_evidence,
+    prune_redundant,
+    render_evidence,
+)
+from kgmind.retrievers.evidence import Evidence
+
+
+def line(head: str, rel: str, tails: Sequence[str], score: float = 1.0, rid: str = "") -> Evidence:
+    return Evidence(
+        kind="neighbor",
+        triples=[(head, rel, t) for t in tails],
+        relation_ids=[f"{rid or head}-{rel}-{t}" for t in tails],
+        entity_ids=[head, *tails],
+        score=score,
+    )
+
+
+# -- chunking and tokens ---------------------------------------------------------------
+def test_chunk_text_word_windows_overlap() -> None:
+    words = [f"w{i}" for i in range(22)]
+    chunks = chunk_text(" ".join(words))
+    assert chunks[0] == " ".join(words[0:10])
+    assert chunks[1] == " ".join(words[6:16])  # stride lc - oc = 6
+    assert chunks[-1].split()[-1] == "w21"  # the last window reaches the end
+    assert all(len(c.split()) == 10 for c in chunks)
+    assert set(words) == {w for c in chunks for w in c.split()}
+    for a, b in itertools.pairwise(chunks):
+        assert len(set(a.split()) & set(b.split())) >= 4
+
+
+def test_chunk_text_short_blank_and_params() -> None:
+    assert chunk_text("just a few words") == ["just a few words"]
+    assert chunk_text("   ") == []
+    with pytest.raises(ValueError):
+        chunk_text("a b c", lc=4, oc=4)
+    assert chunk_text("a b c d e", lc=2, oc=0) == ["a b", "c d", "d e"]
+
+
+def test_chunk_text_chinese_uses_characters() -> None:
+    text = "我最近总是头痛 而且还有点发烧不知道是什么病"
+    chunks = chunk_text(text)
+    assert chunks[0] == "我最近总是头痛而且还"
+    assert all(len(c) == 10 for c in chunks)
+    assert chunks[-1].endswith("什么病")
+
+
+def test_count_tokens_approximation_and_tokenizer() -> None:
+    assert count_tokens("") == 0
+    assert count_tokens("one two three four five six seven eight nine ten") == 13
+    assert count_tokens("感冒发烧") == 4
+    assert count_tokens("感冒 and fever") == 2 + 3
+    assert count_tokens("anything at all", tokenizer=lambda s: list(s)) == len("anything at all")
+
+
+# -- rendering -------------------------------------------------------------------------
+def test_render_neighbor_line_lists_every_tail() -> None:
+    text = render_evidence(line("Flu", "need_medication", ["Oseltamivir", "Zanamivir", "Rest"]))
+    assert text == "Flu can be treated with Oseltamivir, Zanamivir and Rest."
+
+
+def test_render_path_and_support_and_unknown_relation() -> None:
+    path = Evidence(
+        kind="path", triples=[("Fever", "possible_disease", "Flu"), ("Flu", "has_symptom", "Cough")]
+    )
+    assert render_evidence(path) == "Fever may be a sign of Flu, and Flu may present with Cough."
+    support = Evidence(
+        kind="neighbor",
+        triples=[("Fever", "possible_disease", "Measles"), ("Rash", "possible_disease", "Measles")],
+    )
+    assert render_evidence(support) == "Fever and Rash may be a sign of Measles."
+    odd = Evidence(
+        kind="kgcot", triples=[("x ray", "made_by_lab", "Lab A")], meta={"knowledge": ["From a study.", ""]}
+    )
+    assert render_evidence(odd) == "x ray made by lab Lab A. Source: From a study."
+
+
+def test_render_chinese_and_descriptions() -> None:
+    ev = Evidence(
+        kind="chain",
+        triples=[("感冒", "has_symptom", "发烧"), ("感冒", "has_symptom", "咳嗽")],
+        meta={"descriptions": {"感冒": "一种常见的上呼吸道感染。"}},
+    )
+    assert render_evidence(ev) == "感冒的症状包括发烧、咳嗽。感冒：一种常见的上呼吸道感染。"
+    long_desc = Evidence(
+        kind="chain", triples=[("A", "r", "B")], meta={"descriptions": {"A": " ".join(["word"] * 100)}}
+    )
+    assert count_tokens(render_evidence(long_desc)) < 70  # cut to 40 words
+
+
+def test_render_doc_keeps_text() -> None:
+    assert render_evidence(Evidence(kind="doc", text="  Some document. ")) == "Some document."
+
+
+# -- dedupe, prune, budget, numbering --------------------------------------------------
+def test_dedupe_by_relation_ids_and_text() -> None:
+    a = line("Flu", "need_medication", ["X", "Y"])
+    b = a.model_copy(update={"text": "other"})  # same relation ids
+    c = Evidence(kind="path", text="Same   text", relation_ids=["r9"])
+    d = Evidence(kind="chain", text="same text", relation_ids=["r10"])
+    got = dedupe_evidence([a, b, c, d])
+    assert got == [a, c]
+
+
+def test_prune_subset_of_kept_item() -> None:
+    big = line("Flu", "need_medication", ["X", "Y", "Z"])
+    sub = Evidence(
+        kind="chain", triples=[("Flu", "need_medication", "Y")], relation_ids=["Flu-need_medication-Y"]
+    )
+    other = line("Flu", "need_medical_test", ["T"])
+    assert prune_redundant([big, sub, other]) == [big, other]
+    assert prune_redundant([sub, big]) == [sub, big]  # a later superset adds facts: kept
+
+
+def test_fit_budget_skips_and_truncates_lines() -> None:
+    items = [line(f"D{i}", "need_medication", [f"drug{i}_{k}" for k in range(8)]) for i in range(6)]
+    items = [ev.model_copy(update={"text": render_evidence(ev)}) for ev in items]
+    cost = count_tokens(items[0].text) + ID_OVERHEAD
+    budget = int(cost * 2.5)
+    got = fit_budget(items, budget)
+    assert [ev.triples[0][0] for ev in got] == ["D0", "D1", "D2"]
+    assert got[2].meta["truncated_from"] == 8 and 0 < len(got[2].triples) < 8
+    assert len(got[2].relation_ids) == len(got[2].triples) == len(got[2].entity_ids) - 1
+    assert sum(count_tokens(ev.text) + ID_OVERHEAD for ev in got) <= budget
+    no_cut = fit_budget(items, budget, truncate=False)
+    assert [ev.triples[0][0] for ev in no_cut] == ["D0", "D1"]
+
+
+def test_fit_budget_lets_later_short_items_in() -> None:
+    long = Evidence(kind="path", text=" ".join(["w"] * 50))
+    short = Evidence(kind="path", text="tiny")
+    assert fit_budget([long, short], budget_tokens=10) == [short]
+
+
+def test_number_evidence_per_kind_in_order() -> None:
+    kinds = ["neighbor", "path", "neighbor", "chain", "kgcot", "doc", "path"]
+    got = number_evidence([Evidence(kind=k) for k in kinds])  # type: ignore[arg-type]
+    assert [ev.id for ev in got] == ["N1", "P1", "N2", "C1", "K1", "D1", "P2"]
+    assert format_evidence(got[:2]) == "N1: \nP1: "
+
+
+# -- reranking and the composed pipeline -----------------------------------------------
+class KeywordReranker:
+    """Scores 1 per query word found in the text (a stand-in for a cross-encoder)."""
+
+    def __init__(self) -> None:
+        self.queries: list[str] = []
+
+    def score(self, queries: Sequence[str], texts: Sequence[str]) -> list[float]:
+        self.queries = list(queries)
+        words = {w.strip("?.,").lower() for q in queries for w in q.split()}
+        return [float(sum(w.strip(".,").lower() in words for w in t.split())) for t in texts]
+
+
+class HashEmbedder:
+    """Bag-of-words vectors over a fixed vocabulary, L2-normalised."""
+
+    vocab = ["fever", "cough", "rash", "flu", "measles", "drug", "test"]
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        m = np.array([[t.lower().count(w) for w in self.vocab] for t in texts], dtype=np.float32) + 1e-6
+        return m / np.linalg.norm(m, axis=1, keepdims=True)
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        return self._embed(texts)
+
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        return self._embed(texts)
+
+
+def test_embedding_reranker_max_cosine() -> None:
+    rr = EmbeddingReranker(HashEmbedder())
+    assert isinstance(rr, Reranker)
+    scores = rr.score(["fever", "rash"], ["fever fever", "rash", "cough"])
+    assert scores[0] == pytest.approx(1.0, abs=1e-3) and scores[1] == pytest.approx(1.0, abs=1e-3)
+    assert scores[2] < 0.1
+    assert rr.score([""], ["x"]) == [0.0]
+    assert rr.score(["q"], []) == []
+
+
+def test_aggregate_orders_by_rerank_plus_prior_and_numbers() -> None:
+    evs = [
+        line("Flu", "need_medication", ["Oseltamivir"], score=1.0),
+        line("Measles", "has_symptom", ["Rash"], score=1.0),
+        Evidence(
+            kind="path", triples=[("Rash", "possible_disease", "Measles")], relation_ids=["p1"], score=1.0
+        ),
+    ]
+    rr = KeywordReranker()
+    out = aggregate_evidence(evs, "I have a rash.", "It may be measles with a rash today", reranker=rr)
+    assert [ev.id for ev in out] == ["P1", "N1", "N2"]
+    assert out[0].triples[0][0] == "Rash" and out[1].triples[0][0] == "Measles"
+    assert out[0].text == "Rash may be a sign of Measles."
+    assert rr.queries[0] == "I have a rash." and len(rr.queries) == 2  # question + 1 hypothesis chunk
+    assert all(ev.relation_ids for ev in out)
+    assert out[0].meta["prior_score"] == 1.0 and "rerank_score" in out[0].meta
+
+
+def test_aggregate_without_reranker_keeps_prior_order_and_budget() -> None:
+    evs = [line(f"D{i}", "need_medical_test", [f"T{i}"], score=1.0 - i / 10) for i in range(5)]
+    evs.append(Evidence(kind="path", triples=[("A", "r", "B")], relation_ids=["x"], score=0.2))
+    out = aggregate_evidence(evs, "q", budget_tokens=10_000)
+    assert [ev.id for ev in out][:5] == ["N1", "P1", "N2", "N3", "N4"]  # path prior normalised per kind = 1.0
+    small = aggregate_evidence(evs, "q", budget_tokens=20)
+    assert sum(count_tokens(ev.text) + ID_OVERHEAD for ev in small) <= 20 and small
+    assert len(aggregate_evidence(evs, "q", max_items=2)) == 2
+    assert aggregate_evidence([], "q") == []
+
+
+def test_embedding_reranker_caches_evidence_vectors() -> None:
+    class Counting(HashEmbedder):
+        docs = 0
+
+        def embed_documents(self, texts: list[str]) -> np.ndarray:
+            Counting.docs += len(texts)
+            return super().embed_documents(texts)
+
+    rr = EmbeddingReranker(Counting(), cache_size=2)
+    first = rr.score(["fever"], ["fever", "rash", "fever"])
+    assert Counting.docs == 2  # duplicates embedded once
+    assert rr.score(["fever"], ["fever", "rash"]) == first[:2] and Counting.docs == 2
+    rr.score(["fever"], ["cough"])  # evicts the least recently used
+    rr.score(["fever"], ["fever"])
+    assert Counting.docs == 4

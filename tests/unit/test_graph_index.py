@@ -1,0 +1,221 @@
+"""GraphIndex: construction, lookups, all-shortest-paths search, cache and weight updates."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+
+import pytest
+
+from kgmind.models import Entity, Relation, WeightChange, entity_id
+from kgmind.retrievers.graph_index import (
+    GraphIndex,
+    clear_graph_index_cache,
+    get_graph_index,
+    notify_weight_changes,
+)
+
+
+class FakeStore:
+    """The four members GraphIndex needs, backed by lists."""
+
+    def __init__(self, uri: str, entities: list[Entity], relations: list[Relation]) -> None:
+        self.uri = uri
+        self.entities = entities
+        self.relations = relations
+        self.builds = 0
+
+    def iter_entities(self) -> Iterator[Entity]:
+        self.builds += 1
+        return iter(list(self.entities))
+
+    def iter_relations(self) -> Iterator[Relation]:
+        return iter(list(self.relations))
+
+    def fingerprint(self) -> str:
+        return f"{len(self.entities)}:{len(self.relations)}"
+
+
+def ents(*names: str) -> list[Entity]:
+    return [Entity(name=n) for n in names]
+
+
+def rel(h: str, t: str, typ: str = "r", w: float = 1.0) -> Relation:
+    return Relation(head=entity_id(h), type=typ, tail=entity_id(t), weight=w)
+
+
+def make(names: list[str], edges: list[tuple[str, str]]) -> GraphIndex:
+    return GraphIndex(ents(*names), [rel(h, t) for h, t in edges])
+
+
+def named(gi: GraphIndex, nodes: tuple[int, ...]) -> list[str]:
+    return [gi.names[n] for n in nodes]
+
+
+@pytest.fixture(autouse=True)
+def _clear_cache() -> Iterator[None]:
+    clear_graph_index_cache()
+    yield
+    clear_graph_index_cache()
+
+
+def test_lookups_and_edge_order() -> None:
+    es = [Entity(name="Flu", type="disease", description="A viral infection."), Entity(name="Fever")]
+    rs = [
+        rel("Flu", "Fever", "has_symptom"),
+        rel("Flu", "Cough", "has_symptom", 2.0),  # Cough is not an entity: placeholder node
+        rel("Fever", "Flu", "possible_disease"),
+    ]
+    gi = GraphIndex(es, rs, uri="u", fingerprint="f")
+    flu, fever, cough = entity_id("Flu"), entity_id("Fever"), entity_id("Cough")
+    assert gi.name(flu) == "Flu" and gi.type(flu) == "disease"
+    assert gi.description(flu) == "A viral infection."
+    assert gi.description(fever) == ""
+    assert cough in gi and gi.name(cough) == cough  # placeholder named after its id
+    assert [e.tail for e in gi.out_edges(flu)] == [fever, cough]
+    assert [e.weight for e in gi.out_edges(flu)] == [1.0, 2.0]
+    assert [e.head for e in gi.in_edges(flu)] == [fever]
+    assert gi.out_edges("nope") == [] and gi.in_edges("nope") == []
+    assert gi.num_nodes == 3 and gi.num_edges == 3
+
+
+def test_duplicate_relations_and_entities_are_kept_once() -> None:
+    gi = GraphIndex(ents("A", "A", "B"), [rel("A", "B"), rel("A", "B")])
+    assert gi.num_nodes == 2 and gi.num_edges == 1
+
+
+def test_directed_all_shortest_paths_diamond() -> None:
+    gi = make(
+        ["S", "A", "B", "T", "C"], [("S", "A"), ("S", "B"), ("A", "T"), ("B", "T"), ("S", "C"), ("C", "A")]
+    )
+    s, t = gi.idx(entity_id("S")), gi.idx(entity_id("T"))
+    paths = gi.shortest_paths(s, t, 5)
+    assert sorted(named(gi, p.nodes) for p in paths) == [["S", "A", "T"], ["S", "B", "T"]]
+    for p in paths:
+        assert len(p.edges) == 2
+        for i, e in enumerate(p.edges):
+            assert gi.edge_head[e] == p.nodes[i] and gi.edge_tail[e] == p.nodes[i + 1]
+    # direction matters: T cannot reach S
+    assert gi.shortest_paths(t, s, 5) == []
+    # the hop limit is respected
+    assert gi.shortest_paths(s, t, 1) == []
+    assert len(gi.shortest_paths(s, t, 5, limit=1)) == 1
+
+
+def test_undirected_paths_walk_edges_against_direction() -> None:
+    gi = make(["A", "X", "B"], [("A", "X"), ("B", "X")])
+    a, b = gi.idx(entity_id("A")), gi.idx(entity_id("B"))
+    assert gi.shortest_paths(a, b, 3, directed=True) == []
+    (p,) = gi.shortest_paths(a, b, 3, directed=False)
+    assert named(gi, p.nodes) == ["A", "X", "B"]
+    second = p.edges[1]
+    assert gi.edge_head[second] == b and gi.edge_tail[second] == p.nodes[1]
+
+
+def test_self_path_is_empty() -> None:
+    gi = make(["A"], [])
+    (p,) = gi.shortest_paths(0, 0, 3)
+    assert p.nodes == (0,) and p.edges == ()
+
+
+def _brute_force(gi: GraphIndex, s: int, t: int, max_hops: int, directed: bool) -> set[tuple]:
+    """All simple walks s→t of minimal length ≤ max_hops by exhaustive DFS."""
+    found: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
+
+    def steps(u: int) -> list[tuple[int, int]]:
+        out = [(e, gi.edge_tail[e]) for e in gi.out_adj[u]]
+        if not directed:
+            out += [(e, gi.edge_head[e]) for e in gi.in_adj[u]]
+        return out
+
+    def dfs(u: int, nodes: list[int], edges: list[int]) -> None:
+        if u == t:
+            found.append((tuple(nodes), tuple(edges)))
+            return
+        if len(edges) == max_hops:
+            return
+        for e, v in steps(u):
+            if v not in nodes:
+                dfs(v, [*nodes, v], [*edges, e])
+
+    dfs(s, [s], [])
+    if not found:
+        return set()
+    best = min(len(e) for _, e in found)
+    return {p for p in found if len(p[1]) == best}
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("directed", [True, False])
+def test_shortest_paths_match_brute_force(seed: int, directed: bool) -> None:
+    rng = random.Random(seed)
+    names = [f"n{i}" for i in range(9)]
+    edges = [(rng.choice(names), rng.choice(names)) for _ in range(18)]
+    edges = [(h, t) for h, t in edges if h != t]
+    gi = make(names, edges)
+    for _ in range(6):
+        s, t = rng.randrange(9), rng.randrange(9)
+        if s == t:
+            continue
+        got = gi.shortest_paths(s, t, 4, directed=directed, limit=None)
+        got_set = {(p.nodes, p.edges) for p in got}
+        assert len(got_set) == len(got), "a path was enumerated twice"
+        assert got_set == _brute_force(gi, s, t, 4, directed)
+
+
+def test_shortest_paths_deterministic() -> None:
+    gi = make(
+        ["S", "A", "B", "C", "T"], [("S", "A"), ("S", "B"), ("S", "C"), ("A", "T"), ("B", "T"), ("C", "T")]
+    )
+    runs = [[p.nodes for p in gi.shortest_paths(0, 4, 3)] for _ in range(3)]
+    assert runs[0] == runs[1] == runs[2]
+    assert len(runs[0]) == 3
+
+
+def test_cache_by_uri_and_fingerprint() -> None:
+    store = FakeStore("mem:1", ents("A", "B"), [rel("A", "B")])
+    gi1 = get_graph_index(store)
+    assert get_graph_index(store) is gi1 and store.builds == 1
+    store.entities.append(Entity(name="C"))
+    store.relations.append(rel("B", "C"))
+    gi2 = get_graph_index(store)
+    assert gi2 is not gi1 and store.builds == 2 and gi2.num_edges == 2
+    other = FakeStore("mem:2", ents("A"), [])
+    assert get_graph_index(other) is not gi2
+
+
+def test_notify_weight_changes_updates_cached_index() -> None:
+    r = rel("A", "B")
+    store = FakeStore("mem:w", ents("A", "B"), [r])
+    gi = get_graph_index(store)
+    change = WeightChange(
+        feedback_id="f",
+        run_id="r",
+        relation_id=r.id,
+        old_weight=1.0,
+        new_weight=1.7,
+        rating="excellent",
+        at="t",
+    )
+    unknown = change.model_copy(update={"relation_id": "rnope"})
+    notify_weight_changes("mem:w", [change, unknown])
+    assert gi.weight(r.id) == pytest.approx(1.7)
+    assert get_graph_index(store).out_edges(entity_id("A"))[0].weight == pytest.approx(1.7)
+    notify_weight_changes("mem:other", [change])  # no cached index: nothing happens
+
+
+def test_recheck_window_skips_fingerprint_reads() -> None:
+    store = FakeStore("mem:r", ents("A", "B"), [rel("A", "B")])
+    calls = {"n": 0}
+    real = store.fingerprint
+
+    def counted() -> str:
+        calls["n"] += 1
+        return real()
+
+    store.fingerprint = counted  # type: ignore[method-assign]
+    gi = get_graph_index(store, recheck_s=3600)
+    assert get_graph_index(store, recheck_s=3600) is gi and calls["n"] == 1
+    store.entities.append(Entity(name="C"))
+    assert get_graph_index(store, recheck_s=3600) is gi  # inside the window: trusted
+    assert get_graph_index(store).num_nodes == 3 and calls["n"] == 2  # recheck_s=0: always read
