@@ -8,6 +8,7 @@ from typing import NoReturn, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 __all__ = ["CliError", "console", "err_console", "fail", "handle_errors"]
 
@@ -28,7 +29,7 @@ class CliError(Exception):
 
 def fail(message: str, code: int = 1) -> NoReturn:
     """Print ``error: message`` on stderr and exit with ``code``."""
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 

@@ -1,9 +1,178 @@
-"""`kgmind ask` (placeholder until its issue lands)."""
+"""``kgmind ask``: answer a question over the KG, show the reasoning, mind map and evidence."""
 
 from __future__ import annotations
 
+import json
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+from rich.tree import Tree
+
+from kgmind.cli._common import CliError, console, err_console, handle_errors
+
+__all__ = ["ask", "mind_map_tree", "register", "result_dict"]
+
+
+def result_dict(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the JSON form of a finished run (what ``kgmind ask --json`` prints).
+
+    Args:
+        values: The graph's final state or output.
+
+    Returns:
+        ``{run_id, question, answer, inference_chain, mind_map, evidence:[{id, kind, text,
+        relation_ids}], grounding:{flagged, …}, llm_calls, timings_ms, flags}``.
+
+    """
+    evidence = []
+    for ev in values.get("selected_evidence") or []:
+        data = ev.model_dump() if hasattr(ev, "model_dump") else dict(ev)
+        evidence.append(
+            {
+                "id": data.get("id", ""),
+                "kind": data.get("kind", ""),
+                "text": data.get("text", ""),
+                "relation_ids": list(data.get("relation_ids") or []),
+                "triples": [list(t) for t in data.get("triples") or []],
+            }
+        )
+    grounding = dict(values.get("grounding") or {})
+    grounding.setdefault("flagged", [])
+    return {
+        "run_id": values.get("run_id", ""),
+        "question": values.get("question", ""),
+        "answer": values.get("answer", ""),
+        "inference_chain": list(values.get("inference_chain") or []),
+        "mind_map": dict(values.get("mind_map") or {}),
+        "evidence": evidence,
+        "grounding": grounding,
+        "llm_calls": int(values.get("llm_calls") or 0),
+        "timings_ms": dict(values.get("timings_ms") or {}),
+        "flags": dict(values.get("flags") or {}),
+    }
+
+
+def mind_map_tree(node: Mapping[str, Any] | None, tree: Tree | None = None) -> Tree:
+    """Return the mind map as a rich :class:`~rich.tree.Tree` (evidence ids in magenta)."""
+    node = node or {"label": "answer"}
+    cites = " ".join(str(i) for i in node.get("evidence_ids") or [])
+    text = escape(str(node.get("label", ""))) + (f" [magenta]({escape(cites)})[/]" if cites else "")
+    branch = Tree(text) if tree is None else tree.add(text)
+    for child in node.get("children") or []:
+        mind_map_tree(child, branch)
+    return branch
+
+
+def _print_result(result: Mapping[str, Any]) -> None:
+    console.print(Panel(escape(result["answer"] or "(no answer)"), title="Answer", expand=False))
+    if result["inference_chain"]:
+        console.print("[bold]Inference chain[/]")
+        for n, step in enumerate(result["inference_chain"], 1):
+            cites = " ".join(step.get("evidence_ids") or [])
+            console.print(
+                f"  {n}. {escape(str(step.get('step', '')))}" + (f" [magenta]({cites})[/]" if cites else "")
+            )
+    console.print("[bold]Mind map[/]")
+    console.print(mind_map_tree(result["mind_map"]))
+    if result["evidence"]:
+        table = Table(title="Evidence", show_lines=False)
+        table.add_column("id", style="magenta", no_wrap=True)
+        table.add_column("kind")
+        table.add_column("text")
+        for ev in result["evidence"]:
+            table.add_row(ev["id"], ev["kind"], escape(ev["text"]))
+        console.print(table)
+    else:
+        console.print("[yellow]No KG evidence: the answer comes from the LLM alone.[/]")
+    flagged = result["grounding"].get("flagged") or []
+    if flagged:
+        console.print(f"[red]Not supported by the evidence:[/] {escape(', '.join(map(str, flagged)))}")
+    console.print(
+        f"[dim]run {result['run_id']} · {result['llm_calls']} LLM calls · rate it: "
+        f"kgmind feedback {result['run_id']} --rating excellent|poor[/]"
+    )
+
+
+def run_question(question: str, context: Any, *, progress: bool = True) -> dict[str, Any]:
+    """Run the persistent graph on ``question`` (thread id = run id) and return :func:`result_dict`.
+
+    Args:
+        question: The question.
+        context: A :class:`kgmind.graphs.context.Context`.
+        progress: Print per-node progress on stderr.
+
+    Returns:
+        The run's result dict.
+
+    """
+    from kgmind.graphs.checkpoint import compile_persistent
+
+    run_id = uuid.uuid4().hex
+    g = compile_persistent()
+    config: Any = {"configurable": {"thread_id": run_id}}
+    for mode, chunk in g.stream(
+        {"question": question}, config, context=context, stream_mode=["custom", "updates"]
+    ):
+        if progress and mode == "custom" and isinstance(chunk, dict) and chunk.get("status") == "end":
+            err_console.print(f"[dim]✓ {chunk.get('node')} {chunk.get('ms', 0):.0f} ms[/]", highlight=False)
+    return result_dict(g.get_state(config).values)
+
+
+@handle_errors
+def ask(
+    question: Annotated[str, typer.Argument(help="The question (English or Chinese).")],
+    store: Annotated[str | None, typer.Option(help="Store URI; default: the shipped demo KG.")] = None,
+    mode: Annotated[str, typer.Option(help="full | mindmap | hykge | kgcot | llm_only")] = "full",
+    model: Annotated[str, typer.Option(help="local | local-1.5b | fake:<tag> | provider:model")] = "local",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    mermaid: Annotated[
+        Path | None, typer.Option(help="Write the mind map + evidence graph as Mermaid.")
+    ] = None,
+    html: Annotated[Path | None, typer.Option(help="Write a self-contained HTML page of the answer.")] = None,
+    max_tokens: Annotated[int, typer.Option(min=16, help="Maximum tokens per LLM call.")] = 512,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr.")] = False,
+) -> None:
+    """Answer QUESTION by reasoning over the knowledge graph."""
+    from kgmind.graphs.context import MODES, Context
+    from kgmind.llm import LocalModelUnavailableError
+
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+    if not question.strip():
+        raise ValueError("the question must not be empty")
+    if store is None:
+        from kgmind.demo import ensure_demo_store
+
+        ensure_demo_store(None)
+    ctx = Context(mode=mode, model=model, store=store, max_tokens=max_tokens)  # type: ignore[arg-type]
+    try:
+        result = run_question(question, ctx, progress=not quiet)
+    except LocalModelUnavailableError as exc:
+        raise CliError(str(exc)) from exc
+    except (TimeoutError, ConnectionError) as exc:
+        raise CliError(f"the run failed: {exc or type(exc).__name__}") from exc
+    except RuntimeError as exc:  # e.g. the embedding model is missing (StoreError is handled earlier)
+        raise CliError(str(exc)) from exc
+    if mermaid is not None:
+        from kgmind.graphs.render import run_mermaid
+
+        mermaid.write_text(run_mermaid(result), encoding="utf-8")
+    if html is not None:
+        from kgmind.graphs.render import run_html
+
+        html.write_text(run_html(result), encoding="utf-8")
+    if as_json:
+        typer.echo(json.dumps(result, ensure_ascii=False, indent=2))
+    else:
+        _print_result(result)
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to ``app``."""
+    """Add the ``ask`` command to ``app``."""
+    app.command("ask")(ask)

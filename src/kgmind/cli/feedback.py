@@ -1,9 +1,85 @@
-"""`kgmind feedback` (placeholder until its issue lands)."""
+"""``kgmind feedback RUN_ID --rating excellent|poor``: rate a stored run and update edge weights."""
 
 from __future__ import annotations
 
+import json
+from typing import Annotated, Any
+
 import typer
+
+from kgmind.cli._common import CliError, console, handle_errors
+
+__all__ = ["feedback", "register", "submit_feedback"]
+
+RATINGS = ("excellent", "poor")
+
+
+def submit_feedback(run_id: str, rating: str, checkpoints: str | None = None) -> dict[str, Any]:
+    """Apply ``rating`` to the edges cited by the stored run ``run_id``.
+
+    A run paused for human feedback is resumed (``Command(resume=…)``); a finished run
+    gets the rating applied to its cited edges and recorded in its state.
+
+    Args:
+        run_id: The run (= thread) id.
+        rating: ``excellent`` or ``poor``.
+        checkpoints: Checkpoint database (default ``$KGMIND_HOME/checkpoints.sqlite``).
+
+    Returns:
+        The feedback record (rating, relation ids, number of weight changes).
+
+    Raises:
+        CliError: Unknown run id.
+        ValueError: Bad rating.
+
+    """
+    from langgraph.types import Command
+
+    from kgmind.graphs.apply_feedback import apply_rating
+    from kgmind.graphs.checkpoint import checkpoint_path, compile_persistent, load_run_state
+    from kgmind.graphs.context import Context
+    from kgmind.tools.factory import open_store
+
+    rating = rating.strip().lower()
+    if rating not in RATINGS:
+        raise ValueError(f"rating must be one of {', '.join(RATINGS)}, got {rating!r}")
+    try:
+        values, next_nodes = load_run_state(run_id, checkpoints)
+    except KeyError:
+        raise CliError(
+            f"unknown run id {run_id!r}: no run with that id in {checkpoints or checkpoint_path()}"
+        ) from None
+    store_uri = values.get("store_uri") or None
+    g = compile_persistent(checkpoints)
+    config: Any = {"configurable": {"thread_id": run_id}}
+    if "request_feedback" in next_nodes:
+        out = g.invoke(
+            Command(resume={"rating": rating}), config, context=Context(store=store_uri, feedback="human")
+        )
+        return dict(out.get("feedback") or {})
+    result = apply_rating(open_store(store_uri), values, rating)
+    result["source"] = "cli"
+    g.update_state(config, {"feedback": result}, as_node="apply_feedback")
+    return result
+
+
+@handle_errors
+def feedback(
+    run_id: Annotated[str, typer.Argument(help="Run id printed by `kgmind ask`.")],
+    rating: Annotated[str, typer.Option(help="excellent | poor")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Rate the answer of run RUN_ID; the edges it cited get KGCoT weight updates."""
+    result = submit_feedback(run_id, rating)
+    if as_json:
+        typer.echo(json.dumps(result, ensure_ascii=False, indent=2))
+        return
+    console.print(
+        f"rating [bold]{result.get('rating')}[/] on {len(result.get('relation_ids') or [])} cited edges: "
+        f"{result.get('changes', 0)} weights changed"
+    )
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to ``app``."""
+    """Add the ``feedback`` command to ``app``."""
+    app.command("feedback")(feedback)

@@ -1,0 +1,1 @@
+"""Prompts as data (English + Chinese twins), the LLM output schemas and their tolerant parsers."""

@@ -1,0 +1,116 @@
+"""Node ``aggregate_evidence``: rerank, dedupe, prune and number all evidence within the token budget.
+
+Evidence from every branch is reranked against the question and the hypothesis
+chunks (HyKGE's HO fragment granularity), deduplicated, cut to ``budget_tokens`` and
+numbered P…/N…/C…/K…. With ``evidence_renderer="llm"`` one extra LLM call rewrites the
+template sentences as prose (MindMap's third call); ids are kept.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+from langgraph.runtime import Runtime
+
+from kgmind.graphs import services
+from kgmind.graphs.context import Context
+from kgmind.graphs.state import State
+from kgmind.prompts.evidence import render_evidence_prompt
+from kgmind.retrievers.evidence import Evidence
+
+__all__ = ["aggregate_evidence", "evidence_block", "rewrite_evidence"]
+
+_LINE = re.compile(r"^\s*\[?([PNCKD]\d+)\]?\s*[:：.)\]-]\s*(.+?)\s*$", re.M)
+
+
+_DELIMS = re.compile(r'"""|</?\s*evidence\s*>', re.I)
+
+
+def _quote(text: str) -> str:
+    """Evidence text on one line, with the evidence block's own delimiters neutralised.
+
+    KG text is data: a name or description containing the closing evidence tag or a
+    triple quote must not close the block early, and a newline must not forge a new
+    ``P99:`` line.
+    """
+    text = " ".join(text.splitlines())
+    return _DELIMS.sub(
+        lambda m: "'''" if m.group(0) == '"""' else m.group(0).replace("<", "‹").replace(">", "›"), text
+    )
+
+
+def evidence_block(evidence: Sequence[Evidence]) -> str:
+    """Numbered evidence lines ``ID: text`` as the prompts show them, each quoted onto one line."""
+    return "\n".join(f"{e.id}: {_quote(e.text)}" for e in evidence)
+
+
+def rewrite_evidence(llm: Any, evidence: Sequence[Evidence], language: str) -> list[Evidence]:
+    """Rewrite evidence texts with one LLM call; items the reply misses keep their text.
+
+    Args:
+        llm: Chat model or Runnable returning a message or text.
+        evidence: Numbered evidence.
+        language: Prompt language.
+
+    Returns:
+        Copies of ``evidence`` with rewritten ``text`` (template text kept in ``meta``).
+
+    """
+    messages: list[BaseMessage] = render_evidence_prompt(language).format_messages(
+        evidence=evidence_block(evidence)
+    )
+    reply = llm.invoke(messages, config={"run_name": "render_evidence_llm"})
+    text = reply.content if hasattr(reply, "content") else str(reply)
+    rewritten = {m.group(1): m.group(2) for m in _LINE.finditer(text if isinstance(text, str) else str(text))}
+    out: list[Evidence] = []
+    for ev in evidence:
+        new = rewritten.get(ev.id)
+        if new:
+            out.append(ev.model_copy(update={"text": new, "meta": {**ev.meta, "template_text": ev.text}}))
+        else:
+            out.append(ev)
+    return out
+
+
+def aggregate_evidence(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Select the evidence the LLM will see.
+
+    Args:
+        state: The four evidence lists, ``question`` and ``hypothesis``.
+        runtime: LangGraph runtime with the :class:`Context` (``budget_tokens``, ``evidence_renderer``).
+
+    Returns:
+        ``selected_evidence`` (numbered), timing, LLM calls (0, or 1 with the LLM
+        renderer) and the ``no_kg_evidence`` flag when nothing survived.
+
+    """
+    from kgmind.retrievers import aggregate
+
+    ctx = runtime.context or Context()
+    timings: dict[str, float] = {}
+    calls = 0
+    with services.timed("aggregate_evidence", timings):
+        pool: list[Evidence] = [
+            *(state.get("path_evidence") or []),
+            *(state.get("neighbor_evidence") or []),
+            *(state.get("chain_evidence") or []),
+            *(state.get("kgcot_evidence") or []),
+        ]
+        selected = aggregate.aggregate_evidence(
+            pool, state["question"], state.get("hypothesis", ""), budget_tokens=ctx.budget_tokens
+        )
+        if selected and ctx.evidence_renderer == "llm":
+            selected = rewrite_evidence(
+                services.get_llm(ctx, "render"), selected, state.get("language") or "en"
+            )
+            calls = 1
+    services.trace_evidence("aggregate_evidence.selected", selected, kgmind_pool_size=len(pool))
+    return {
+        "selected_evidence": selected,
+        "llm_calls": calls,
+        "timings_ms": timings,
+        "flags": {"no_kg_evidence": not selected},
+    }

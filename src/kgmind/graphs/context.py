@@ -1,0 +1,95 @@
+"""Run settings of the kgmind graph: one described dataclass that Studio renders as a form.
+
+Nodes read ``ctx = runtime.context or Context()``, so callers may omit the context.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+__all__ = ["MODES", "Context", "Mode"]
+
+Mode = Literal["full", "mindmap", "hykge", "kgcot", "llm_only"]
+
+#: Every mode the graph knows, in the order the docs list them.
+MODES: tuple[str, ...] = ("full", "mindmap", "hykge", "kgcot", "llm_only")
+
+
+@dataclass(kw_only=True)
+class Context:
+    """Settings of one kgmind run (LangGraph ``context_schema``)."""
+
+    mode: Mode = field(
+        default="full",
+        metadata={
+            "description": "full = HyKGE + MindMap + KGCoT evidence; mindmap = paths + neighbors (faithful "
+            "MindMap); hykge = reranked chains; kgcot = weighted DFS chains; llm_only = no retrieval."
+        },
+    )
+    model: str = field(
+        default="local",
+        metadata={
+            "description": "Chat model: 'local' (offline GGUF via llama.cpp), 'local-1.5b', 'fake:<tag>' "
+            "(deterministic test model) or any langchain init_chat_model string, e.g. 'openai:gpt-4o-mini'."
+        },
+    )
+    hypothesis_model: str | None = field(
+        default=None,
+        metadata={"description": "Model for the hypothesis + entity call; None = the same as `model`."},
+    )
+    store: str | None = field(
+        default=None,
+        metadata={
+            "description": "Graph store URI (ladybug:PATH, neo4j://…, bolt://…); None = the shipped demo KG."
+        },
+    )
+    top_k: int = field(default=5, metadata={"description": "Candidate entities per mention when linking."})
+    threshold: float | None = field(
+        default=None,
+        metadata={
+            "description": "Linking threshold δ on cosine similarity; None = the linker's calibrated default."
+        },
+    )
+    max_hops: int = field(
+        default=3, metadata={"description": "Maximum path length (edges) between entities."}
+    )
+    max_paths: int = field(default=5, metadata={"description": "Cap on path-based evidence (MindMap P…)."})
+    max_neighbors: int = field(default=5, metadata={"description": "Cap on neighbor-based evidence (N…)."})
+    max_chains: int = field(
+        default=30, metadata={"description": "Cap on HyKGE chains before reranking (C…)."}
+    )
+    dfs_chains: int = field(default=3, metadata={"description": "KGCoT: number of weighted-DFS chains (K…)."})
+    dfs_depth: int = field(default=3, metadata={"description": "KGCoT: maximum depth of each DFS chain."})
+    seed: int = field(
+        default=0, metadata={"description": "Random seed of the weighted DFS (reproducible runs)."}
+    )
+    budget_tokens: int = field(
+        default=800, metadata={"description": "Token budget of the evidence block given to the LLM."}
+    )
+    evidence_renderer: Literal["template", "llm"] = field(
+        default="template",
+        metadata={
+            "description": "template = evidence as template sentences; llm = one extra LLM call rewrites "
+            "them as prose (MindMap's third call)."
+        },
+    )
+    feedback: Literal["off", "human", "auto"] = field(
+        default="off",
+        metadata={
+            "description": "off = no feedback; human = pause (interrupt) for an excellent/poor rating; "
+            "auto = rate against the input's `reference` answer."
+        },
+    )
+    language: Literal["auto", "en", "zh"] = field(
+        default="auto", metadata={"description": "Prompt language; auto detects it from the question."}
+    )
+    weight_aware: bool = field(
+        default=True,
+        metadata={
+            "description": "Rank paths and neighbors by learned edge weights (ignored in mindmap mode)."
+        },
+    )
+    max_tokens: int = field(
+        default=512, metadata={"description": "Maximum tokens the LLM may generate per call."}
+    )

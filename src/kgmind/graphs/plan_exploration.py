@@ -1,0 +1,53 @@
+"""Router ``plan_exploration``: fan out (``Send``) to the exploration tools the mode selects.
+
+full: MindMap paths + ranked neighbors, HyKGE chains and KGCoT weighted DFS;
+mindmap: paths + neighbors (faithful); hykge: chains; kgcot: DFS. Without linked
+entities (or in ``llm_only`` mode) the run goes straight to reasoning.
+"""
+
+from __future__ import annotations
+
+from langgraph.runtime import Runtime
+from langgraph.types import Send
+
+from kgmind.graphs.context import Context
+from kgmind.graphs.state import ExploreTask, State
+
+__all__ = ["EXPLORATION_NODES", "TOOLS_BY_MODE", "plan_exploration"]
+
+#: Every exploration node of the graph.
+EXPLORATION_NODES: tuple[str, ...] = ("explore_paths", "explore_neighbors", "explore_chains", "explore_kgcot")
+
+#: The exploration nodes each mode runs in parallel.
+TOOLS_BY_MODE: dict[str, tuple[str, ...]] = {
+    "full": EXPLORATION_NODES,
+    "mindmap": ("explore_paths", "explore_neighbors"),
+    "hykge": ("explore_chains",),
+    "kgcot": ("explore_kgcot",),
+    "llm_only": (),
+}
+
+
+def plan_exploration(state: State, runtime: Runtime[Context]) -> list[Send] | str:
+    """Choose the exploration branches.
+
+    Args:
+        state: Needs ``linked_entities``.
+        runtime: LangGraph runtime with the :class:`Context` (``mode``).
+
+    Returns:
+        One ``Send`` per tool, or ``"reason_mindmap"`` when there is nothing to explore.
+
+    """
+    ctx = runtime.context or Context()
+    linked = state.get("linked_entities") or []
+    tools = TOOLS_BY_MODE.get(ctx.mode, ())
+    if not linked or not tools:
+        return "reason_mindmap"
+    task = ExploreTask(
+        entity_ids=[le.entity_id for le in linked],
+        question=state["question"],
+        hypothesis=state.get("hypothesis", ""),
+        store_uri=state.get("store_uri", ""),
+    )
+    return [Send(node, task) for node in tools]

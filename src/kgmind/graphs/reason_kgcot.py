@@ -1,0 +1,60 @@
+"""Node ``reason_kgcot``: KGCoT's reasoning prompt — chains and their knowledge as prior turns.
+
+Each evidence item becomes a chain ``e1 -> r1 -> e2 …`` with its knowledge (the
+documents behind its edges, when the DFS attached them); output schema and parsing
+are those of ``reason_mindmap``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from kgmind.graphs import services
+from kgmind.graphs.context import Context
+from kgmind.graphs.reason_mindmap import run_reasoning
+from kgmind.graphs.state import State
+from kgmind.prompts.kgcot import build_kgcot_messages
+from kgmind.retrievers.evidence import Evidence
+
+__all__ = ["chain_text", "knowledge_text", "reason_kgcot"]
+
+
+def chain_text(ev: Evidence) -> str:
+    """Return the chain as ``e1 -> r1 -> e2 -> r2 -> e3`` (falls back to the evidence text)."""
+    if not ev.triples:
+        return ev.text
+    parts = [ev.triples[0][0]]
+    for _head, rel, tail in ev.triples:
+        parts += [rel, tail]
+    return " -> ".join(parts)
+
+
+def knowledge_text(ev: Evidence) -> str:
+    """Return the knowledge attached to a chain (KGCoT edge documents), else its sentence."""
+    knowledge = ev.meta.get("knowledge")
+    if isinstance(knowledge, list | tuple):
+        knowledge = " ".join(str(k) for k in knowledge if k)
+    if isinstance(knowledge, dict):
+        knowledge = " ".join(str(v) for v in knowledge.values() if v)
+    return str(knowledge).strip() if knowledge else ev.text
+
+
+def reason_kgcot(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Answer with KGCoT's prompt over the selected chains.
+
+    Args:
+        state: ``question``, ``language`` and ``selected_evidence``.
+        runtime: LangGraph runtime with the :class:`Context`.
+
+    Returns:
+        See :func:`kgmind.graphs.reason_mindmap.run_reasoning`.
+
+    """
+    ctx = runtime.context or Context()
+    language = state.get("language") or services.resolve_language(ctx, state["question"])
+    evidence = list(state.get("selected_evidence") or [])
+    chains = [(ev.id, chain_text(ev), knowledge_text(ev)) for ev in evidence]
+    messages = build_kgcot_messages(state["question"], chains, language)
+    return run_reasoning("reason_kgcot", messages, evidence, ctx, state["question"])

@@ -1,0 +1,138 @@
+"""Node ``reason_mindmap``: MindMap's final call — answer, inference chain and mind map.
+
+The evidence is shown delimited and quoted as the assistant's own retrieved
+knowledge; the model combines it with its own knowledge. The output follows
+:class:`~kgmind.prompts.schemas.MindMapAnswer`; tiny models that miss the schema are
+read by the tolerant parser. Without evidence (``llm_only`` or nothing linked) the
+same prompt says so and the answer comes from the LLM alone.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+from langgraph.runtime import Runtime
+
+from kgmind.graphs import services
+from kgmind.graphs.aggregate_evidence import evidence_block
+from kgmind.graphs.context import Context
+from kgmind.graphs.state import State
+from kgmind.llm import invoke_structured
+from kgmind.models import normalize_name
+from kgmind.prompts.mindmap import NO_EVIDENCE_EN, NO_EVIDENCE_ZH, mindmap_prompt
+from kgmind.prompts.parsing import parse_mindmap_answer
+from kgmind.prompts.schemas import InferenceStep, MindMapAnswer, MindMapNode
+from kgmind.retrievers.evidence import Evidence
+
+__all__ = ["derive_structure", "reason_mindmap", "run_reasoning"]
+
+_SENTENCE = re.compile(r"(?<=[.!?。！？])\s+")
+
+
+def _mentions(text: str, evidence: Sequence[Evidence]) -> list[tuple[str, list[str]]]:
+    """Evidence entity names found in ``text`` (first-occurrence order) with the ids citing them."""
+    low = normalize_name(text)
+    found: dict[str, tuple[int, str, list[str]]] = {}
+    for ev in evidence:
+        for head, _rel, tail in ev.triples:
+            for name in (head, tail):
+                key = normalize_name(name)
+                pos = low.find(key) if len(key) >= 3 else -1
+                if pos < 0:
+                    continue
+                _pos, _shown, ids = found.setdefault(key, (pos, name, []))
+                if ev.id and ev.id not in ids:
+                    ids.append(ev.id)
+    return [(name, ids[:3]) for _pos, name, ids in sorted(found.values(), key=lambda t: t[0])]
+
+
+def derive_structure(answer: MindMapAnswer, question: str, evidence: Sequence[Evidence]) -> MindMapAnswer:
+    """Fill an empty inference chain / mind map from the evidence entities the answer names.
+
+    Tiny models often answer in prose only. Then every evidence entity named in the
+    answer becomes a mind-map child citing the evidence that contains it, and each
+    sentence of the answer an inference step citing the evidence of the entities it
+    names — so the structure is grounded by construction.
+    """
+    text = " ".join([answer.summary, *(s.step for s in answer.inference_chain)])
+    if not answer.inference_chain:
+        steps = []
+        for sentence in _SENTENCE.split(answer.summary.strip()):
+            ids = sorted({i for _n, cited in _mentions(sentence, evidence) for i in cited})
+            if sentence.strip():
+                steps.append(InferenceStep(step=sentence.strip(), evidence_ids=ids))
+        answer = answer.model_copy(update={"inference_chain": steps})
+    if not answer.mind_map.children:
+        children = [MindMapNode(label=name, evidence_ids=ids) for name, ids in _mentions(text, evidence)[:8]]
+        root = MindMapNode(
+            label=question.strip()[:80] or answer.mind_map.label,
+            evidence_ids=answer.mind_map.evidence_ids,
+            children=children,
+        )
+        answer = answer.model_copy(update={"mind_map": root})
+    return answer
+
+
+def run_reasoning(
+    node: str, messages: Sequence[BaseMessage], evidence: Sequence[Evidence], ctx: Context, question: str = ""
+) -> dict[str, Any]:
+    """Make the reasoning call and turn its output into state updates (shared by both reasoners).
+
+    Args:
+        node: Node name (timings, run names).
+        messages: The prompt.
+        evidence: The evidence shown (its ids go into the LLM run's metadata).
+        ctx: Run settings.
+        question: The question (root of a derived mind map).
+
+    Returns:
+        ``answer``, ``inference_chain``, ``mind_map``, one LLM call, timing, flags.
+
+    """
+    timings: dict[str, float] = {}
+    ids = [e.id for e in evidence]
+    with services.timed(node, timings):
+        result = invoke_structured(
+            services.get_llm(ctx, "reason"),
+            MindMapAnswer,
+            messages,
+            parse_mindmap_answer,
+            config={"run_name": f"{node}_llm", "metadata": {"kgmind_evidence_ids": ids}},
+        )
+    out: MindMapAnswer = result.value
+    if result.used_fallback:
+        out = derive_structure(out, question, evidence)
+    if not out.summary.strip():  # a cut-off answer: keep what the model did say
+        said = [s.step for s in out.inference_chain if s.step.strip()]
+        out = out.model_copy(update={"summary": " ".join(said) or out.mind_map.label})
+    services.trace_evidence(f"{node}.evidence", evidence)
+    return {
+        "answer": out.summary.strip(),
+        "inference_chain": [s.model_dump() for s in out.inference_chain],
+        "mind_map": out.mind_map.model_dump(),
+        "llm_calls": 1,
+        "timings_ms": timings,
+        "flags": {"fallback_parse": result.used_fallback, "no_kg_evidence": not evidence},
+    }
+
+
+def reason_mindmap(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Answer with MindMap's prompt over the selected evidence.
+
+    Args:
+        state: ``question``, ``language`` and ``selected_evidence``.
+        runtime: LangGraph runtime with the :class:`Context`.
+
+    Returns:
+        See :func:`run_reasoning`.
+
+    """
+    ctx = runtime.context or Context()
+    language = state.get("language") or services.resolve_language(ctx, state["question"])
+    evidence = [] if ctx.mode == "llm_only" else list(state.get("selected_evidence") or [])
+    block = evidence_block(evidence) or (NO_EVIDENCE_ZH if language == "zh" else NO_EVIDENCE_EN)
+    messages = mindmap_prompt(language).format_messages(question=state["question"], evidence=block)
+    return run_reasoning("reason_mindmap", messages, evidence, ctx, state["question"])

@@ -1,0 +1,182 @@
+"""What nodes need from the outside world, behind small cached seams that tests replace.
+
+Nodes never open stores or load models themselves: they call :func:`get_store`,
+:func:`get_llm`, :func:`get_graph_index` and :func:`get_linker` here, so a unit test
+monkeypatches one function instead of a whole subsystem. Progress events go out
+through LangGraph's custom stream (``stream_mode="custom"``), and evidence ids are
+attached to traced child runs so LangSmith shows which evidence a node handled.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from langchain_core.runnables import RunnableLambda
+
+from kgmind.graphs.context import Context
+from kgmind.retrievers.evidence import Evidence, LinkedEntity, Mention
+from kgmind.tools.store import GraphStore
+
+__all__ = [
+    "detect_language",
+    "emit",
+    "extract_mentions",
+    "get_graph_index",
+    "get_linker",
+    "get_llm",
+    "get_store",
+    "link_mentions",
+    "resolve_language",
+    "timed",
+    "trace_evidence",
+]
+
+#: Default-store URIs whose demo KG import was already checked in this process.
+_demo_ready: set[str] = set()
+
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
+def get_store(uri: str | None) -> GraphStore:
+    """Return the store at ``uri``; ``None`` = the default store with the demo KG imported.
+
+    Args:
+        uri: A store URI (see :func:`kgmind.tools.factory.open_store`) or None.
+
+    Returns:
+        The (cached) open store.
+
+    """
+    if uri:
+        from kgmind.tools.factory import open_store
+
+        return open_store(uri)
+    from kgmind.settings import default_store_uri
+
+    key = default_store_uri()
+    if key not in _demo_ready:
+        from kgmind.demo import ensure_demo_store
+
+        ensure_demo_store(None)  # imports the demo KG once if the store is empty
+        _demo_ready.add(key)
+    from kgmind.tools.factory import open_store
+
+    return open_store(key)
+
+
+def get_llm(ctx: Context, purpose: str = "reason", max_tokens: int | None = None) -> Any:
+    """Return the chat model for ``purpose`` (``hypothesis`` may use ``ctx.hypothesis_model``).
+
+    Args:
+        ctx: Run settings.
+        purpose: ``hypothesis``, ``reason`` or ``render``.
+        max_tokens: Generation cap for this call (default ``ctx.max_tokens``).
+
+    Returns:
+        A chat model (or any Runnable in tests), limited to ``ctx.max_tokens``.
+
+    """
+    from kgmind.llm import get_chat_model, with_max_tokens
+
+    name = ctx.hypothesis_model if purpose == "hypothesis" and ctx.hypothesis_model else ctx.model
+    return with_max_tokens(get_chat_model(name), max_tokens or ctx.max_tokens)
+
+
+def get_graph_index(store: GraphStore) -> Any:
+    """Return the cached in-memory adjacency index of ``store`` (H4b's GraphIndex)."""
+    from kgmind.retrievers.graph_index import get_graph_index as _get
+
+    return _get(store)
+
+
+def get_linker(store: GraphStore) -> Any:
+    """Return the cached entity linker of ``store`` (H4a's EntityLinker)."""
+    from kgmind.retrievers.linker import get_linker as _get
+
+    return _get(store)
+
+
+def extract_mentions(
+    text: str, store: GraphStore, *, extra: Sequence[str] = (), language: str | None = None
+) -> list[Mention]:
+    """Mentions in ``text`` by gazetteer, embedding spans and ``extra`` (H4a's NER)."""
+    from kgmind.retrievers.ner import extract_mentions as _extract
+
+    return list(_extract(text, store, extra=list(extra), language=language))
+
+
+def link_mentions(
+    store: GraphStore, mentions: Sequence[Mention], *, top_k: int = 5, threshold: float | None = None
+) -> list[LinkedEntity]:
+    """Link ``mentions`` with the store's cached linker; ``threshold=None`` = calibrated δ."""
+    linker = get_linker(store)
+    if threshold is None:
+        return list(linker.link(list(mentions), top_k=top_k))
+    return list(linker.link(list(mentions), top_k=top_k, threshold=threshold))
+
+
+def detect_language(text: str) -> str:
+    """``zh`` when CJK characters dominate ``text``, else ``en``."""
+    try:
+        from kgmind.retrievers.embeddings import detect_language as _detect
+    except ImportError:  # pragma: no cover - the retrievers always ship
+        cjk = len(_CJK.findall(text))
+        latin = len(re.findall(r"[A-Za-z]", text))
+        return "zh" if cjk and cjk >= 0.3 * (cjk + latin) else "en"
+    return str(_detect(text))
+
+
+def resolve_language(ctx: Context, question: str) -> str:
+    """Return the prompt language of a run: ``ctx.language`` unless ``auto``."""
+    return ctx.language if ctx.language in ("en", "zh") else detect_language(question)
+
+
+def emit(event: dict[str, Any]) -> None:
+    """Send a custom progress event (no-op outside a graph run or without a custom stream)."""
+    try:
+        from langgraph.config import get_stream_writer
+
+        get_stream_writer()(event)
+    except RuntimeError:  # called outside a runnable context (unit tests)
+        pass
+
+
+@contextmanager
+def timed(node: str, timings: dict[str, float]) -> Iterator[None]:
+    """Measure the block in milliseconds into ``timings[node]`` and emit start/end progress events."""
+    emit({"node": node, "status": "start"})
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        ms = round((time.perf_counter() - t0) * 1000.0, 2)
+        timings[node] = ms
+        emit({"node": node, "status": "end", "ms": ms})
+
+
+def _identity(x: Any) -> Any:
+    return x
+
+
+def trace_evidence(name: str, evidence: Sequence[Evidence], **extra: Any) -> None:
+    """Record a traced child run ``name`` whose metadata lists the evidence ids (LangSmith).
+
+    Outside tracing this is a cheap no-op run. Items not yet numbered are listed by
+    their relation ids instead.
+    """
+    ids = [e.id for e in evidence if e.id]
+    rel_ids = sorted({r for e in evidence for r in e.relation_ids})
+    metadata: dict[str, Any] = {
+        "kgmind_evidence_ids": ids,
+        "kgmind_evidence_count": len(evidence),
+        "kgmind_relation_ids": rel_ids[:200],
+        **extra,
+    }
+    RunnableLambda(_identity).invoke(
+        {"evidence_ids": ids, "count": len(evidence)},
+        config={"run_name": name, "metadata": metadata, "tags": ["kgmind:evidence"]},
+    )

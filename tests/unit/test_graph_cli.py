@@ -1,0 +1,183 @@
+"""`kgmind ask` / `kgmind feedback` and the Mermaid/HTML renderers, with a fake KG and the fake LLM."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from kgmind.cli import app
+from kgmind.graphs import services
+from kgmind.graphs.render import evidence_mermaid, mind_map_mermaid, run_html
+from kgmind.retrievers import aggregate, exploration
+from kgmind.retrievers.evidence import Evidence, LinkedEntity, Mention
+
+runner = CliRunner()
+
+
+def _number(evs: list[Evidence], question: str, hypothesis: str = "", **kw: Any) -> list[Evidence]:
+    return [e.model_copy(update={"id": f"{e.kind[0].upper()}{i}"}) for i, e in enumerate(evs, 1)]
+
+
+@pytest.fixture
+def cli_world(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, Any]:
+    monkeypatch.setenv("KGMIND_HOME", str(tmp_path / "home"))
+    world: dict[str, Any] = {"feedback": []}
+    monkeypatch.setattr(services, "get_store", lambda uri: "STORE")
+    monkeypatch.setattr(services, "get_graph_index", lambda store: "GI")
+    monkeypatch.setattr(
+        services, "extract_mentions", lambda t, s, extra=(), language=None: [Mention(text="fever")]
+    )
+    monkeypatch.setattr(
+        services,
+        "link_mentions",
+        lambda s, m, top_k=5, threshold=None: [LinkedEntity(mention="fever", entity_id="e1", name="Fever")],
+    )
+    path = Evidence(
+        kind="path",
+        text="Fever may be a sign of Flu.",
+        triples=[("Fever", "possible_disease", "Flu")],
+        relation_ids=["r1"],
+    )
+    nb = Evidence(
+        kind="neighbor",
+        text="Flu can be treated with Rest.",
+        triples=[("Flu", "need_medication", "Rest")],
+        relation_ids=["r2"],
+    )
+    monkeypatch.setattr(exploration, "path_evidence", lambda gi, ids, **kw: [path])
+    monkeypatch.setattr(exploration, "neighbor_evidence", lambda gi, ids, **kw: [nb])
+    monkeypatch.setattr(exploration, "hykge_chains", lambda gi, ids, **kw: [])
+    monkeypatch.setattr(exploration, "weighted_dfs_chains", lambda gi, ids, **kw: [])
+    monkeypatch.setattr(aggregate, "aggregate_evidence", _number)
+
+    import kgmind.tools.factory as factory
+    from kgmind.tools import feedback as fb
+
+    monkeypatch.setattr(factory, "open_store", lambda uri=None: "STORE")
+    monkeypatch.setattr(
+        fb,
+        "apply_feedback",
+        lambda store, run_id, rating, rel: world["feedback"].append((run_id, rating, rel)) or [1],
+    )
+    return world
+
+
+def _ask_json(*extra: str) -> dict[str, Any]:
+    res = runner.invoke(
+        app,
+        [
+            "ask",
+            "I have a fever?",
+            "--store",
+            "ladybug:/unused",
+            "--model",
+            "fake:cli",
+            "--json",
+            "--quiet",
+            *extra,
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
+def test_ask_json_contract(cli_world: dict[str, Any]) -> None:
+    out = _ask_json()
+    assert set(out) >= {
+        "run_id",
+        "answer",
+        "inference_chain",
+        "mind_map",
+        "evidence",
+        "grounding",
+        "llm_calls",
+        "timings_ms",
+    }
+    assert out["llm_calls"] == 2
+    assert [e["id"] for e in out["evidence"]] == ["P1", "N2"]
+    assert out["evidence"][0] == {
+        "id": "P1",
+        "kind": "path",
+        "text": "Fever may be a sign of Flu.",
+        "relation_ids": ["r1"],
+        "triples": [["Fever", "possible_disease", "Flu"]],
+    }
+    assert out["grounding"]["flagged"] == []
+    ids = {e["id"] for e in out["evidence"]}
+    assert all(set(s["evidence_ids"]) <= ids for s in out["inference_chain"])
+
+
+def test_ask_writes_mermaid_and_html(cli_world: dict[str, Any], tmp_path: Path) -> None:
+    mm, page = tmp_path / "m.md", tmp_path / "a.html"
+    out = _ask_json("--mermaid", str(mm), "--html", str(page))
+    text = mm.read_text(encoding="utf-8")
+    assert text.count("```mermaid") == 2 and "flowchart LR" in text and "possible_disease P1" in text
+    html = page.read_text(encoding="utf-8")
+    assert html.startswith("<!DOCTYPE html>") and "<script src" not in html
+    assert out["answer"].split(" (")[0].replace("[cli] ", "") in html or "[cli]" in html
+
+
+def test_ask_rich_output(cli_world: dict[str, Any]) -> None:
+    res = runner.invoke(
+        app, ["ask", "fever?", "--store", "ladybug:/unused", "--model", "fake:cli", "--mode", "mindmap"]
+    )
+    assert res.exit_code == 0, res.output
+    assert "Answer" in res.stdout and "Mind map" in res.stdout and "P1" in res.stdout
+    assert "kgmind feedback" in res.stdout
+
+
+def test_ask_rejects_unknown_mode(cli_world: dict[str, Any]) -> None:
+    res = runner.invoke(app, ["ask", "fever?", "--mode", "bogus", "--store", "ladybug:/x"])
+    assert res.exit_code == 2 and "unknown mode" in res.stderr
+
+
+def test_feedback_round_trip(cli_world: dict[str, Any]) -> None:
+    out = _ask_json()
+    res = runner.invoke(app, ["feedback", out["run_id"], "--rating", "excellent", "--json"])
+    assert res.exit_code == 0, res.output
+    rec = json.loads(res.stdout)
+    assert rec["rating"] == "excellent" and rec["applied"] is True
+    cited = {i for s in out["inference_chain"] for i in s["evidence_ids"]}
+    expected = sorted({"P1": "r1", "N2": "r2"}[c] for c in cited)
+    assert cli_world["feedback"] == [(out["run_id"], "excellent", expected)]
+    # The rating is recorded in the run's stored state.
+    from kgmind.graphs.checkpoint import load_run_state
+
+    values, _ = load_run_state(out["run_id"])
+    assert values["feedback"]["rating"] == "excellent"
+
+
+def test_feedback_unknown_run_and_bad_rating(cli_world: dict[str, Any]) -> None:
+    res = runner.invoke(app, ["feedback", "nope", "--rating", "poor"])
+    assert res.exit_code == 1 and "unknown run id" in res.stderr
+    _ask_json()  # creates the checkpoint DB; the id is still unknown
+    res = runner.invoke(app, ["feedback", "nope", "--rating", "poor"])
+    assert res.exit_code == 1 and "unknown run id 'nope'" in res.stderr
+    res = runner.invoke(app, ["feedback", "nope", "--rating", "great"])
+    assert res.exit_code == 2 and "rating must be" in res.stderr
+
+
+def test_mermaid_renderers_escape_labels() -> None:
+    mm = mind_map_mermaid(
+        {
+            "label": 'root "x" [y]',
+            "evidence_ids": [],
+            "children": [{"label": "child", "evidence_ids": ["P1"], "children": []}],
+        }
+    )
+    assert 'm0["root x y"]' in mm and 'm1["child (P1)"]' in mm and "m0 --> m1" in mm
+    eg = evidence_mermaid(
+        [
+            Evidence(id="P1", kind="path", triples=[("A", "r", "B")]),
+            Evidence(id="N1", kind="neighbor", triples=[("A", "r", "B")]),
+        ]
+    )
+    assert eg.count("-->") == 1 and "r P1 N1" in eg
+    page = run_html(
+        {"answer": "<b>x</b>", "mind_map": {"label": "m"}, "evidence": [], "grounding": {"flagged": ["P9"]}}
+    )
+    assert "&lt;b&gt;x&lt;/b&gt;" in page and "P9" in page

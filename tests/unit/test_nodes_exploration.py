@@ -1,0 +1,183 @@
+"""plan_exploration, the four explore_* nodes and aggregate_evidence with fakes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage
+from langchain_core.runnables import RunnableLambda
+from langgraph.runtime import Runtime
+from langgraph.types import Send
+
+from kgmind.graphs import services
+from kgmind.graphs.aggregate_evidence import aggregate_evidence, rewrite_evidence
+from kgmind.graphs.context import Context
+from kgmind.graphs.explore_chains import explore_chains
+from kgmind.graphs.explore_kgcot import explore_kgcot
+from kgmind.graphs.explore_neighbors import explore_neighbors
+from kgmind.graphs.explore_paths import explore_paths
+from kgmind.graphs.plan_exploration import EXPLORATION_NODES, plan_exploration
+from kgmind.retrievers import aggregate, exploration
+from kgmind.retrievers.evidence import Evidence, LinkedEntity
+
+
+def _rt(**kw: Any) -> Runtime[Context]:
+    return Runtime(context=Context(**kw))
+
+
+LINKED = [LinkedEntity(mention="fever", entity_id="e1", name="Fever")]
+STATE: Any = {
+    "question": "fever?",
+    "hypothesis": "flu",
+    "linked_entities": LINKED,
+    "store_uri": "s",
+}
+
+
+@pytest.mark.parametrize(
+    ("mode", "expected"),
+    [
+        ("full", list(EXPLORATION_NODES)),
+        ("mindmap", ["explore_paths", "explore_neighbors"]),
+        ("hykge", ["explore_chains"]),
+        ("kgcot", ["explore_kgcot"]),
+    ],
+)
+def test_plan_exploration_sends_per_mode(mode: str, expected: list[str]) -> None:
+    sends = plan_exploration(STATE, _rt(mode=mode))
+    assert isinstance(sends, list)
+    assert all(isinstance(s, Send) for s in sends)
+    assert [s.node for s in sends] == expected
+    assert sends[0].arg["entity_ids"] == ["e1"]
+    assert sends[0].arg["hypothesis"] == "flu"
+
+
+def test_plan_exploration_goes_to_reasoning_without_entities() -> None:
+    assert plan_exploration({**STATE, "linked_entities": []}, _rt()) == "reason_mindmap"
+    assert plan_exploration(STATE, _rt(mode="llm_only")) == "reason_mindmap"
+
+
+@pytest.fixture
+def fake_kg(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    calls: dict[str, Any] = {}
+    monkeypatch.setattr(services, "get_store", lambda uri: "STORE")
+    monkeypatch.setattr(services, "get_graph_index", lambda store: "GI")
+
+    def record(name: str, kind: Any) -> Any:
+        def fn(gi: Any, ids: Any, **kw: Any) -> list[Evidence]:
+            calls[name] = {"gi": gi, "ids": list(ids), **kw}
+            return [Evidence(kind=kind, text=f"{name} text", relation_ids=[f"r-{name}"])]
+
+        return fn
+
+    monkeypatch.setattr(exploration, "path_evidence", record("paths", "path"))
+    monkeypatch.setattr(exploration, "neighbor_evidence", record("neighbors", "neighbor"))
+    monkeypatch.setattr(exploration, "hykge_chains", record("chains", "chain"))
+    monkeypatch.setattr(exploration, "weighted_dfs_chains", record("dfs", "kgcot"))
+    return calls
+
+
+TASK: Any = {"entity_ids": ["e1", "e2"], "question": "q", "hypothesis": "h", "store_uri": "s"}
+
+
+def test_explore_paths_weight_aware_except_mindmap(fake_kg: dict[str, Any]) -> None:
+    out = explore_paths(TASK, _rt(max_hops=4, max_paths=7))
+    assert [e.kind for e in out["path_evidence"]] == ["path"]
+    assert fake_kg["paths"] == {
+        "gi": "GI",
+        "ids": ["e1", "e2"],
+        "max_hops": 4,
+        "max_paths": 7,
+        "weight_aware": True,
+    }
+    explore_paths(TASK, _rt(mode="mindmap"))
+    assert fake_kg["paths"]["weight_aware"] is False
+
+
+def test_explore_neighbors_faithful_in_mindmap(fake_kg: dict[str, Any]) -> None:
+    out = explore_neighbors(TASK, _rt(max_neighbors=3))
+    assert out["neighbor_evidence"][0].kind == "neighbor"
+    assert fake_kg["neighbors"]["ranked"] is True and fake_kg["neighbors"]["max_lines"] == 3
+    explore_neighbors(TASK, _rt(mode="mindmap"))
+    assert fake_kg["neighbors"]["ranked"] is False and fake_kg["neighbors"]["weight_aware"] is False
+
+
+def test_explore_chains_and_kgcot(fake_kg: dict[str, Any]) -> None:
+    out = explore_chains(TASK, _rt(max_chains=11))
+    assert out["chain_evidence"][0].kind == "chain"
+    assert fake_kg["chains"]["max_chains"] == 11
+    out = explore_kgcot(TASK, _rt(dfs_chains=4, dfs_depth=2, seed=9))
+    assert out["kgcot_evidence"][0].kind == "kgcot"
+    assert {k: fake_kg["dfs"][k] for k in ("n_chains", "max_depth", "seed", "store")} == {
+        "n_chains": 4,
+        "max_depth": 2,
+        "seed": 9,
+        "store": "STORE",
+    }
+    assert "explore_kgcot" in out["timings_ms"]
+
+
+def _numbered(evs: list[Evidence], question: str, hypothesis: str = "", **kw: Any) -> list[Evidence]:
+    out = []
+    for i, e in enumerate(evs, 1):
+        out.append(e.model_copy(update={"id": f"{e.kind[0].upper()}{i}"}))
+    return out
+
+
+def test_aggregate_evidence_merges_all_branches(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: dict[str, Any] = {}
+
+    def fake_agg(evs: list[Evidence], question: str, hypothesis: str = "", **kw: Any) -> list[Evidence]:
+        seen.update(kinds=[e.kind for e in evs], question=question, hypothesis=hypothesis, **kw)
+        return _numbered(evs, question)
+
+    monkeypatch.setattr(aggregate, "aggregate_evidence", fake_agg)
+    state: Any = {
+        "question": "q",
+        "hypothesis": "h",
+        "path_evidence": [Evidence(kind="path", text="a")],
+        "neighbor_evidence": [Evidence(kind="neighbor", text="b")],
+        "chain_evidence": [],
+        "kgcot_evidence": [Evidence(kind="kgcot", text="c")],
+    }
+    out = aggregate_evidence(state, _rt(budget_tokens=321))
+    assert seen == {
+        "kinds": ["path", "neighbor", "kgcot"],
+        "question": "q",
+        "hypothesis": "h",
+        "budget_tokens": 321,
+    }
+    assert [e.id for e in out["selected_evidence"]] == ["P1", "N2", "K3"]
+    assert out["llm_calls"] == 0
+    assert out["flags"] == {"no_kg_evidence": False}
+
+
+def test_aggregate_evidence_empty_flags(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(aggregate, "aggregate_evidence", lambda evs, q, h="", **kw: [])
+    out = aggregate_evidence({"question": "q"}, _rt())
+    assert out["selected_evidence"] == [] and out["flags"] == {"no_kg_evidence": True}
+
+
+def test_llm_renderer_rewrites_by_id_and_counts_a_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(aggregate, "aggregate_evidence", _numbered)
+    reply = AIMessage(content="P1: Fever can point to flu.\nsome chatter\nK9: unknown id is ignored")
+    monkeypatch.setattr(
+        services, "get_llm", lambda ctx, purpose="reason", **kw: RunnableLambda(lambda m: reply)
+    )
+    state: Any = {
+        "question": "q",
+        "path_evidence": [Evidence(kind="path", text="Fever->sign_of->Flu")],
+        "neighbor_evidence": [Evidence(kind="neighbor", text="Flu->treated_by->Rest")],
+    }
+    out = aggregate_evidence(state, _rt(evidence_renderer="llm"))
+    texts = {e.id: e.text for e in out["selected_evidence"]}
+    assert texts == {"P1": "Fever can point to flu.", "N2": "Flu->treated_by->Rest"}
+    assert out["selected_evidence"][0].meta["template_text"] == "Fever->sign_of->Flu"
+    assert out["llm_calls"] == 1
+
+
+def test_rewrite_evidence_keeps_items_the_reply_misses() -> None:
+    evs = [Evidence(id="P1", kind="path", text="x"), Evidence(id="N1", kind="neighbor", text="y")]
+    out = rewrite_evidence(RunnableLambda(lambda m: "nothing useful"), evs, "en")
+    assert [e.text for e in out] == ["x", "y"]
