@@ -1,7 +1,134 @@
-"""``kgmind eval``: evaluation harness (placeholder until its issue lands)."""
+"""``kgmind eval DATASET``: run retrieval methods side by side and write results.json/.md/.png.
+
+Example::
+
+    kgmind eval genmedgpt5k --methods all --entities chatgpt --llm none --budget 800 --out DIR --json
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
 
-app = typer.Typer(help="Evaluate retrieval and answers against the papers' baselines.", no_args_is_help=True)
+from kgmind.cli._common import CliError, err_console, handle_errors
+
+__all__ = ["app", "eval_command"]
+
+app = typer.Typer(
+    help="Evaluate retrieval and answers against the papers' baselines.",
+    no_args_is_help=True,
+    add_completion=False,
+    # a group with a positional argument: let options follow DATASET (`kgmind eval genmedgpt5k --json`)
+    context_settings={"allow_interspersed_args": True},
+)
+
+
+@app.callback(invoke_without_command=True)
+@handle_errors
+def eval_command(
+    dataset: Annotated[str, typer.Argument(help="genmedgpt5k, cmcqa, explaincpe or medical_dialogue_zh.")],
+    methods: Annotated[
+        str, typer.Option(help="'all' or a comma list, e.g. bm25_doc,mindmap,kgmind.")
+    ] = "all",
+    entities: Annotated[
+        str, typer.Option(help="chatgpt (stored NER / question_kg) or own (kgmind NER).")
+    ] = "chatgpt",
+    llm: Annotated[str, typer.Option(help="none, local, local-1.5b or an init_chat_model string.")] = "none",
+    budget: Annotated[int, typer.Option(min=1, help="Evidence token budget per question.")] = 800,
+    split: Annotated[str, typer.Option(help="GenMedGPT-5k split: dev, gold203 or all.")] = "dev",
+    limit: Annotated[int | None, typer.Option(min=1, help="Evaluate a seeded sample of N items.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the sample and of KGCoT's DFS.")] = 0,
+    out: Annotated[
+        Path | None, typer.Option(help="Folder for results.json, results.md, results.png.")
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print results.json to stdout.")] = False,
+    dialogues: Annotated[Path | None, typer.Option(help="GenMedGPT-5k dialogues.json.")] = None,
+    ner: Annotated[Path | None, typer.Option(help="ner_chatgpt.jsonl.")] = None,
+    gold: Annotated[Path | None, typer.Option(help="gold_kg_entities.jsonl.")] = None,
+    qa: Annotated[
+        Path | None, typer.Option(help="CMCQA qa_ner.jsonl / ExplainCPE split / medical_dialogue_zh CSV.")
+    ] = None,
+    docs: Annotated[
+        Path | None, typer.Option(help="Folder of *.txt documents for bm25_doc/embedding_doc.")
+    ] = None,
+    vocab: Annotated[Path | None, typer.Option(help="EMCKG format_dataset.csv (gold vocabulary).")] = None,
+    store: Annotated[
+        str | None, typer.Option(help="KG store URI (default ladybug:$KGMIND_HOME/eval-emckg-full).")
+    ] = None,
+    kg: Annotated[Path | None, typer.Option(help="KG file imported into an empty store.")] = None,
+    kg_format: Annotated[str, typer.Option(help="Importer format of --kg.")] = "chatdoctor",
+    memory_sample: Annotated[int, typer.Option(min=0, help="Items in the tracemalloc memory pass.")] = 20,
+    bertscore: Annotated[bool, typer.Option(help="Compute BERTScore (local MiniLM) when an LLM ran.")] = True,
+    progress: Annotated[bool, typer.Option(help="Show a progress bar on stderr.")] = True,
+    threads: Annotated[
+        int | None, typer.Option(min=1, help="torch intra-op threads (default: torch's).")
+    ] = None,
+) -> None:
+    """Run the evaluation of DATASET and write/print the results."""
+    from kgmind.eval.report import to_json, write_results
+    from kgmind.eval.runner import DATASETS, EvalConfig, run_eval
+
+    if dataset not in DATASETS:
+        raise CliError(f"unknown dataset {dataset!r}; choose from {', '.join(DATASETS)}", 2)
+
+    def s(p: Path | None) -> str | None:
+        return str(p) if p is not None else None
+
+    cfg = EvalConfig(
+        dataset=dataset,
+        methods=methods,
+        entities=entities,
+        llm=llm,
+        budget=budget,
+        split=split,
+        limit=limit,
+        seed=seed,
+        dialogues=s(dialogues),
+        ner=s(ner),
+        gold=s(gold),
+        qa=s(qa),
+        docs=s(docs),
+        vocab=s(vocab),
+        store=store,
+        kg=s(kg),
+        kg_format=kg_format,
+        memory_sample=memory_sample,
+        bertscore=bertscore,
+        threads=threads,
+    )
+    if progress:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        bar = Progress(
+            TextColumn("{task.description:>16}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err_console,
+            transient=False,
+        )
+        tasks: dict[str, object] = {}
+
+        def on_start(name: str, total: int) -> None:
+            tasks[name] = bar.add_task(name, total=total)
+
+        def on_advance(name: str) -> None:
+            bar.advance(tasks[name])  # type: ignore[arg-type]
+
+        with bar:
+            results = run_eval(cfg, on_start=on_start, on_advance=on_advance)
+    else:
+        results = run_eval(cfg)
+    for name, why in results.get("disabled", {}).items():
+        err_console.print(f"[yellow]method {name} disabled:[/] {why}", highlight=False, soft_wrap=True)
+    if out is not None:
+        paths = write_results(results, out)
+        err_console.print(f"wrote {paths['json']}, {paths['md'].name}, {paths['png'].name}", highlight=False)
+    if json_out:
+        typer.echo(to_json(results))
+    elif out is None:
+        from kgmind.eval.report import markdown_table
+
+        typer.echo(markdown_table(results))

@@ -1,0 +1,571 @@
+"""The evaluation loop: build the items of a data set, run every method on each, aggregate metrics.
+
+One :class:`EvalConfig` describes a run; :func:`run_eval` returns the results dict that
+:mod:`kgmind.eval.report` writes (``results.json``). Each method gets a warm-up call on
+the first item (lazy models and indexes are built then, outside the timings); latency
+is the method's wall time minus the time spent inside LLM calls. Peak memory is the
+``tracemalloc`` peak of Python allocations during one method call, maximised over the
+first ``memory_sample`` items in a separate pass (tracemalloc slows code down, so it is
+kept out of the latency pass; native allocations of torch/faiss are not traced). The
+process's max RSS is reported once.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+import resource
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kgmind.eval import datasets as ds
+from kgmind.eval import gold as gd
+from kgmind.eval import metrics as mt
+from kgmind.eval.llm_cache import CachedLLM, LLMCache
+from kgmind.eval.methods import (
+    METHODS,
+    MethodResult,
+    Resources,
+    check_methods,
+    evidence_text,
+    resolve_methods,
+)
+from kgmind.retrievers.evidence import Mention
+
+__all__ = [
+    "DATASETS",
+    "EvalConfig",
+    "EvalItem",
+    "answer_prompt",
+    "build_items",
+    "machine_info",
+    "prepare_store",
+    "run_eval",
+]
+
+#: Data sets ``kgmind eval`` knows.
+DATASETS: tuple[str, ...] = ("genmedgpt5k", "cmcqa", "explaincpe", "medical_dialogue_zh")
+
+#: Splits of GenMedGPT-5k (see :mod:`kgmind.eval.gold`).
+SPLITS: tuple[str, ...] = ("dev", "gold203", "all")
+
+
+@dataclass
+class EvalItem:
+    """One evaluation question with its gold.
+
+    Attributes:
+        id: Row id (string).
+        question: The question.
+        reference: The reference answer (may be empty).
+        entities: Stored question entities (ChatGPT NER / ``question_kg``).
+        gold: Gold entities, each as its surface forms.
+        gold_names: Gold entity names (for precision).
+        gold_diseases: Gold diseases, each as its surface forms.
+        options: Choice options (ExplainCPE).
+        answer_key: The right option letter (ExplainCPE).
+
+    """
+
+    id: str
+    question: str
+    reference: str = ""
+    entities: list[str] = field(default_factory=list)
+    gold: list[tuple[str, ...]] = field(default_factory=list)
+    gold_names: list[str] = field(default_factory=list)
+    gold_diseases: list[tuple[str, ...]] = field(default_factory=list)
+    options: list[str] | None = None
+    answer_key: str | None = None
+
+
+@dataclass
+class EvalConfig:
+    """Settings of one evaluation run (the ``kgmind eval`` options)."""
+
+    dataset: str = "genmedgpt5k"
+    methods: str = "all"
+    entities: str = "chatgpt"
+    llm: str = "none"
+    budget: int = 800
+    split: str = "dev"
+    limit: int | None = None
+    seed: int = 0
+    dialogues: str | None = None
+    ner: str | None = None
+    gold: str | None = None
+    qa: str | None = None
+    docs: str | None = None
+    vocab: str | None = None
+    store: str | None = None
+    kg: str | None = None
+    kg_format: str = "chatdoctor"
+    memory_sample: int = 20
+    bertscore: bool = True
+    llm_cache: str | None = None
+    threads: int | None = None
+
+
+def _from_vocab(
+    names: Sequence[str], vocab: gd.Vocabulary
+) -> tuple[list[tuple[str, ...]], list[tuple[str, ...]]]:
+    gold = [vocab.forms_of(n) for n in names]
+    diseases = [vocab.forms_of(n) for n in names if vocab.type_of(n) == "disease"]
+    return gold, diseases
+
+
+def build_items(cfg: EvalConfig) -> tuple[list[EvalItem], dict[str, Any]]:
+    """Build the items of ``cfg.dataset`` / ``cfg.split`` (sampled by ``limit``/``seed``) and gold facts.
+
+    Returns:
+        ``(items, info)``; ``info`` holds the split definition, the sizes and, for
+        GenMedGPT-5k, the agreement of derived gold with ``output_KG`` on the annotated rows.
+
+    Raises:
+        ValueError: Unknown data set or split.
+
+    """
+    info: dict[str, Any] = {}
+    items: list[EvalItem] = []
+    if cfg.dataset == "genmedgpt5k":
+        if cfg.split not in SPLITS:
+            raise ValueError(f"unknown split {cfg.split!r}; choose from {', '.join(SPLITS)}")
+        vocab = gd.load_emckg_vocabulary(cfg.vocab)
+        dialogues = ds.load_dialogues(cfg.dialogues)
+        ner_path = Path(cfg.ner) if cfg.ner else ds.default_path("ner")
+        if ner_path.exists():
+            ds.align_ner(dialogues, ds.load_ner(ner_path))
+        elif cfg.entities == "chatgpt":
+            raise FileNotFoundError(str(ner_path))
+        by_id = {d.id: d for d in dialogues}
+        gold_path = Path(cfg.gold) if cfg.gold else ds.default_path("gold")
+        gold_rows = ds.load_gold(gold_path) if gold_path.exists() else []
+        if gold_rows:
+            pairs = []
+            for r in gold_rows:
+                ref = by_id[r.id].answer if r.id in by_id else r.answer
+                pairs.append(([e.name for e in gd.derive_gold(ref, vocab)], r.output_kg))
+            info["derived_vs_output_kg"] = gd.gold_agreement(pairs)
+        if cfg.split == "gold203":
+            info["split_rule"] = "the annotated rows of gold_kg_entities.jsonl; gold = output_KG"
+            for i, r in enumerate(gold_rows):
+                d = by_id.get(r.id)
+                gold, diseases = _from_vocab(r.output_kg, vocab)
+                items.append(
+                    EvalItem(
+                        id=f"{r.id}#{i}",
+                        question=d.question if d else r.question,
+                        reference=d.answer if d else r.answer,
+                        entities=list(d.question_entities) if d else [],
+                        gold=gold,
+                        gold_names=list(r.output_kg),
+                        gold_diseases=diseases,
+                    )
+                )
+        else:
+            info["split_rule"] = (
+                "every dialogue whose derived gold (EMCKG diseases/tests/medications named in the reference "
+                "answer) is non-empty"
+                if cfg.split == "dev"
+                else "every dialogue"
+            )
+            for d in dialogues:
+                derived = gd.derive_gold(d.answer, vocab)
+                if cfg.split == "dev" and not derived:
+                    continue
+                items.append(
+                    EvalItem(
+                        id=str(d.id),
+                        question=d.question,
+                        reference=d.answer,
+                        entities=list(d.question_entities),
+                        gold=[e.forms for e in derived],
+                        gold_names=[e.name for e in derived],
+                        gold_diseases=[e.forms for e in derived if e.type == "disease"],
+                    )
+                )
+        info["vocabulary"] = {"source": vocab.source, "entities": len(vocab.entities)}
+    elif cfg.dataset == "cmcqa":
+        info["split_rule"] = (
+            "every row; entities = question_kg; gold = CMCKG diseases/checks/drugs named in the answer"
+        )
+        try:
+            vocab = gd.load_cmckg_vocabulary(cfg.vocab)
+        except FileNotFoundError:
+            vocab = gd.Vocabulary()
+        for q in ds.load_cmcqa(cfg.qa):
+            derived = gd.derive_gold(q.answer, vocab)
+            items.append(
+                EvalItem(
+                    id=str(q.id),
+                    question=q.question,
+                    reference=q.answer,
+                    entities=list(q.question_kg),
+                    gold=[e.forms for e in derived],
+                    gold_names=[e.name for e in derived],
+                    gold_diseases=[e.forms for e in derived if e.type == "disease"],
+                )
+            )
+    elif cfg.dataset == "explaincpe":
+        info["split_rule"] = "every item of the given split file (default test.json); metric: accuracy"
+        for c in ds.load_explaincpe(cfg.qa):
+            items.append(
+                EvalItem(
+                    id=str(c.id),
+                    question=c.question,
+                    reference=c.explanation,
+                    options=c.options,
+                    answer_key=c.answer,
+                )
+            )
+    elif cfg.dataset == "medical_dialogue_zh":
+        info["split_rule"] = "every row with ask and answer; answer metrics only"
+        for m in ds.load_medical_dialogue_zh(cfg.qa):
+            items.append(EvalItem(id=str(m.id), question=m.question, reference=m.answer))
+    else:
+        raise ValueError(f"unknown dataset {cfg.dataset!r}; choose from {', '.join(DATASETS)}")
+    info["size"] = len(items)
+    items = gd.sample(items, cfg.limit, cfg.seed)
+    return items, info
+
+
+def prepare_store(cfg: EvalConfig) -> str | None:
+    """Open the KG store for the KG methods, importing ``cfg.kg`` into it when it is empty.
+
+    Defaults for GenMedGPT-5k: store ``ladybug:$KGMIND_HOME/eval-emckg-full`` and KG
+    ``emckg/format_dataset.csv`` (format ``chatdoctor``). Other data sets need ``--store``.
+
+    Returns:
+        The store URI, or ``None`` when no KG is configured.
+
+    """
+    from kgmind.settings import default_store_uri
+
+    uri = cfg.store
+    kg = cfg.kg
+    if uri is None and cfg.dataset == "genmedgpt5k":
+        uri = default_store_uri("eval-emckg-full")
+        kg = kg or str(ds.default_path("emckg"))
+    if uri is None:
+        return None
+    from kgmind.tools.factory import open_store
+
+    store = open_store(uri)
+    if kg and store.stats().entities_total == 0:
+        from kgmind.importers import import_kg
+
+        import_kg(kg, cfg.kg_format, store, progress=False)
+    return store.uri
+
+
+def answer_prompt(question: str, evidence: str, options: Sequence[str] | None = None) -> str:
+    """Build the answer prompt: evidence block (if any), question, choices (if any)."""
+    parts = ["You are a careful medical doctor. Answer the patient's question."]
+    if evidence:
+        parts.append(
+            "Use the numbered knowledge below where it is relevant and cite the ids you use in brackets, "
+            "e.g. [N1].\n\nKnowledge:\n" + evidence
+        )
+    parts.append("Question: " + question)
+    if options:
+        parts.append("Options:\n" + "\n".join(f"{'ABCDE'[i]}. {o}" for i, o in enumerate(options)))
+        parts.append("Reply with the letter of the single best option first (答案：X), then a short reason.")
+    parts.append("Answer:")
+    return "\n\n".join(parts)
+
+
+def machine_info() -> dict[str, Any]:
+    """CPU, core count, OS and Python of this machine."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "gpu": None,
+        "os": platform.platform(),
+        "python": platform.python_version(),
+    }
+
+
+def _set_threads(n: int | None) -> None:
+    """Set torch's intra-op threads to ``n`` when given (torch is not imported otherwise).
+
+    On a small, shared CPU two torch threads per single-query encode can be far slower
+    than one (thread oversubscription), so the harness lets the run pin it.
+    """
+    if not n:
+        return
+    try:
+        import torch
+    except ImportError:
+        return
+    torch.set_num_threads(n)
+
+
+def _torch_threads() -> int | None:
+    torch = sys.modules.get("torch")
+    return int(torch.get_num_threads()) if torch is not None else None
+
+
+def _make_llm(cfg: EvalConfig) -> CachedLLM | None:
+    if cfg.llm in ("", "none"):
+        return None
+    from kgmind.llm import get_chat_model
+
+    return CachedLLM(get_chat_model(cfg.llm), cfg.llm, LLMCache(cfg.llm_cache))
+
+
+def _own_mentions(question: str, res: Resources) -> list[Mention]:
+    from kgmind.retrievers.ner import extract_mentions
+
+    return list(extract_mentions(question, res.store()))
+
+
+def _run_one(
+    name: str, item: EvalItem, ents: Sequence[Mention | str], res: Resources, budget: int
+) -> tuple[MethodResult, float]:
+    llm_before = res.llm.seconds if res.llm else 0.0
+    t0 = time.perf_counter()
+    result = METHODS[name].func(item.question, ents, res, budget)
+    wall = time.perf_counter() - t0
+    llm_time = (res.llm.seconds - llm_before) if res.llm else 0.0
+    return result, max(0.0, wall - llm_time) * 1000.0
+
+
+def _score(
+    item: EvalItem, result: MethodResult, res: Resources, vocab: gd.Vocabulary | None
+) -> dict[str, Any]:
+    text = evidence_text(result.evidence, res)
+    found = [e.name for e in vocab.matcher.find(text)] if vocab is not None else []
+    return {
+        "evidence_recall": mt.evidence_recall(text, item.gold),
+        "gold_disease_hit": mt.gold_disease_hit(text, item.gold_diseases),
+        "evidence_precision": mt.evidence_precision(found, item.gold_names) if item.gold_names else None,
+        "evidence_tokens": res.count_tokens(text) if text else 0,
+        "evidence_items": len(result.evidence),
+        "_text": text,
+    }
+
+
+def _answer_metrics(
+    item: EvalItem,
+    row: dict[str, Any],
+    result: MethodResult,
+    answer: str,
+    vocab: gd.Vocabulary | None,
+    bertscore: bool,
+) -> None:
+    if item.options is not None and item.answer_key is not None:
+        pred = mt.extract_choice(answer)
+        row["accuracy"] = 1.0 if pred == item.answer_key else 0.0
+        return
+    row["answer_entity_recall"] = mt.answer_entity_recall(answer, item.gold)
+    if item.reference:
+        row["rouge_l"] = mt.rouge_l(answer, item.reference)
+        row["bleu4"] = mt.bleu4(answer, item.reference)
+        if bertscore:
+            row["bertscore_f1"] = mt.bertscore_f1(answer, item.reference)
+    ans_ents = [e.name for e in vocab.matcher.find(answer)] if vocab is not None else []
+    flags = mt.grounding_flags(answer, [e.id for e in result.evidence], row["_text"], ans_ents, item.question)
+    row["grounded"] = 1.0 if flags["grounded"] else 0.0
+    row["cites"] = 1.0 if flags["cites"] else 0.0
+    row["unsupported_entities"] = float(len(flags["unsupported_entities"]))
+
+
+_MEAN_KEYS = (
+    "evidence_recall",
+    "gold_disease_hit",
+    "evidence_precision",
+    "answer_entity_recall",
+    "rouge_l",
+    "bleu4",
+    "bertscore_f1",
+    "grounded",
+    "cites",
+    "unsupported_entities",
+    "accuracy",
+)
+
+
+def _summarize(rows: list[dict[str, Any]], lat: list[float], errors: int, first_error: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key in _MEAN_KEYS:
+        if any(key in r for r in rows):
+            out[key] = mt.summarize(rows, key)
+    out["evidence_tokens_mean"] = mt.mean(r["evidence_tokens"] for r in rows)
+    out["evidence_items_mean"] = mt.mean(r["evidence_items"] for r in rows)
+    out["llm_calls_mean"] = mt.mean(r["llm_calls"] for r in rows)
+    out["latency_ms_p50"] = mt.percentile(lat, 50)
+    out["latency_ms_p95"] = mt.percentile(lat, 95)
+    out["scored"] = len(rows)
+    out["rows_with_gold"] = sum(1 for r in rows if r["evidence_recall"] is not None)
+    out["rows_with_gold_disease"] = sum(1 for r in rows if r["gold_disease_hit"] is not None)
+    out["errors"] = errors
+    if first_error:
+        out["first_error"] = first_error
+    return out
+
+
+def run_eval(
+    cfg: EvalConfig,
+    *,
+    on_start: Callable[[str, int], None] | None = None,
+    on_advance: Callable[[str], None] | None = None,
+    llm: CachedLLM | None = None,
+    keep_rows: bool = False,
+) -> dict[str, Any]:
+    """Run the evaluation described by ``cfg``.
+
+    Args:
+        cfg: The run settings.
+        on_start: Called with (method, number of items) before a method runs (progress bars).
+        on_advance: Called with the method name after each item.
+        llm: An LLM to use instead of building one from ``cfg.llm`` (tests).
+        keep_rows: Include per-item rows under ``"rows"`` (large).
+
+    Returns:
+        The results dict (see :mod:`kgmind.eval.report`).
+
+    """
+    names = resolve_methods(cfg.methods)
+    if cfg.entities not in ("chatgpt", "own"):
+        raise ValueError("--entities must be 'chatgpt' or 'own'")
+    _set_threads(cfg.threads)
+    items, info = build_items(cfg)
+    if not items:
+        raise ValueError(f"no items to evaluate in {cfg.dataset} ({cfg.split})")
+    needs_kg = any(METHODS[n].uses_kg for n in names) or cfg.entities == "own"
+    store_uri = prepare_store(cfg) if needs_kg else None
+    runnable, disabled = check_methods(names, has_store=store_uri is not None)
+    if cfg.entities == "own":
+        from kgmind.eval.methods import _import_error
+
+        err = _import_error("kgmind.retrievers.ner")
+        if err:
+            raise ValueError(f"--entities own needs kgmind NER: {err}")
+    cached = None if cfg.llm == "none" and llm is None else llm or _make_llm(cfg)
+    res = Resources(store_uri=store_uri, docs_dir=cfg.docs, llm=cached, seed=cfg.seed)
+    vocab: gd.Vocabulary | None = None
+    if cfg.dataset == "genmedgpt5k":
+        vocab = gd.load_emckg_vocabulary(cfg.vocab)
+    elif cfg.dataset == "cmcqa":
+        try:
+            vocab = gd.load_cmckg_vocabulary(cfg.vocab)
+        except FileNotFoundError:
+            vocab = None
+
+    entity_lists: list[Sequence[Mention | str]] = []
+    ner_ms: list[float] = []
+    for item in items:
+        if cfg.entities == "own":
+            t0 = time.perf_counter()
+            entity_lists.append(_own_mentions(item.question, res))
+            ner_ms.append((time.perf_counter() - t0) * 1000)
+        else:
+            entity_lists.append(list(item.entities))
+
+    results: dict[str, Any] = {}
+    all_rows: dict[str, list[dict[str, Any]]] = {}
+    for name in runnable:
+        if on_start:
+            on_start(name, len(items))
+        rows: list[dict[str, Any]] = []
+        lat: list[float] = []
+        errors = 0
+        first_error = ""
+        try:  # warm-up: builds lazy indexes and models outside the timings
+            _run_one(name, items[0], entity_lists[0], res, cfg.budget)
+        except Exception as exc:  # noqa: BLE001 - reported per method
+            first_error = f"{type(exc).__name__}: {exc}"
+        for item, ents in zip(items, entity_lists, strict=True):
+            try:
+                result, ms = _run_one(name, item, ents, res, cfg.budget)
+            except Exception as exc:  # noqa: BLE001 - one failing item must not stop the run
+                errors += 1
+                first_error = first_error or f"{type(exc).__name__}: {exc}"
+                if on_advance:
+                    on_advance(name)
+                continue
+            row = _score(item, result, res, vocab)
+            row["llm_calls"] = result.llm_calls
+            row["latency_ms"] = ms
+            if res.llm is not None:
+                answer = res.llm.invoke(answer_prompt(item.question, row["_text"], item.options))
+                row["llm_calls"] += 1
+                row["answer"] = answer
+                _answer_metrics(item, row, result, answer, vocab, cfg.bertscore)
+            row["id"] = item.id
+            row["notes"] = result.notes
+            rows.append(row)
+            lat.append(ms)
+            if on_advance:
+                on_advance(name)
+        summary = (
+            _summarize(rows, lat, errors, first_error)
+            if rows
+            else {"errors": errors, "first_error": first_error, "scored": 0}
+        )
+        notes = sorted({n for r in rows for n in r["notes"]})
+        if notes:
+            summary["notes"] = notes
+        results[name] = summary
+        all_rows[name] = rows
+
+    # memory pass (tracemalloc), separate from the latency pass
+    mem_n = min(cfg.memory_sample, len(items))
+    if mem_n > 0:
+        for name in runnable:
+            if results[name].get("scored", 0) == 0:
+                continue
+            peak = 0
+            tracemalloc.start()
+            try:
+                for item, ents in zip(items[:mem_n], entity_lists[:mem_n], strict=True):
+                    tracemalloc.reset_peak()
+                    try:
+                        _run_one(name, item, ents, res, cfg.budget)
+                    except Exception:  # noqa: BLE001 - errors were counted in the main pass
+                        continue
+                    peak = max(peak, tracemalloc.get_traced_memory()[1])
+            finally:
+                tracemalloc.stop()
+            results[name]["peak_mem_mb"] = round(peak / 2**20, 3)
+
+    out: dict[str, Any] = {
+        "dataset": cfg.dataset,
+        "split": cfg.split if cfg.dataset == "genmedgpt5k" else "all",
+        "n": len(items),
+        "budget": cfg.budget,
+        "entities": cfg.entities,
+        "llm": cfg.llm,
+        "limit": cfg.limit,
+        "seed": cfg.seed,
+        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "machine": machine_info(),
+        "store": store_uri,
+        "gold": info,
+        "methods": results,
+        "disabled": disabled,
+        "torch_threads": _torch_threads(),
+        "max_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "config": {k: v for k, v in asdict(cfg).items() if k not in ("methods",)},
+    }
+    if ner_ms:
+        out["ner_ms_p50"] = mt.percentile(ner_ms, 50)
+        out["ner_ms_p95"] = mt.percentile(ner_ms, 95)
+    if keep_rows:
+        out["rows"] = {
+            n: [{k: v for k, v in r.items() if k != "_text"} for r in rs] for n, rs in all_rows.items()
+        }
+    return out

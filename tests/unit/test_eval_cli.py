@@ -1,0 +1,123 @@
+"""`kgmind eval DATASET …` end to end on fixtures (doc and LLM-free methods only: fast), and the report."""
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from kgmind.cli import app
+from kgmind.eval import report
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "eval"
+
+
+def _fixture_args():
+    return [
+        "--dialogues",
+        str(FIX / "dialogues.json"),
+        "--ner",
+        str(FIX / "ner_chatgpt.jsonl"),
+        "--gold",
+        str(FIX / "gold_kg_entities.jsonl"),
+        "--vocab",
+        str(FIX / "format_dataset.csv"),
+        "--docs",
+        str(FIX / "disease_documents"),
+    ]
+
+
+def test_eval_genmedgpt5k_smoke(tmp_path, monkeypatch):
+    monkeypatch.setenv("KGMIND_HOME", str(tmp_path / "home"))
+    out = tmp_path / "out"
+    args = [
+        "eval",
+        "genmedgpt5k",
+        "--methods",
+        "bm25_doc,llm_only",
+        "--entities",
+        "chatgpt",
+        "--llm",
+        "none",
+        "--budget",
+        "120",
+        "--out",
+        str(out),
+        "--json",
+        *_fixture_args(),
+    ]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    printed = json.loads(result.stdout[result.stdout.index("{") :])
+    written = json.loads((out / "results.json").read_text())
+    assert printed["methods"] == written["methods"]
+    assert (written["dataset"], written["budget"], written["entities"], written["llm"]) == (
+        "genmedgpt5k",
+        120,
+        "chatgpt",
+        "none",
+    )
+    assert written["n"] == 4  # dev split: the dialogue whose answer names no KG entity is left out
+    assert written["gold"]["derived_vs_output_kg"]["rows"] == 3
+    bm25, only = written["methods"]["bm25_doc"], written["methods"]["llm_only"]
+    for key in (
+        "evidence_recall",
+        "gold_disease_hit",
+        "evidence_precision",
+        "evidence_tokens_mean",
+        "llm_calls_mean",
+        "latency_ms_p50",
+        "latency_ms_p95",
+    ):
+        assert key in bm25
+    assert bm25["evidence_recall"] > only["evidence_recall"] == 0.0
+    assert 0 < bm25["evidence_tokens_mean"] <= 120
+    assert bm25["llm_calls_mean"] == 0.0
+    assert "| bm25_doc |" in (out / "results.md").read_text()
+    assert (out / "results.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_eval_gold203_split_and_sampling(tmp_path, monkeypatch):
+    monkeypatch.setenv("KGMIND_HOME", str(tmp_path / "home"))
+    args = [
+        "eval",
+        "genmedgpt5k",
+        "--methods",
+        "bm25_doc",
+        "--split",
+        "gold203",
+        "--limit",
+        "2",
+        "--seed",
+        "3",
+        "--no-progress",
+        "--json",
+        *_fixture_args(),
+    ]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    res = json.loads(result.stdout[result.stdout.index("{") :])
+    assert res["n"] == 2 and res["split"] == "gold203"
+
+
+def test_eval_unknown_dataset_and_method_fail_cleanly(tmp_path, monkeypatch):
+    monkeypatch.setenv("KGMIND_HOME", str(tmp_path / "home"))
+    bad = CliRunner().invoke(app, ["eval", "nope"])
+    assert bad.exit_code == 2 and "unknown dataset" in bad.output
+    bad = CliRunner().invoke(app, ["eval", "genmedgpt5k", "--methods", "magic", *_fixture_args()])
+    assert bad.exit_code == 2 and "unknown method" in bad.output
+
+
+def test_markdown_table_lists_methods_and_disabled():
+    res = {
+        "dataset": "d",
+        "n": 2,
+        "budget": 800,
+        "methods": {
+            "a": {"evidence_recall": 0.5, "latency_ms_p50": 1.0},
+            "b": {"evidence_recall": None, "latency_ms_p50": 2.0},
+        },
+        "disabled": {"c": "no KG store"},
+    }
+    md = report.markdown_table(res)
+    assert "| a | 0.500 | 1.0 |" in md and "| b | – | 2.0 |" in md
+    assert "- c: no KG store" in md
