@@ -200,3 +200,29 @@ def test_calibrated_threshold_trades_recall_for_precision_on_genmedgpt():
     precision = {k: tp[k] / max(1, npred[k]) for k in tp}
     assert precision["cal"] > precision["forced"]
     assert tp["cal"] / ngold >= 0.25
+
+
+def test_entity_vector_reranker_with_minilm_prefers_relevant_tails():
+    from kgmind.retrievers.aggregate import EntityVectorReranker, aggregate_evidence
+    from kgmind.retrievers.evidence import Evidence
+
+    store = FakeStore(EN_KG, "fake://rerank-real")
+    index = get_entity_index(store, "minilm")
+    ids = {e.name: e.id for e in EN_KG}
+
+    def line(head: str, tail: str) -> Evidence:
+        return Evidence(
+            kind="neighbor",
+            triples=[(head, "has_symptom", tail)],
+            relation_ids=[f"{head}>{tail}"],
+            entity_ids=[ids[head], ids[tail]],
+            score=1.0,
+        )
+
+    evs = [line("Hepatitis", "Cough"), line("Hepatitis", "Jaundice")]
+    question = "My eyes and skin have turned yellow. What is wrong?"
+    scores = EntityVectorReranker(index).score_evidence([question], evs)
+    assert scores[1] > scores[0]
+    # the default reranker of aggregate_evidence finds the loaded index by itself
+    out = aggregate_evidence(evs, question)
+    assert out[0].triples[0][2] == "Jaundice" and out[0].meta["rerank_score"] == pytest.approx(scores[1])

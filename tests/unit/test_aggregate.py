@@ -241,3 +241,125 @@ def test_embedding_reranker_caches_evidence_vectors() -> None:
     rr.score(["fever"], ["cough"])  # evicts the least recently used
     rr.score(["fever"], ["fever"])
     assert Counting.docs == 4
+
+
+# -- entity-vector reranker ------------------------------------------------------------
+class _NameStore:
+    """The read side of a store that building an entity index needs."""
+
+    def __init__(self, names: Sequence[str], uri: str = "fake://rerank") -> None:
+        from kgmind.models import Entity
+
+        self.uri = uri
+        self.entities = [Entity(name=n) for n in names]
+
+    def iter_entities(self):  # type: ignore[no-untyped-def]
+        return iter(self.entities)
+
+    def fingerprint(self) -> str:
+        return str(len(self.entities))
+
+
+def _eid(name: str) -> str:
+    from kgmind.models import entity_id
+
+    return entity_id(name)
+
+
+def _vector_index(names: Sequence[str]):  # type: ignore[no-untyped-def]
+    from kgmind.retrievers.embeddings import HashEmbedder
+    from kgmind.retrievers.entity_index import build_entity_index
+
+    return build_entity_index(_NameStore(names), HashEmbedder())  # type: ignore[arg-type]
+
+
+def _ent_line(head: str, tails: Sequence[str], score: float = 1.0) -> Evidence:
+    return Evidence(
+        kind="neighbor",
+        triples=[(head, "has_symptom", t) for t in tails],
+        relation_ids=[f"{head}-{t}" for t in tails],
+        entity_ids=[_eid(head), *(_eid(t) for t in tails)],
+        score=score,
+    )
+
+
+def test_entity_index_exposes_stored_vectors_by_entity() -> None:
+    from kgmind.retrievers.embeddings import HashEmbedder
+
+    idx = _vector_index(["Fever", "Rash", "Cough"])
+    vecs, groups = idx.entity_vectors([_eid("Rash"), "unknown", _eid("Fever")])
+    assert groups[1] == [] and len(groups[0]) == 1 and len(groups[2]) == 1
+    np.testing.assert_allclose(vecs[groups[0][0]], HashEmbedder().embed_documents(["Rash"])[0], atol=1e-6)
+    assert idx.matrix.shape == (3, HashEmbedder().dim)
+
+
+def test_entity_vector_reranker_scores_by_tail_entities() -> None:
+    from kgmind.retrievers.aggregate import EntityVectorReranker, EvidenceReranker
+    from kgmind.retrievers.embeddings import HashEmbedder
+
+    class Counting(HashEmbedder):
+        calls: list[list[str]] = []
+
+        def embed_queries(self, texts):  # type: ignore[no-untyped-def]
+            Counting.calls.append(list(texts))
+            return HashEmbedder.embed_documents(self, texts)
+
+        def embed_documents(self, texts):  # type: ignore[no-untyped-def]
+            raise AssertionError("evidence must not be embedded")
+
+    idx = _vector_index(["Measles", "Rash", "Fever", "Oseltamivir", "Flu"])
+    rr = EntityVectorReranker(idx, Counting())
+    assert isinstance(rr, EvidenceReranker)
+    evs = [_ent_line("Flu", ["Oseltamivir"]), _ent_line("Measles", ["Rash", "Fever"])]
+    scores = rr.score_evidence(["rash", "", "fever"], evs)
+    assert scores[1] > scores[0]
+    assert scores[1] == pytest.approx(1.0, abs=1e-3)  # both tails equal a query exactly
+    assert Counting.calls == [["rash", "fever"]]  # one batch, blank query dropped
+    rr.score_evidence(["fever", "rash"], evs)
+    assert len(Counting.calls) == 1  # query vectors cached
+    assert rr.score_evidence([""], evs) == [0.0, 0.0]
+    unknown = Evidence(kind="doc", text="free text", entity_ids=["nope"])
+    assert rr.score_evidence(["rash"], [unknown]) == [0.0]
+    only_max = EntityVectorReranker(idx, HashEmbedder(), tail_max_weight=1.0)
+    mixed = only_max.score_evidence(["rash"], [_ent_line("Measles", ["Rash", "Oseltamivir"])])[0]
+    assert mixed == pytest.approx(1.0, abs=1e-3)  # max of the tails, the unrelated one ignored
+    with pytest.raises(ValueError):
+        EntityVectorReranker(idx, HashEmbedder(), tail_max_weight=1.5)
+
+
+def test_aggregate_default_reranker_uses_the_loaded_entity_index(monkeypatch) -> None:
+    from kgmind.retrievers import entity_index
+
+    evs = [
+        _ent_line("Flu", ["Oseltamivir"], score=1.0),
+        _ent_line("Measles", ["Rash"], score=0.9),
+    ]
+    entity_index.clear_entity_index_cache()
+    try:
+        # no index loaded: prior order
+        assert [ev.triples[0][0] for ev in aggregate_evidence(evs, "I have a rash")] == ["Flu", "Measles"]
+        idx = _vector_index(["Measles", "Rash", "Oseltamivir", "Flu"])
+        monkeypatch.setitem(entity_index._cache, ("fake://rerank", "hash", idx.fingerprint), idx)
+        out = aggregate_evidence(evs, "rash", "")
+        assert [ev.triples[0][0] for ev in out] == ["Measles", "Flu"]
+        assert out[0].meta["rerank_score"] > out[1].meta["rerank_score"]
+        prior = aggregate_evidence(evs, "rash", reranker="prior")
+        assert [ev.triples[0][0] for ev in prior] == ["Flu", "Measles"]
+        with pytest.raises(ValueError):
+            aggregate_evidence(evs, "rash", reranker="bogus")  # type: ignore[arg-type]
+    finally:
+        entity_index.clear_entity_index_cache()
+
+
+def test_find_cached_index_needs_coverage() -> None:
+    from kgmind.retrievers import entity_index
+
+    entity_index.clear_entity_index_cache()
+    idx = _vector_index(["Measles", "Rash"])
+    entity_index._cache[("fake://rerank", "hash", idx.fingerprint)] = idx
+    try:
+        assert entity_index.find_cached_index([_eid("Measles"), _eid("Rash")]) is idx
+        assert entity_index.find_cached_index([_eid("Measles"), "x", "y"]) is None
+        assert entity_index.find_cached_index([]) is None
+    finally:
+        entity_index.clear_entity_index_cache()

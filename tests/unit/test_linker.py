@@ -310,3 +310,60 @@ def test_get_linker_is_cached_per_store_and_model():
 def test_calibrated_thresholds_are_sane():
     for model in ("minilm", "e5"):
         assert 0.5 <= DEFAULT_THRESHOLD[model] <= 0.95
+
+
+def test_nearest_results_are_cached_per_index_and_k():
+    emb = CountingEmbedder()
+    store = kg()
+    lk = make_linker(store, embedder=emb, recheck_s=0.0)
+    first = lk.nearest(["jaundise", "hedache"], k=1)
+    assert lk.nearest(["hedache", "jaundise"], k=1) == [first[1], first[0]]
+    assert sorted(emb.query_texts) == ["hedache", "jaundise"]
+    assert len(lk.nearest(["jaundise"], k=3)[0]) == 3  # another k: searched again, vector reused
+    assert sorted(emb.query_texts) == ["hedache", "jaundise"]
+    store.entities.append(Entity(name="Jaundise", type="symptom"))  # new fingerprint: new index
+    assert lk.nearest(["jaundise"], k=1)[0][0] == (Entity(name="Jaundise").id, pytest.approx(1.0, abs=1e-5))
+    lk.clear_cache()
+    assert lk._nearest == {} and lk._cache == {}
+
+
+@pytest.mark.parametrize(
+    ("env", "cpus", "expected"),
+    [
+        ({"KGMIND_TORCH_THREADS": "3"}, 2, 3),
+        ({"KGMIND_TORCH_THREADS": "3", "OMP_NUM_THREADS": "2"}, 2, 3),
+        ({"OMP_NUM_THREADS": "2"}, 2, None),
+        ({}, 2, 1),
+        ({}, 4, 1),
+        ({}, 16, 4),
+        ({}, 6, 3),
+        ({"KGMIND_TORCH_THREADS": "many"}, 2, None),
+    ],
+)
+def test_default_threads(monkeypatch, env, cpus, expected):
+    monkeypatch.delenv("KGMIND_TORCH_THREADS", raising=False)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setattr(embeddings.os, "sched_getaffinity", lambda _pid: set(range(cpus)))
+    assert embeddings.default_threads() == expected
+
+
+def test_torch_threads_are_capped_but_never_raised(monkeypatch):
+    torch = pytest.importorskip("torch")
+    before = torch.get_num_threads()
+    monkeypatch.delenv("KGMIND_TORCH_THREADS", raising=False)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(embeddings.os, "sched_getaffinity", lambda _pid: set(range(16)))  # target 4
+    try:
+        torch.set_num_threads(8)
+        embeddings._cap_torch_threads()
+        assert torch.get_num_threads() == 4
+        torch.set_num_threads(1)  # the user lowered it: kept
+        embeddings._cap_torch_threads()
+        assert torch.get_num_threads() == 1
+        monkeypatch.setenv("KGMIND_TORCH_THREADS", "2")  # explicit: applied either way
+        embeddings._cap_torch_threads()
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)

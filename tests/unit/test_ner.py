@@ -12,6 +12,7 @@ from langchain_core.runnables import RunnableLambda
 from kgmind.models import Entity, normalize_name
 from kgmind.prompts.ner import NER_PROMPT_EN, NER_PROMPT_ZH, ner_prompt
 from kgmind.retrievers import entity_index, linker, ner
+from kgmind.retrievers.embeddings import HashEmbedder
 from kgmind.retrievers.linker import EntityLinker
 from kgmind.retrievers.ner import (
     Entities,
@@ -351,3 +352,51 @@ def test_extract_mentions_chinese():
         "孩子发烧咳嗽，吃了小儿金翘颗粒", store, use_embedding_spans=False, extra=["流鼻涕"]
     )
     assert [m.text for m in got] == ["发烧", "咳嗽", "小儿金翘颗粒", "流鼻涕"]
+
+
+def test_candidate_spans_never_join_two_things():
+    spans = [s for _, _, s in candidate_spans("yellow eyes and a headache or back pain")]
+    assert all(" and " not in f" {s} " and " or " not in f" {s} " for s in spans)
+    assert {"yellow eyes", "headache", "back pain"} <= set(spans)
+
+
+def test_embedding_spans_are_capped_shortest_first_and_cached():
+    class Counting(HashEmbedder):
+        texts: list[str] = []
+
+        def embed_queries(self, texts):  # type: ignore[no-untyped-def]
+            Counting.texts.extend(texts)
+            return super().embed_queries(texts)
+
+    store = en_store()
+    lk = EntityLinker(store, "hash", embedder=Counting())
+    text = "My skin shows jaundise, my throat burns badly, my chest aches sharply at night"
+    all_cands = [s for _, _, s in candidate_spans(text)]
+    assert len(all_cands) > 6
+    got = embedding_spans(text, lk, 0.6, max_candidates=6)
+    assert len(Counting.texts) == 6
+    assert all(
+        len(t.split()) <= min(len(c.split()) for c in all_cands if c not in Counting.texts)
+        for t in Counting.texts
+    )  # shorter spans are scored first
+    assert any(m.entity_id == eid("Jaundice") for m in got)
+    n = len(Counting.texts)
+    assert embedding_spans(text, lk, 0.6, max_candidates=6) == got and len(Counting.texts) == n  # cached
+    assert ner.DEFAULT_MAX_SPANS["minilm"] <= 24 and ner.DEFAULT_MAX_SPANS["e5"] <= 24
+
+
+def test_extract_mentions_embeds_spans_and_unmatched_extras_in_one_batch():
+    class Counting(HashEmbedder):
+        calls: list[list[str]] = []
+
+        def embed_queries(self, texts):  # type: ignore[no-untyped-def]
+            Counting.calls.append(list(texts))
+            return super().embed_queries(texts)
+
+    store = en_store()
+    lk = EntityLinker(store, "hash", embedder=Counting())
+    got = extract_mentions("My skin shows jaundise lately", store, extra=["hedache", "Jaundice"], linker=lk)
+    assert len(Counting.calls) == 1 and "hedache" in Counting.calls[0]
+    assert "Jaundice" not in Counting.calls[0]  # an exact name needs no vector
+    lk.link(got)
+    assert len(Counting.calls) == 1  # linking found every vector in the cache

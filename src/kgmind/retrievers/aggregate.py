@@ -5,13 +5,18 @@ numbered, rendered evidence the LLM sees, with zero LLM calls:
 
 1. **render** every item by template into one natural-language sentence
    (:func:`render_evidence`; the relation ids stay on the item);
-2. **rerank** (optional): a :class:`Reranker` scores each sentence against the
-   question and the chunks of the hypothesis (HyKGE eq. 8: windows of ``lc=10`` words
-   overlapping by ``oc=4``, :func:`chunk_text`); the final score is the rerank score
-   plus ``prior_weight`` × the exploration score normalised per kind (so the
-   disease-vote order of ranked neighbor lines is not thrown away). Without a
-   reranker the normalised exploration score alone orders the items (ties keep the
-   input order);
+2. **rerank**: a reranker scores each item against the question and the chunks of
+   the hypothesis (HyKGE eq. 8: windows of ``lc=10`` words overlapping by ``oc=4``,
+   :func:`chunk_text`); the final score is the rerank score plus ``prior_weight`` ×
+   the exploration score normalised per kind (so the disease-vote order of ranked
+   neighbor lines is not thrown away). Without a reranker the normalised
+   exploration score alone orders the items (ties keep the input order).
+   Two rerankers ship. :class:`EntityVectorReranker` (the default of
+   :func:`aggregate_evidence`) embeds only the few query chunks and compares them
+   with the name vectors the entity index already holds for each item's entities:
+   a handful of embeddings per question instead of one per evidence sentence.
+   :class:`EmbeddingReranker` embeds every evidence sentence (HyKGE-faithful, ~100×
+   slower on CPU);
 3. **dedupe** (same relation-id set or same text) and **prune** items whose edges are
    a subset of an item already kept;
 4. **budget**: keep items in rank order while they fit ``budget_tokens``
@@ -32,19 +37,25 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
 from kgmind.retrievers.evidence import EVIDENCE_PREFIX, Evidence
 
+if TYPE_CHECKING:
+    from kgmind.retrievers.entity_index import EntityIndex
+
 __all__ = [
     "EmbeddingReranker",
+    "EntityVectorReranker",
+    "EvidenceReranker",
     "Reranker",
     "aggregate_evidence",
     "chunk_text",
     "count_tokens",
     "dedupe_evidence",
+    "default_reranker",
     "fit_budget",
     "format_evidence",
     "is_cjk",
@@ -301,20 +312,22 @@ class EmbeddingReranker:
 
     def _doc_vectors(self, texts: Sequence[str]) -> np.ndarray:
         with self._lock:
-            missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+            found = {t: self._cache[t] for t in texts if t in self._cache}
+        missing = list(dict.fromkeys(t for t in texts if t not in found))
         if missing:
             vecs = np.asarray(self.embedder.embed_documents(missing), dtype=np.float32)
-            with self._lock:
-                for t, v in zip(missing, vecs, strict=True):
-                    self._cache[t] = v
-                if self.cache_size > 0:
-                    while len(self._cache) > max(self.cache_size, len(texts)):
-                        self._cache.popitem(last=False)
+            found.update(zip(missing, vecs, strict=True))
+        # The batch is assembled from ``found``, so evicting cache entries below can never
+        # drop a vector this call still needs (it once raised KeyError under eviction).
+        out = np.stack([found[t] for t in texts])
         with self._lock:
-            out = np.stack([self._cache[t] for t in texts])
-            for t in texts:
-                self._cache.move_to_end(t)
-            if self.cache_size <= 0:
+            if self.cache_size > 0:
+                for t in texts:
+                    self._cache[t] = found[t]
+                    self._cache.move_to_end(t)
+                while len(self._cache) > self.cache_size:
+                    self._cache.popitem(last=False)
+            else:
                 self._cache.clear()
         return out
 
@@ -330,6 +343,131 @@ class EmbeddingReranker:
         return [float(x) for x in (d @ q.T).max(axis=1)]
 
 
+@runtime_checkable
+class EvidenceReranker(Protocol):
+    """Scores evidence items (not only their text) against query texts (higher = more relevant)."""
+
+    def score_evidence(self, queries: Sequence[str], evidence: Sequence[Evidence]) -> list[float]:
+        """One relevance score per item."""
+        ...
+
+
+class EntityVectorReranker:
+    """Cheap reranker: query chunks vs the entity-index vectors of each item's entities.
+
+    Only the query texts (question + hypothesis chunks) are embedded, in one batch,
+    through an LRU cache; every evidence entity already has its name (and alias)
+    vectors in the :class:`~kgmind.retrievers.entity_index.EntityIndex`. An entity's
+    relevance is its best cosine over the queries and its names; an item's score is
+    ``tail_max_weight × max + (1 − tail_max_weight) × mean`` over its *tail* entities
+    (every entity but the first, which is the linked entity the item starts from;
+    all of them when the item has one). Items without known entities score 0.
+
+    Args:
+        index: The entity index whose vectors are used (its ``model`` names the
+            embedder the queries need).
+        embedder: Query embedder; default :func:`~kgmind.retrievers.embeddings.get_embedder`
+            of ``index.model`` (loaded on first use).
+        tail_max_weight: Blend between the best and the mean tail relevance.
+        cache_size: Query vectors kept.
+    """
+
+    def __init__(
+        self,
+        index: EntityIndex,
+        embedder: _Embedder | None = None,
+        *,
+        tail_max_weight: float = 0.5,
+        cache_size: int = 1024,
+    ) -> None:
+        if not 0.0 <= tail_max_weight <= 1.0:
+            raise ValueError("tail_max_weight must be in [0, 1]")
+        self.index = index
+        self._embedder = embedder
+        self.tail_max_weight = tail_max_weight
+        self.cache_size = cache_size
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @property
+    def embedder(self) -> _Embedder:
+        """The query embedder (the index's model unless one was given)."""
+        if self._embedder is None:
+            from kgmind.retrievers.embeddings import get_embedder
+
+            self._embedder = get_embedder(self.index.model)
+        return self._embedder
+
+    def query_vectors(self, queries: Sequence[str]) -> np.ndarray:
+        """Embed ``queries`` (one batch for the uncached ones) as ``(n, dim)`` float32."""
+        with self._lock:
+            missing = list(dict.fromkeys(q for q in queries if q not in self._cache))
+        if missing:
+            vecs = np.asarray(self.embedder.embed_queries(missing), dtype=np.float32)
+            with self._lock:
+                for q, v in zip(missing, vecs, strict=True):
+                    self._cache[q] = v
+                while len(self._cache) > max(self.cache_size, len(queries)):
+                    self._cache.popitem(last=False)
+        with self._lock:
+            for q in queries:
+                self._cache.move_to_end(q)
+            return np.stack([self._cache[q] for q in queries])
+
+    def entity_relevance(self, queries: Sequence[str], entity_ids: Sequence[str]) -> dict[str, float]:
+        """``{entity id: best cosine over queries × its names}`` for the ids the index knows."""
+        uniq = list(dict.fromkeys(entity_ids))
+        vecs, groups = self.index.entity_vectors(uniq)
+        if not len(vecs) or not queries:
+            return {}
+        q = self.query_vectors(queries)
+        best_row = (vecs @ q.T).max(axis=1)
+        return {eid: float(best_row[g].max()) for eid, g in zip(uniq, groups, strict=True) if g}
+
+    def score_evidence(self, queries: Sequence[str], evidence: Sequence[Evidence]) -> list[float]:
+        """One score per item (see the class docstring); ``0.0`` each when no query."""
+        queries = [q for q in queries if q.strip()]
+        if not evidence or not queries:
+            return [0.0] * len(evidence)
+        rel = self.entity_relevance(queries, [e for ev in evidence for e in ev.entity_ids])
+        out: list[float] = []
+        for ev in evidence:
+            ids = ev.entity_ids[1:] if len(ev.entity_ids) > 1 else ev.entity_ids
+            vals = [rel[e] for e in ids if e in rel]
+            if not vals:
+                out.append(0.0)
+                continue
+            w = self.tail_max_weight
+            out.append(w * max(vals) + (1.0 - w) * sum(vals) / len(vals))
+        return out
+
+
+_default_rerankers: OrderedDict[int, EntityVectorReranker] = OrderedDict()
+_default_lock = threading.Lock()
+
+
+def default_reranker(evidence: Sequence[Evidence]) -> EntityVectorReranker | None:
+    """The :class:`EntityVectorReranker` for ``evidence``, or ``None`` when no index fits.
+
+    Uses the entity index already loaded in this process that knows most of the
+    evidence's entities (:func:`~kgmind.retrievers.entity_index.find_cached_index`);
+    nothing is loaded or built here. One reranker (and query cache) per index.
+    """
+    from kgmind.retrievers.entity_index import find_cached_index
+
+    index = find_cached_index(e for ev in evidence for e in ev.entity_ids)
+    if index is None:
+        return None
+    with _default_lock:
+        rr = _default_rerankers.get(id(index))
+        if rr is None or rr.index is not index:
+            rr = EntityVectorReranker(index)
+            _default_rerankers[id(index)] = rr
+            while len(_default_rerankers) > 8:
+                _default_rerankers.popitem(last=False)
+        return rr
+
+
 # -- pipeline steps ------------------------------------------------------------------
 def _normalised_prior(evidence: Sequence[Evidence]) -> list[float]:
     top: dict[str, float] = {}
@@ -343,7 +481,7 @@ def rerank_evidence(
     question: str,
     hypothesis: str = "",
     *,
-    reranker: Reranker | None = None,
+    reranker: Reranker | EvidenceReranker | None = None,
     prior_weight: float = 0.5,
 ) -> list[Evidence]:
     """Score and sort evidence (copies; ``meta`` gains ``prior_score``/``rerank_score``).
@@ -352,7 +490,8 @@ def rerank_evidence(
         evidence: Items with rendered ``text``.
         question: The user question.
         hypothesis: The hypothesis output, chunked with :func:`chunk_text`.
-        reranker: Scores texts against ``[question, *chunks]``; ``None``: prior only.
+        reranker: Scores items (:class:`EvidenceReranker`) or their texts
+            (:class:`Reranker`) against ``[question, *chunks]``; ``None``: prior only.
         prior_weight: Weight of the per-kind normalised exploration score.
 
     Returns:
@@ -361,7 +500,10 @@ def rerank_evidence(
     prior = _normalised_prior(evidence)
     if reranker is not None and evidence:
         queries = [question, *chunk_text(hypothesis)] if hypothesis else [question]
-        rr = reranker.score(queries, [ev.text for ev in evidence])
+        if isinstance(reranker, EvidenceReranker):
+            rr = reranker.score_evidence(queries, evidence)
+        else:
+            rr = reranker.score(queries, [ev.text for ev in evidence])
     else:
         rr = [0.0] * len(evidence)
     out = []
@@ -487,7 +629,7 @@ def aggregate_evidence(
     question: str,
     hypothesis: str = "",
     *,
-    reranker: Reranker | None = None,
+    reranker: Reranker | EvidenceReranker | Literal["auto", "prior"] | None = None,
     budget_tokens: int = 800,
     max_items: int | None = None,
     prior_weight: float = 0.5,
@@ -499,7 +641,10 @@ def aggregate_evidence(
         evidence: Raw items from the exploration tools.
         question: The user question.
         hypothesis: The hypothesis output (HyKGE), may be empty.
-        reranker: Optional :class:`Reranker` (e.g. :class:`EmbeddingReranker`).
+        reranker: A reranker (e.g. :class:`EmbeddingReranker` for HyKGE's sentence
+            reranking); ``None`` or ``"auto"`` (default): :func:`default_reranker`
+            (an :class:`EntityVectorReranker` on the loaded entity index of the
+            evidence's KG; prior only when none is loaded); ``"prior"``: no reranker.
         budget_tokens: Token budget for the kept items.
         max_items: Cap on the number of items (before the budget).
         prior_weight: Weight of the normalised exploration score next to the rerank score.
@@ -509,7 +654,16 @@ def aggregate_evidence(
         The final evidence: rendered ``text``, numbered ``id``, rank order.
     """
     rendered = [ev.model_copy(update={"text": render_evidence(ev)}) for ev in evidence]
-    ranked = rerank_evidence(rendered, question, hypothesis, reranker=reranker, prior_weight=prior_weight)
+    chosen: Reranker | EvidenceReranker | None
+    if reranker is None or reranker == "auto":
+        chosen = default_reranker(rendered)
+    elif reranker == "prior":
+        chosen = None
+    elif isinstance(reranker, str):
+        raise ValueError(f"unknown reranker {reranker!r}: pass a reranker, 'auto' or 'prior'")
+    else:
+        chosen = reranker
+    ranked = rerank_evidence(rendered, question, hypothesis, reranker=chosen, prior_weight=prior_weight)
     kept = prune_redundant(dedupe_evidence(ranked))
     if max_items is not None:
         kept = kept[:max_items]

