@@ -20,13 +20,18 @@ the reference for the latency benchmark and for checking that the index-based
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from typing import Any
 
 from kgmind.models import Entity, Relation
 from kgmind.retrievers.evidence import Evidence
-from kgmind.retrievers.exploration import DISEASE_MARK, PATHS_PER_SEGMENT, SYMPTOM_RELATION
+from kgmind.retrievers.exploration import (
+    DISEASE_MARK,
+    PATHS_PER_SEGMENT,
+    SYMPTOM_RELATION,
+    chain_segments,
+    select_diverse,
+)
 from kgmind.tools.store import GraphPath, GraphStore
 
 __all__ = ["kg_shortest_path", "mindmap_neighbors", "mindmap_paths", "mindmap_retrieve"]
@@ -129,53 +134,10 @@ def mindmap_paths(
         return []
     names = _Names(store)
     names.fetch(nodes)
-    start, cands = nodes[0], nodes[1:]
-    runs: list[list[list[GraphPath]]] = []
-    while True:
-        restart = False
-        segs: list[list[GraphPath]] = []
-        while cands:
-            end = cands.pop(0)
-            paths, consumed = _segment(store, names, start, end, cands, max_hops, path_limit)
-            if not paths:
-                if not cands:
-                    break
-                restart = True
-                start = cands.pop(0)
-                break
-            segs.append(paths)
-            cands = [c for c in cands if c not in consumed]
-            start = end
-        if segs:
-            runs.append(segs)
-        if not restart:
-            break
-    if not runs:
-        return []
-    n = len(runs)
-    if n == 1:
-        quotas = [max_paths]
-    elif n >= max_paths:
-        quotas = [1] * max_paths
-    else:
-        quotas = [max_paths // n] * n
-        quotas[-1] += max_paths % n
-    picked = [
-        list(itertools.islice(itertools.product(*run), q)) for run, q in zip(runs, quotas, strict=False)
-    ]
-    total = sum(len(p) for p in picked)
-    if total < max_paths and n < max_paths:
-        for r, run in enumerate(runs):
-            if total >= max_paths:
-                break
-            extra = list(
-                itertools.islice(itertools.product(*run), len(picked[r]), len(picked[r]) + max_paths - total)
-            )
-            picked[r].extend(extra)
-            total += len(extra)
+    runs = chain_segments(nodes, lambda a, b, rest: _segment(store, names, a, b, rest, max_hops, path_limit))
     return [
         _path_ev(names, combo, hops=sum(len(s.relations) for s in combo), segments=len(runs[r]))
-        for r, combos in enumerate(picked)
+        for r, combos in enumerate(select_diverse(runs, max_paths))
         for combo in combos
     ]
 

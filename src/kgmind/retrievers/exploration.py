@@ -41,9 +41,9 @@ Faithful behaviour is the default; documented improvements sit behind flags:
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Sequence
 from functools import partial
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -51,15 +51,20 @@ from kgmind.models import KnowledgeDoc
 from kgmind.retrievers.evidence import Evidence
 from kgmind.retrievers.graph_index import GraphIndex, IndexPath
 
+T = TypeVar("T")
+N = TypeVar("N")
+
 __all__ = [
     "DISEASE_MARK",
     "PATHS_PER_SEGMENT",
     "SYMPTOM_RELATION",
     "DocSource",
+    "chain_segments",
     "hykge_chains",
     "neighbor_evidence",
     "path_evidence",
     "rank_diseases",
+    "select_diverse",
     "weighted_dfs_chains",
 ]
 
@@ -170,6 +175,79 @@ def _join(segments: Sequence[IndexPath]) -> tuple[list[int], list[int]]:
     return nodes, edges
 
 
+def chain_segments(
+    nodes: Sequence[N], segment: Callable[[N, N, list[N]], tuple[list[T], Collection[N]]]
+) -> list[list[list[T]]]:
+    """MindMap's segment chaining (Appendix E), independent of how one segment is searched.
+
+    ``start`` = the first node, the rest are candidates. Each next candidate is joined to
+    ``start`` by ``segment(start, end, remaining)``, which returns the segment's paths and the
+    candidates a path passed through (they are consumed). On success ``start := end``; when no
+    path is found the run is closed and a new one restarts from the next candidate.
+
+    Returns:
+        Runs; each run is a list of segments; each segment is the list of its alternative paths.
+    """
+    start, cands = nodes[0], list(nodes[1:])
+    runs: list[list[list[T]]] = []
+    while True:
+        restart = False
+        segs: list[list[T]] = []
+        while cands:
+            end = cands.pop(0)
+            paths, consumed = segment(start, end, cands)
+            if not paths:
+                if not cands:
+                    break
+                restart = True
+                start = cands.pop(0)
+                break
+            segs.append(paths)
+            cands = [c for c in cands if c not in consumed]
+            start = end
+        if segs:
+            runs.append(segs)
+        if not restart:
+            break
+    return runs
+
+
+def select_diverse(runs: Sequence[Sequence[Sequence[T]]], max_paths: int) -> list[list[tuple[T, ...]]]:
+    """Pick at most ``max_paths`` joined paths spread over the runs (MindMap's head diversity).
+
+    Each run (one head entity) gets an even share (one each when there are ≥ ``max_paths``
+    runs); shares a run cannot fill are refilled from the runs in head order. A joined path is
+    one choice of alternative per segment (``itertools.product`` order).
+
+    Returns:
+        Per run, the chosen segment combinations.
+    """
+    n = len(runs)
+    if n == 0:
+        return []
+    if n == 1:
+        quotas = [max_paths]
+    elif n >= max_paths:
+        quotas = [1] * max_paths
+    else:
+        quotas = [max_paths // n] * n
+        quotas[-1] += max_paths % n
+    picked = [
+        list(itertools.islice(itertools.product(*run), q)) for run, q in zip(runs, quotas, strict=False)
+    ]
+    total = sum(len(p) for p in picked)
+    if total < max_paths and n < max_paths:  # refill unused shares in head order
+        for r, run in enumerate(runs):
+            if total >= max_paths:
+                break
+            extra = list(
+                itertools.islice(itertools.product(*run), len(picked[r]), len(picked[r]) + max_paths - total)
+            )
+            picked[r].extend(extra)
+            total += len(extra)
+    return picked
+
+
 def path_evidence(
     gi: GraphIndex,
     entity_ids: Sequence[str],
@@ -197,57 +275,13 @@ def path_evidence(
     nodes = _resolve(gi, entity_ids)
     if len(nodes) < 2 or max_paths <= 0:
         return []
-    start = nodes[0]
-    cands = nodes[1:]
-    runs: list[list[list[IndexPath]]] = []
-    while True:
-        restart = False
-        segs: list[list[IndexPath]] = []
-        while cands:
-            end = cands.pop(0)
-            paths, consumed = _segment_paths(gi, start, end, cands, max_hops, weight_aware, path_limit)
-            if not paths:
-                if not cands:
-                    break
-                restart = True
-                start = cands.pop(0)
-                break
-            segs.append(paths)
-            cands = [c for c in cands if c not in consumed]
-            start = end
-        if segs:
-            runs.append(segs)
-        if not restart:
-            break
-    if not runs:
-        return []
-
-    def combos(run: list[list[IndexPath]]) -> Iterator[tuple[list[int], list[int]]]:
-        for choice in itertools.product(*run):
-            yield _join(choice)
-
-    n_heads = len(runs)
-    if n_heads == 1:
-        quotas = [max_paths]
-    elif n_heads >= max_paths:
-        quotas = [1] * max_paths
-    else:
-        quotas = [max_paths // n_heads] * n_heads
-        quotas[-1] += max_paths % n_heads
-    picked: list[list[tuple[list[int], list[int]]]] = []
-    for run, quota in zip(runs, quotas, strict=False):
-        picked.append(list(itertools.islice(combos(run), quota)))
-    total = sum(len(p) for p in picked)
-    if total < max_paths and n_heads < max_paths:  # refill unused shares in head order
-        for r, run in enumerate(runs):
-            if total >= max_paths:
-                break
-            extra = list(itertools.islice(combos(run), len(picked[r]), len(picked[r]) + max_paths - total))
-            picked[r].extend(extra)
-            total += len(extra)
+    runs = chain_segments(
+        nodes, lambda a, b, rest: _segment_paths(gi, a, b, rest, max_hops, weight_aware, path_limit)
+    )
     out: list[Evidence] = []
-    for r, items in enumerate(picked):
-        for nodes_, edges_ in items:
+    for r, choices in enumerate(select_diverse(runs, max_paths)):
+        for choice in choices:
+            nodes_, edges_ = _join(choice)
             out.append(
                 _path_evidence_item(
                     gi, nodes_, edges_, head=gi.names[nodes_[0]], hops=len(edges_), segments=len(runs[r])
