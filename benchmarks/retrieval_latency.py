@@ -4,9 +4,13 @@ The non-LLM work kgmind does per question, timed stage by stage (goal: p50 ≤ 3
 p95 ≤ 100 ms on the 2-core dev box):
 
     ner (gazetteer + embedding spans; the LLM extraction is stood in for by the
-    dataset's ChatGPT entities) → link (EntityLinker) → index check → paths →
-    neighbors (ranked) → HyKGE chains → KGCoT DFS → render → rerank (the default
-    EntityVectorReranker) → budget (dedupe, prune, 800 tokens, numbering) = total
+    dataset's ChatGPT entities) → link (EntityLinker, best ``--max-linked`` entities,
+    the pipeline's default 10) → index check → paths → neighbors (ranked) → HyKGE
+    chains → KGCoT DFS → render → rerank (the default EntityVectorReranker) → budget
+    (dedupe, prune, 800 tokens, numbering) = total
+
+with the exploration settings of the pipeline's ``Context`` defaults (paths and
+chains ≤ 3 hops, 5 paths, 5 neighbor lines, 30 chains, 3 DFS chains of depth 3)
 
 plus, on the same store and linked entities, MindMap's retriever
 (``baselines.mindmap_retrieve``: one ``store.paths`` query per entity pair, one
@@ -62,6 +66,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from kgmind.graphs.context import Context
 from kgmind.retrievers.aggregate import (
     EmbeddingReranker,
     EntityVectorReranker,
@@ -193,6 +198,7 @@ def run(
     faithful: int,
     baseline: int | None = None,
     side_budget_s: float = 240.0,
+    max_linked: int | None = 10,
 ) -> dict[str, Any]:
     """Time every stage on ``n`` questions of ``kg``; returns the result record.
 
@@ -205,6 +211,7 @@ def run(
     from kgmind.retrievers.ner import Gazetteer, extract_mentions
 
     _, _, lang = KGS[kg]
+    ctx = Context()  # the pipeline's exploration settings
     store, import_s = open_kg(kg, store_dir)
     t = time.perf_counter()
     gi = get_graph_index(store)
@@ -226,7 +233,7 @@ def run(
     warm, qs = qs[n:], qs[:n]
     for question, kws in warm:  # model loading, first OpenMP teams; not measured, not reused below
         ms = extract_mentions(question, store, extra=kws, language=lang, linker=linker)
-        ids = [le.entity_id for le in linker.link(ms)]
+        ids = [le.entity_id for le in linker.link(ms, max_entities=max_linked)]
         pool = path_evidence(gi, ids) + neighbor_evidence(gi, ids)
         rerank_evidence(
             [e.model_copy(update={"text": render_evidence(e)}) for e in pool], question, reranker=reranker
@@ -237,18 +244,24 @@ def run(
         with timer(ours, "ner"):
             mentions = extract_mentions(question, store, extra=kws, language=lang, linker=linker)
         with timer(ours, "link"):
-            linked = [le.entity_id for le in linker.link(mentions)]
+            linked = [le.entity_id for le in linker.link(mentions, max_entities=max_linked)]
         with timer(ours, "index_check"):
             get_graph_index(store, recheck_s=1.0)
         ev: list[Evidence] = []
         with timer(ours, "paths"):
-            ev += path_evidence(gi, linked, weight_aware=True)
+            ev += path_evidence(
+                gi, linked, max_hops=ctx.max_hops, max_paths=ctx.max_paths, weight_aware=ctx.weight_aware
+            )
         with timer(ours, "neighbors"):
-            ev += neighbor_evidence(gi, linked, ranked=True, weight_aware=True, max_lines=30)
+            ev += neighbor_evidence(
+                gi, linked, ranked=True, weight_aware=ctx.weight_aware, max_lines=ctx.max_neighbors
+            )
         with timer(ours, "hykge"):
-            ev += hykge_chains(gi, linked)
+            ev += hykge_chains(gi, linked, max_hops=min(ctx.max_hops, 3), max_chains=ctx.max_chains)
         with timer(ours, "kgcot_dfs"):
-            ev += weighted_dfs_chains(gi, linked, store=store)
+            ev += weighted_dfs_chains(
+                gi, linked, n_chains=ctx.dfs_chains, max_depth=ctx.dfs_depth, seed=ctx.seed, store=store
+            )
         with timer(ours, "render"):
             rendered = [e.model_copy(update={"text": render_evidence(e)}) for e in ev]
         with timer(ours, "rerank"):
@@ -290,7 +303,8 @@ def run(
         "graph_index_load_s": graph_index_s,
         "entity_index_load_s": entity_index_s,
         "embedding_model": index.model,
-        "reranker": "EntityVectorReranker",
+        "reranker": f"EntityVectorReranker(question={reranker.question!r})",
+        "max_linked": max_linked,
         "budget_tokens": budget,
         "linked_entities_mean": statistics.fmean(linked_n) if linked_n else 0.0,
         "candidates_mean": statistics.fmean(sizes) if sizes else 0.0,
@@ -339,7 +353,8 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             f"model {r['embedding_model']})",
             "",
             f"Graph index load {r['graph_index_load_s']:.2f} s, entity index + gazetteer "
-            f"{r['entity_index_load_s']:.2f} s (excluded). Linked entities/question "
+            f"{r['entity_index_load_s']:.2f} s (excluded). Reranker {r['reranker']}, at most "
+            f"{r['max_linked'] or 'all'} linked entities explored. Linked entities/question "
             f"{r['linked_entities_mean']:.1f}, evidence candidates/question {r['candidates_mean']:.0f}. "
             f"Goal met (wall): **{'yes' if r['goal_met'] else 'no'}**; "
             f"by CPU time (≈ an idle machine): **{'yes' if r['goal_met_cpu_time'] else 'no'}**.",
@@ -398,6 +413,12 @@ def main() -> None:
         help="stop timing each slow comparison (sentence reranker, MindMap store) after this many seconds",
     )
     ap.add_argument(
+        "--max-linked",
+        type=int,
+        default=10,
+        help="most linked entities explored (the pipeline's Context.max_linked; 0: all)",
+    )
+    ap.add_argument(
         "--threads", type=int, default=1, help="OpenMP/torch threads (set before any model loads)"
     )
     ap.add_argument(
@@ -429,6 +450,7 @@ def main() -> None:
             args.faithful_rerank,
             args.baseline_questions,
             args.side_budget_s,
+            args.max_linked or None,
         )
         results.append(res)
         print(markdown([res], meta))

@@ -106,6 +106,40 @@ def test_minilm_embedding_span_finds_yellow_eyes():
     assert ("embedding", "yellow eyes") in by_source
 
 
+def test_minilm_contextual_spans_one_pass():
+    import numpy as np
+
+    from kgmind.retrievers.embeddings import MiniLMEmbedder
+    from kgmind.retrievers.ner import DEFAULT_CONTEXT_SPAN_THRESHOLD, span_threshold
+
+    emb = MiniLMEmbedder()
+    text = "Doctor, I have had yellow eyes since Monday."
+    start = text.index("yellow eyes")
+    sentence, spans, extra = emb.embed_in_context(
+        text,
+        [(start, start + 11), (start + 1, start + 3)],
+        ["jaundice", "a much longer extra text than this"],
+    )
+    # the sentence vector is the model's own embedding of the text, and it is cached;
+    # the extra texts get their standalone embeddings (padding in the batch changes nothing)
+    ref = MiniLMEmbedder().embed_queries([text, "jaundice", "a much longer extra text than this"])
+    assert float(sentence @ ref[0]) > 0.9999  # bf16 rounding
+    assert (extra * ref[1:]).sum(axis=1).min() > 0.999
+    assert text in emb._sentences
+    assert float(np.linalg.norm(spans[0])) == pytest.approx(1.0, abs=1e-5)
+    assert not spans[1].any()  # inside "yellow": no whole token, zero vector, never a match
+    store = FakeStore(EN_KG, "fake://en-context")
+    lk = EntityLinker(store, "minilm", embedder=emb)
+    assert span_threshold(lk) == DEFAULT_CONTEXT_SPAN_THRESHOLD["minilm"]
+    assert span_threshold(lk, contextual=False) == DEFAULT_SPAN_THRESHOLD["minilm"]
+    got = embedding_spans(text, lk, span_threshold(lk), context=text, prefetch=["icterus"])
+    assert [m.entity_id for m in got] == [Entity(name="Jaundice").id]
+    assert lk.uncached(["icterus", "not seen"]) == ["not seen"]  # embedded in the question's batch
+    assert "yellow" in got[0].text
+    with pytest.raises(ValueError, match="as long as"):
+        embedding_spans(text, lk, 0.6, context=text + "!")
+
+
 def test_e5_links_chinese_paraphrases():
     store = FakeStore(ZH_KG, "fake://zh")
     lk = EntityLinker(store)
@@ -203,7 +237,7 @@ def test_calibrated_threshold_trades_recall_for_precision_on_genmedgpt():
 
 
 def test_entity_vector_reranker_with_minilm_prefers_relevant_tails():
-    from kgmind.retrievers.aggregate import EntityVectorReranker, aggregate_evidence
+    from kgmind.retrievers.aggregate import EntityVectorReranker, aggregate_evidence, chunk_text
     from kgmind.retrievers.evidence import Evidence
 
     store = FakeStore(EN_KG, "fake://rerank-real")
@@ -221,8 +255,15 @@ def test_entity_vector_reranker_with_minilm_prefers_relevant_tails():
 
     evs = [line("Hepatitis", "Cough"), line("Hepatitis", "Jaundice")]
     question = "My eyes and skin have turned yellow. What is wrong?"
-    scores = EntityVectorReranker(index).score_evidence([question], evs)
+    scores = EntityVectorReranker(index, question="embed").score_evidence([question], evs)
     assert scores[1] > scores[0]
-    # the default reranker of aggregate_evidence finds the loaded index by itself
-    out = aggregate_evidence(evs, question)
-    assert out[0].triples[0][2] == "Jaundice" and out[0].meta["rerank_score"] == pytest.approx(scores[1])
+    # anchors: the question is stood in for by the anchor (Hepatitis), plus hypothesis chunks
+    anchored = EntityVectorReranker(index, question="anchors")
+    hypothesis = "Yellow skin and eyes point to jaundice from hepatitis."
+    both = anchored.score_evidence([question, *chunk_text(hypothesis)], evs)
+    assert both[1] > both[0]
+    # the default reranker of aggregate_evidence finds the loaded index by itself; with
+    # MiniLM it embeds the question (auto)
+    auto = EntityVectorReranker(index).score_evidence([question, *chunk_text(hypothesis)], evs)
+    out = aggregate_evidence(evs, question, hypothesis)
+    assert out[0].triples[0][2] == "Jaundice" and out[0].meta["rerank_score"] == pytest.approx(auto[1])

@@ -64,9 +64,7 @@ def test_neighbors_and_paths(neo4j_store: Neo4jStore) -> None:
     )
     assert neo4j_store.paths(FLU.id, PARACETAMOL.id, 3) == []
     undirected = neo4j_store.paths(FLU.id, PARACETAMOL.id, 3, directed=False)
-    assert undirected == [
-        GraphPath(nodes=[FLU.id, FEVER.id, PARACETAMOL.id], relations=[R_FEVER, R_CURE])
-    ]
+    assert undirected == [GraphPath(nodes=[FLU.id, FEVER.id, PARACETAMOL.id], relations=[R_FEVER, R_CURE])]
 
 
 def test_weight_update_is_audited_and_idempotent(neo4j_store: Neo4jStore) -> None:

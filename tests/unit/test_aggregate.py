@@ -308,7 +308,7 @@ def test_entity_vector_reranker_scores_by_tail_entities() -> None:
             raise AssertionError("evidence must not be embedded")
 
     idx = _vector_index(["Measles", "Rash", "Fever", "Oseltamivir", "Flu"])
-    rr = EntityVectorReranker(idx, Counting())
+    rr = EntityVectorReranker(idx, Counting(), question="embed")
     assert isinstance(rr, EvidenceReranker)
     evs = [_ent_line("Flu", ["Oseltamivir"]), _ent_line("Measles", ["Rash", "Fever"])]
     scores = rr.score_evidence(["rash", "", "fever"], evs)
@@ -320,11 +320,48 @@ def test_entity_vector_reranker_scores_by_tail_entities() -> None:
     assert rr.score_evidence([""], evs) == [0.0, 0.0]
     unknown = Evidence(kind="doc", text="free text", entity_ids=["nope"])
     assert rr.score_evidence(["rash"], [unknown]) == [0.0]
-    only_max = EntityVectorReranker(idx, HashEmbedder(), tail_max_weight=1.0)
+    only_max = EntityVectorReranker(idx, HashEmbedder(), tail_max_weight=1.0, question="embed")
     mixed = only_max.score_evidence(["rash"], [_ent_line("Measles", ["Rash", "Oseltamivir"])])[0]
     assert mixed == pytest.approx(1.0, abs=1e-3)  # max of the tails, the unrelated one ignored
     with pytest.raises(ValueError):
         EntityVectorReranker(idx, HashEmbedder(), tail_max_weight=1.5)
+    with pytest.raises(ValueError, match="anchors"):
+        EntityVectorReranker(idx, HashEmbedder(), question="both")  # type: ignore[arg-type]
+
+
+def test_entity_vector_reranker_anchors_stand_for_the_question() -> None:
+    from kgmind.retrievers.aggregate import EntityVectorReranker
+    from kgmind.retrievers.embeddings import HashEmbedder
+
+    class Counting(HashEmbedder):
+        calls: list[list[str]] = []
+
+        def embed_queries(self, texts):  # type: ignore[no-untyped-def]
+            Counting.calls.append(list(texts))
+            return HashEmbedder.embed_documents(self, texts)
+
+    idx = _vector_index(["Measles", "Rash", "Fever", "Feverish", "Oseltamivir", "Flu"])
+    rr = EntityVectorReranker(idx, Counting())
+    assert rr.question == "auto"  # the hash embedder has no embed_in_context: anchors
+    # the anchors (first entities) are Fever and Flu: a tail equal to an anchor scores 1,
+    # a tail close to one ("Feverish") beats an unrelated one, and nothing is embedded
+    evs = [
+        _ent_line("Fever", ["Oseltamivir"]),
+        _ent_line("Flu", ["Fever"]),
+        _ent_line("Fever", ["Feverish"]),
+    ]
+    scores = rr.score_evidence(["a question whose text is not embedded"], evs)
+    assert Counting.calls == []
+    assert scores[1] == pytest.approx(1.0, abs=1e-3)
+    assert scores[1] > scores[2] > scores[0]
+    # hypothesis chunks are still embedded (one batch), the question is not
+    with_chunks = rr.score_evidence(["the question", "oseltamivir tablets"], evs)
+    assert Counting.calls == [["oseltamivir tablets"]]
+    assert with_chunks[0] > scores[0]
+    # no known anchor: the question text is embedded instead
+    unknown = Evidence(kind="doc", text="t", entity_ids=["nope", _eid("Rash")])
+    rr.score_evidence(["rash"], [unknown])
+    assert Counting.calls[-1] == ["rash"]
 
 
 def test_aggregate_default_reranker_uses_the_loaded_entity_index(monkeypatch) -> None:
@@ -340,7 +377,7 @@ def test_aggregate_default_reranker_uses_the_loaded_entity_index(monkeypatch) ->
         assert [ev.triples[0][0] for ev in aggregate_evidence(evs, "I have a rash")] == ["Flu", "Measles"]
         idx = _vector_index(["Measles", "Rash", "Oseltamivir", "Flu"])
         monkeypatch.setitem(entity_index._cache, ("fake://rerank", "hash", idx.fingerprint), idx)
-        out = aggregate_evidence(evs, "rash", "")
+        out = aggregate_evidence(evs, "I have a rash", "rash")  # the hypothesis chunk is embedded
         assert [ev.triples[0][0] for ev in out] == ["Measles", "Flu"]
         assert out[0].meta["rerank_score"] > out[1].meta["rerank_score"]
         prior = aggregate_evidence(evs, "rash", reranker="prior")

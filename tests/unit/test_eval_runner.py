@@ -63,16 +63,27 @@ def test_answer_metrics_with_oracle_llm():
 
 
 def test_explaincpe_accuracy_with_fixed_llm():
-    cfg = EvalConfig(dataset="explaincpe", qa=str(FIX / "explaincpe_test.json"), methods="llm_only",
-                     llm="fake", memory_sample=0)
+    cfg = EvalConfig(
+        dataset="explaincpe",
+        qa=str(FIX / "explaincpe_test.json"),
+        methods="llm_only",
+        llm="fake",
+        memory_sample=0,
+    )
     res = run_eval(cfg, llm=CachedLLM(lambda p: "答案：D", "fake"))
     assert res["n"] == 2
     assert res["methods"]["llm_only"]["accuracy"] == pytest.approx(0.5)  # gold D, B
 
 
 def test_medical_dialogue_zh_answer_metrics():
-    cfg = EvalConfig(dataset="medical_dialogue_zh", qa=str(FIX / "medical_dialogue_zh"), methods="llm_only",
-                     llm="fake", memory_sample=0, bertscore=False)
+    cfg = EvalConfig(
+        dataset="medical_dialogue_zh",
+        qa=str(FIX / "medical_dialogue_zh"),
+        methods="llm_only",
+        llm="fake",
+        memory_sample=0,
+        bertscore=False,
+    )
     items, _ = build_items(cfg)
     res = run_eval(cfg, llm=CachedLLM(_oracle(items), "fake"))
     assert res["methods"]["llm_only"]["rouge_l"] == pytest.approx(1.0)

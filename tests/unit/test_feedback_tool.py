@@ -41,8 +41,15 @@ class FakeStore:
             sib = {h: [(r, w) for r, w in self.edges.items() if self.head[r] == h] for h in heads}
             new = rule(sib, list(relation_ids))
             changes = [
-                WeightChange(feedback_id=feedback_id, run_id=run_id, relation_id=r,
-                             old_weight=self.edges[r], new_weight=w, rating=rating, at="t")
+                WeightChange(
+                    feedback_id=feedback_id,
+                    run_id=run_id,
+                    relation_id=r,
+                    old_weight=self.edges[r],
+                    new_weight=w,
+                    rating=rating,
+                    at="t",
+                )
                 for r, w in sorted(new.items())
             ]
             for c in changes:
@@ -60,8 +67,16 @@ def _apply(store: FakeStore, *args: Any, **kwargs: Any) -> list[WeightChange]:
 
 @pytest.fixture
 def store() -> FakeStore:
-    return FakeStore({"r1": ("a", 1.0), "r2": ("a", 1.0), "r3": ("a", 1.0), "r4": ("b", 1.0),
-                      "r5": ("c", 1.0), "r6": ("c", 1.0)})
+    return FakeStore(
+        {
+            "r1": ("a", 1.0),
+            "r2": ("a", 1.0),
+            "r3": ("a", 1.0),
+            "r4": ("b", 1.0),
+            "r5": ("c", 1.0),
+            "r6": ("c", 1.0),
+        }
+    )
 
 
 @pytest.fixture
@@ -79,8 +94,9 @@ def notified(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[WeightChan
 
 
 @pytest.mark.parametrize("rating", [None, "", "neutral", " Neutral "])
-def test_neutral_or_absent_rating_changes_nothing(store: FakeStore, rating: str | None,
-                                                 notified: list[Any]) -> None:
+def test_neutral_or_absent_rating_changes_nothing(
+    store: FakeStore, rating: str | None, notified: list[Any]
+) -> None:
     assert _apply(store, "run", rating, ["r1"]) == []
     assert store.calls == [] and notified == []
     assert store.weight("r1") == 1.0

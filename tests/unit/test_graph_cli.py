@@ -34,7 +34,9 @@ def cli_world(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, Any]
     monkeypatch.setattr(
         services,
         "link_mentions",
-        lambda s, m, top_k=5, threshold=None: [LinkedEntity(mention="fever", entity_id="e1", name="Fever")],
+        lambda s, m, top_k=5, threshold=None, max_entities=None: [
+            LinkedEntity(mention="fever", entity_id="e1", name="Fever")
+        ],
     )
     path = Evidence(
         kind="path",

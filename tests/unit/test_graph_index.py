@@ -219,3 +219,19 @@ def test_recheck_window_skips_fingerprint_reads() -> None:
     store.entities.append(Entity(name="C"))
     assert get_graph_index(store, recheck_s=3600) is gi  # inside the window: trusted
     assert get_graph_index(store).num_nodes == 3 and calls["n"] == 2  # recheck_s=0: always read
+
+
+def test_out_weight_totals_follow_weight_updates() -> None:
+    import numpy as np
+
+    rels = [rel("A", "B"), rel("A", "C"), rel("B", "C"), rel("C", "A")]
+    gi = GraphIndex(ents("A", "B", "C"), rels)
+
+    def recomputed() -> list[float]:
+        return [float(gi.weights[gi.out_adj[n]].sum()) if gi.out_adj[n] else 0.0 for n in range(gi.num_nodes)]
+
+    assert gi.out_weight_total.tolist() == pytest.approx(recomputed())
+    assert gi.set_weights([(rels[0].id, 3.5), (rels[3].id, 0.25), ("unknown", 9.0)]) == 2
+    assert gi.out_weight_total.tolist() == pytest.approx(recomputed())
+    assert gi.out_weight_total[gi.idx(entity_id("A"))] == pytest.approx(3.5 + float(gi.weights[1]))
+    assert np.isclose(gi.out_weight_total[gi.idx(entity_id("B"))], float(gi.weights[2]))

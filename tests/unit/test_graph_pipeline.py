@@ -38,7 +38,11 @@ def fake_world(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     monkeypatch.setattr(
         services, "extract_mentions", lambda text, store, extra=(), language=None: [Mention(text="fever")]
     )
-    monkeypatch.setattr(services, "link_mentions", lambda store, m, top_k=5, threshold=None: world["linked"])
+    monkeypatch.setattr(
+        services,
+        "link_mentions",
+        lambda store, m, top_k=5, threshold=None, max_entities=None: world["linked"],
+    )
 
     def ev(kind: Any, name: str) -> Any:
         return lambda gi, ids, **kw: [

@@ -252,6 +252,17 @@ def test_top_k_bounds_candidates_per_mention():
     assert len(lk.link(["pain"], top_k=4, threshold=0.0)) == 4
 
 
+def test_max_entities_keeps_the_best_scoring_entities():
+    lk = make_linker()
+    everything = lk.link(["pain", "HEADACHES", "jaundise"], top_k=4, threshold=0.0)
+    assert len(everything) > 3
+    capped = lk.link(["pain", "HEADACHES", "jaundise"], top_k=4, threshold=0.0, max_entities=3)
+    assert capped == everything[:3]
+    assert capped[0].name == "Headache" and capped[0].score == 1.0
+    with pytest.raises(ValueError, match="max_entities"):
+        lk.link(["pain"], max_entities=0)
+
+
 def test_default_threshold_is_the_calibrated_one(monkeypatch):
     lk = make_linker()
     monkeypatch.setitem(DEFAULT_THRESHOLD, "hash", 0.99)

@@ -492,9 +492,11 @@ def test_stats_and_fingerprint(h: Harness) -> None:
 def feedback_harness(h: Harness, *, created: bool = True) -> None:
     h.tx_answers[q.CLAIM_FEEDBACK] = lambda p: [{"created": created}]
     heads = {R_FEVER.id: FLU.id, R_COUGH.id: FLU.id}
-    h.tx_answers[q.LOCK_HEADS] = lambda p: [
-        {"head": FLU.id, "rel_ids": [r for r in p["relation_ids"] if r in heads]}
-    ] if any(r in heads for r in p["relation_ids"]) else []
+    h.tx_answers[q.LOCK_HEADS] = lambda p: (
+        [{"head": FLU.id, "rel_ids": [r for r in p["relation_ids"] if r in heads]}]
+        if any(r in heads for r in p["relation_ids"])
+        else []
+    )
     h.tx_answers[q.SIBLING_WEIGHTS] = lambda p: [
         {"head": FLU.id, "id": R_COUGH.id, "weight": 2.0},
         {"head": FLU.id, "id": R_FEVER.id, "weight": 1.0},

@@ -100,8 +100,15 @@ def test_link_entities_dedupes_and_passes_settings(monkeypatch: pytest.MonkeyPat
     got: dict[str, Any] = {}
     monkeypatch.setattr(services, "get_store", lambda uri: "STORE")
 
-    def fake_link(store: Any, mentions: Any, *, top_k: int = 5, threshold: float | None = None) -> Any:
-        got.update(store=store, n=len(mentions), top_k=top_k, threshold=threshold)
+    def fake_link(
+        store: Any,
+        mentions: Any,
+        *,
+        top_k: int = 5,
+        threshold: float | None = None,
+        max_entities: int | None = None,
+    ) -> Any:
+        got.update(store=store, n=len(mentions), top_k=top_k, threshold=threshold, max_entities=max_entities)
         return [
             LinkedEntity(mention="fever", entity_id="e1", name="Fever", score=0.8),
             LinkedEntity(mention="high fever", entity_id="e1", name="Fever", score=0.95),
@@ -110,8 +117,8 @@ def test_link_entities_dedupes_and_passes_settings(monkeypatch: pytest.MonkeyPat
 
     monkeypatch.setattr(services, "link_mentions", fake_link)
     mentions = [Mention(text="fever"), Mention(text="high fever"), Mention(text="cough")]
-    out = link_entities({"question": "q", "mentions": mentions}, _rt(top_k=3, threshold=0.65))
-    assert got == {"store": "STORE", "n": 3, "top_k": 3, "threshold": 0.65}
+    out = link_entities({"question": "q", "mentions": mentions}, _rt(top_k=3, threshold=0.65, max_linked=4))
+    assert got == {"store": "STORE", "n": 3, "top_k": 3, "threshold": 0.65, "max_entities": 4}
     assert [(le.entity_id, le.mention) for le in out["linked_entities"]] == [
         ("e1", "high fever"),
         ("e2", "cough"),

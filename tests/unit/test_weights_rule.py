@@ -29,13 +29,14 @@ def _p(ws: list[float], i: int) -> float:
 
 @settings(max_examples=300, deadline=None)
 @given(ws=weights_list, data=st.data(), alpha=maybe_alpha)
-def test_excellent_moves_p_by_alpha_one_minus_p_squared(ws: list[float], data: st.DataObject,
-                                                       alpha: float | None) -> None:
+def test_excellent_moves_p_by_alpha_one_minus_p_squared(
+    ws: list[float], data: st.DataObject, alpha: float | None
+) -> None:
     i = data.draw(st.integers(0, len(ws) - 1))
     p = _p(ws, i)
     a = effective_alpha(math.fsum(ws), alpha)
     new = updated_weight("excellent", ws, i, alpha=alpha)
-    after = [*ws[:i], new, *ws[i + 1:]]
+    after = [*ws[:i], new, *ws[i + 1 :]]
     p2 = _p(after, i)
     assert new > ws[i] > 0
     assert 0 < p2 < 1
@@ -48,7 +49,7 @@ def test_poor_moves_p_by_minus_beta_p_squared(ws: list[float], data: st.DataObje
     i = data.draw(st.integers(0, len(ws) - 1))
     p = _p(ws, i)
     new = updated_weight("poor", ws, i, beta=beta)
-    after = [*ws[:i], new, *ws[i + 1:]]
+    after = [*ws[:i], new, *ws[i + 1 :]]
     p2 = _p(after, i)
     assert 0 < new < ws[i]
     assert 0 < p2 < 1
@@ -56,13 +57,19 @@ def test_poor_moves_p_by_minus_beta_p_squared(ws: list[float], data: st.DataObje
 
 
 @settings(max_examples=200, deadline=None)
-@given(ws=weights_list, data=st.data(), rating=st.sampled_from(["excellent", "poor"]),
-       alpha=maybe_alpha, beta=rate)
-def test_siblings_probabilities_move_opposite_way(ws: list[float], data: st.DataObject, rating: str,
-                                                  alpha: float | None, beta: float) -> None:
+@given(
+    ws=weights_list,
+    data=st.data(),
+    rating=st.sampled_from(["excellent", "poor"]),
+    alpha=maybe_alpha,
+    beta=rate,
+)
+def test_siblings_probabilities_move_opposite_way(
+    ws: list[float], data: st.DataObject, rating: str, alpha: float | None, beta: float
+) -> None:
     i = data.draw(st.integers(0, len(ws) - 1))
     new = updated_weight(rating, ws, i, alpha=alpha, beta=beta)
-    after = [*ws[:i], new, *ws[i + 1:]]
+    after = [*ws[:i], new, *ws[i + 1 :]]
     for j in range(len(ws)):
         if j == i:
             continue
@@ -99,8 +106,12 @@ def test_repeated_feedback_keeps_weights_positive_and_p_inside(ws: list[float], 
 
 
 @settings(max_examples=100, deadline=None)
-@given(ws=st.lists(weight, min_size=3, max_size=6), rating=st.sampled_from(["excellent", "poor"]),
-       alpha=maybe_alpha, beta=rate)
+@given(
+    ws=st.lists(weight, min_size=3, max_size=6),
+    rating=st.sampled_from(["excellent", "poor"]),
+    alpha=maybe_alpha,
+    beta=rate,
+)
 def test_several_targets_under_one_head_apply_sequentially_in_sorted_id_order(
     ws: list[float], rating: str, alpha: float | None, beta: float
 ) -> None:
@@ -176,8 +187,11 @@ def test_duplicate_targets_count_once() -> None:
 
 
 @settings(max_examples=50, deadline=None)
-@given(tiny=st.floats(min_value=1e-300, max_value=1e-12), big=st.floats(min_value=1.0, max_value=1e12),
-       rating=st.sampled_from(["excellent", "poor"]))
+@given(
+    tiny=st.floats(min_value=1e-300, max_value=1e-12),
+    big=st.floats(min_value=1.0, max_value=1e12),
+    rating=st.sampled_from(["excellent", "poor"]),
+)
 def test_extreme_ratios_never_produce_non_positive_weights(tiny: float, big: float, rating: str) -> None:
     for ws in ([big, tiny], [tiny, big]):
         for i in range(2):

@@ -65,6 +65,10 @@ def eval_command(
     threads: Annotated[
         int | None, typer.Option(min=1, help="torch intra-op threads (default: torch's).")
     ] = None,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option(min=1, help="Most tokens the LLM generates per call (default: the model's)."),
+    ] = None,
 ) -> None:
     """Run the evaluation of DATASET and write/print the results."""
     from kgmind.eval.report import to_json, write_results
@@ -97,6 +101,7 @@ def eval_command(
         memory_sample=memory_sample,
         bertscore=bertscore,
         threads=threads,
+        max_tokens=max_tokens,
     )
     if progress:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn

@@ -124,7 +124,11 @@ class Resources:
         return self._get("linker", lambda: get_linker(self.store()))
 
     def link(
-        self, entities: Sequence[EntityInput], threshold: Any = "calibrated", top_k: int = 5
+        self,
+        entities: Sequence[EntityInput],
+        threshold: Any = "calibrated",
+        top_k: int = 5,
+        max_entities: int | None = None,
     ) -> list[str]:
         """Link mentions to entity ids, in question order.
 
@@ -138,6 +142,7 @@ class Resources:
             threshold: ``"calibrated"`` (the linker's δ), a float, or ``None``
                 (MindMap's forced nearest match).
             top_k: Nearest entities considered per mention.
+            max_entities: Keep the best-scoring this many entities (``None``: all).
 
         Returns:
             Distinct entity ids.
@@ -146,7 +151,7 @@ class Resources:
         mentions = [e for e in entities if (e.text if isinstance(e, Mention) else e).strip()]
         if not mentions:
             return []
-        linked = self.linker().link(mentions, top_k=top_k, threshold=threshold)
+        linked = self.linker().link(mentions, top_k=top_k, threshold=threshold, max_entities=max_entities)
         pos: dict[str, int] = {}
         for i, m in enumerate(mentions):
             pos.setdefault(m.text if isinstance(m, Mention) else m, i)
@@ -436,6 +441,7 @@ def _pipeline_settings() -> dict[str, Any]:
         "dfs_chains": 3,
         "dfs_depth": 3,
         "weight_aware": True,
+        "max_linked": 10,
     }
     try:
         from kgmind.graphs.context import Context
@@ -456,7 +462,7 @@ def kgmind(question: str, entities: Sequence[EntityInput], res: Resources, budge
     cfg = _pipeline_settings()
     out = MethodResult()
     out.hypothesis = _hypothesis(question, res, out)
-    ids = res.link(_with_hypothesis_mentions(entities, out.hypothesis, res))
+    ids = res.link(_with_hypothesis_mentions(entities, out.hypothesis, res), max_entities=cfg["max_linked"])
     gi = res.graph_index()
     wa = bool(cfg["weight_aware"])
     pool: list[Evidence] = []

@@ -109,6 +109,7 @@ class EvalConfig:
     bertscore: bool = True
     llm_cache: str | None = None
     threads: int | None = None
+    max_tokens: int | None = None
 
 
 def _from_vocab(
@@ -321,9 +322,17 @@ def _torch_threads() -> int | None:
 def _make_llm(cfg: EvalConfig) -> CachedLLM | None:
     if cfg.llm in ("", "none"):
         return None
-    from kgmind.llm import get_chat_model
+    from kgmind.llm import get_chat_model, with_max_tokens
 
-    return CachedLLM(get_chat_model(cfg.llm), cfg.llm, LLMCache(cfg.llm_cache))
+    chat = get_chat_model(cfg.llm)
+    if cfg.max_tokens is None:
+        return CachedLLM(chat, cfg.llm, LLMCache(cfg.llm_cache))
+    # the generation limit changes outputs, so it is part of the cache key
+    return CachedLLM(
+        with_max_tokens(chat, cfg.max_tokens),
+        f"{cfg.llm}@max_tokens={cfg.max_tokens}",
+        LLMCache(cfg.llm_cache),
+    )
 
 
 def _own_mentions(question: str, res: Resources) -> list[Mention]:
@@ -549,6 +558,7 @@ def run_eval(
         "budget": cfg.budget,
         "entities": cfg.entities,
         "llm": cfg.llm,
+        "max_tokens": cfg.max_tokens,
         "limit": cfg.limit,
         "seed": cfg.seed,
         "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),

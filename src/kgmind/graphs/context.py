@@ -51,6 +51,13 @@ class Context:
             "description": "Linking threshold δ on cosine similarity; None = the linker's calibrated default."
         },
     )
+    max_linked: int | None = field(
+        default=10,
+        metadata={
+            "description": "Most linked entities explored (best linking score first); None = all. "
+            "Exploration cost grows with it (HyKGE chains pairwise)."
+        },
+    )
     max_hops: int = field(
         default=3, metadata={"description": "Maximum path length (edges) between entities."}
     )

@@ -23,7 +23,8 @@ def link_entities(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
 
     Args:
         state: Needs ``mentions``.
-        runtime: LangGraph runtime with the :class:`Context` (``top_k``, ``threshold``).
+        runtime: LangGraph runtime with the :class:`Context` (``top_k``, ``threshold``,
+            ``max_linked``).
 
     Returns:
         ``linked_entities``, timing, and the ``no_kg_evidence`` flag when empty.
@@ -36,7 +37,9 @@ def link_entities(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         linked: list[LinkedEntity] = []
         if mentions:
             store = services.get_store(ctx.store)
-            linked = services.link_mentions(store, mentions, top_k=ctx.top_k, threshold=ctx.threshold)
+            linked = services.link_mentions(
+                store, mentions, top_k=ctx.top_k, threshold=ctx.threshold, max_entities=ctx.max_linked
+            )
         best: dict[str, LinkedEntity] = {}
         for le in linked:
             if le.entity_id not in best or le.score > best[le.entity_id].score:

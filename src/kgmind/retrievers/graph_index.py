@@ -103,7 +103,8 @@ class GraphIndex:
     Public integer-level attributes (used by :mod:`kgmind.retrievers.exploration`):
     ``ids``, ``names``, ``types``, ``descriptions`` per node; ``edge_head``,
     ``edge_tail``, ``edge_type``, ``edge_id``, ``edge_source`` per edge; ``weights``
-    (``np.ndarray``); ``out_adj`` / ``in_adj`` (edge indices per node).
+    (``np.ndarray``); ``out_adj`` / ``in_adj`` (edge indices per node);
+    ``out_weight_total`` (Σ outgoing weights per node, updated by :meth:`set_weights`).
     """
 
     def __init__(
@@ -164,6 +165,12 @@ class GraphIndex:
             self.in_adj[t].append(e)
         self.weights: np.ndarray = np.asarray(weights, dtype=np.float64)
         self._lock = threading.Lock()
+        self.edge_tail_array: np.ndarray = np.asarray(self.edge_tail, dtype=np.int64)
+        self._out_arrays: dict[int, np.ndarray] = {}
+        # Σ weights of each node's outgoing edges (KGCoT's normaliser), kept in step with set_weights
+        self.out_weight_total: np.ndarray = np.zeros(len(self.ids), dtype=np.float64)
+        if len(self.weights):
+            np.add.at(self.out_weight_total, np.asarray(self.edge_head, dtype=np.int64), self.weights)
 
     def _node(self, entity_id: str) -> int:
         i = self.index_of.get(entity_id)
@@ -177,6 +184,14 @@ class GraphIndex:
             self.out_adj.append([])
             self.in_adj.append([])
         return i
+
+    def out_array(self, node: int) -> np.ndarray:
+        """``out_adj[node]`` as a cached ``int64`` array (for vectorised sampling)."""
+        arr = self._out_arrays.get(node)
+        if arr is None:
+            arr = np.asarray(self.out_adj[node], dtype=np.int64)
+            self._out_arrays[node] = arr
+        return arr
 
     # -- sizes and lookups -------------------------------------------------------
     @property
@@ -252,6 +267,7 @@ class GraphIndex:
             for rid, w in updates:
                 e = self.edge_index_of.get(rid)
                 if e is not None:
+                    self.out_weight_total[self.edge_head[e]] += float(w) - float(self.weights[e])
                     self.weights[e] = float(w)
                     n += 1
         return n

@@ -174,6 +174,30 @@ class EntityLinker:
             return np.zeros((0, self.embedder.dim), dtype=np.float32)
         return np.ascontiguousarray(np.stack([v for v in out if v is not None]), dtype=np.float32)
 
+    def uncached(self, texts: Sequence[str]) -> list[str]:
+        """The distinct ``texts`` whose mention embedding is not cached yet."""
+        with self._lock:
+            return [t for t in dict.fromkeys(texts) if t not in self._cache]
+
+    def remember(self, texts: Sequence[str], vectors: np.ndarray) -> None:
+        """Cache mention embeddings computed elsewhere (e.g. in a batch with the question).
+
+        Args:
+            texts: Mention texts.
+            vectors: Their ``(len(texts), dim)`` query embeddings from this linker's embedder.
+
+        Raises:
+            ValueError: The shapes do not match.
+        """
+        if len(texts) != len(vectors):
+            raise ValueError("one vector per text is needed")
+        with self._lock:
+            for t, v in zip(texts, vectors, strict=True):
+                self._cache[t] = np.asarray(v, dtype=np.float32)
+                self._cache.move_to_end(t)
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+
     def exact_ids(self, text: str, index: EntityIndex | None = None) -> list[str]:
         """Entities whose normalised name/alias equals ``text`` or a singular/plural variant of it."""
         idx = index or self.index
@@ -225,6 +249,7 @@ class EntityLinker:
         mentions: Sequence[Mention | str],
         top_k: int = 5,
         threshold: float | Calibrated | None = "calibrated",
+        max_entities: int | None = None,
     ) -> list[LinkedEntity]:
         """Link mentions to KG entities.
 
@@ -236,10 +261,18 @@ class EntityLinker:
             threshold: Minimum cosine δ; ``"calibrated"`` (default) uses
                 :data:`DEFAULT_THRESHOLD` of the model; ``None`` is MindMap's forced
                 nearest match (top-1, no threshold).
+            max_entities: Keep only the best this many entities (``None``: all). Every
+                exploration cost grows with the number of linked entities (HyKGE's
+                pairwise chains quadratically); long Chinese questions link ~20.
 
         Returns:
             Linked entities, deduplicated by entity (best score kept), best first.
+
+        Raises:
+            ValueError: ``max_entities`` below 1.
         """
+        if max_entities is not None and max_entities < 1:
+            raise ValueError("max_entities must be at least 1 (or None for no cap)")
         delta = self.default_threshold if threshold == "calibrated" else threshold
         idx = self.index
         best: dict[str, LinkedEntity] = {}
@@ -281,7 +314,8 @@ class EntityLinker:
                 for eid, score in row:
                     if delta is None or score >= delta:
                         add(text, eid, score)
-        return sorted(best.values(), key=lambda le: -le.score)
+        ranked = sorted(best.values(), key=lambda le: -le.score)
+        return ranked if max_entities is None else ranked[:max_entities]
 
 
 _lock = threading.Lock()

