@@ -666,8 +666,10 @@ def weighted_dfs_chains(
             edges: list[int] = []
             probs: list[float] = []
             for _depth in range(max_depth):
-                out = gi.out_array(cur)
-                cand = out[~np.isin(gi.edge_tail_array[out], list(visited))] if len(out) else out
+                leaving = gi.out_array(cur)
+                cand = (
+                    leaving[~np.isin(gi.edge_tail_array[leaving], list(visited))] if len(leaving) else leaving
+                )
                 if not len(cand):
                     break
                 w = gi.weights[cand]
