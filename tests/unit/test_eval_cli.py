@@ -40,6 +40,8 @@ def test_eval_genmedgpt5k_smoke(tmp_path, monkeypatch):
         "none",
         "--budget",
         "120",
+        "--max-tokens",
+        "64",
         "--out",
         str(out),
         "--json",
@@ -56,6 +58,7 @@ def test_eval_genmedgpt5k_smoke(tmp_path, monkeypatch):
         "chatgpt",
         "none",
     )
+    assert written["max_tokens"] == 64
     assert written["n"] == 4  # dev split: the dialogue whose answer names no KG entity is left out
     assert written["gold"]["derived_vs_output_kg"]["rows"] == 3
     bm25, only = written["methods"]["bm25_doc"], written["methods"]["llm_only"]

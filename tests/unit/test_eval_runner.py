@@ -104,3 +104,36 @@ def test_answer_prompt_contains_evidence_and_options():
     assert "N1: Gout" in p and "A. x" in p and "B. y" in p
     assert "Knowledge" not in answer_prompt("q", "")
     assert mt.extract_choice("答案：B") == "B"
+
+
+def test_max_tokens_limits_the_model_and_keys_the_cache(tmp_path, monkeypatch):
+    from kgmind.eval import runner
+
+    seen = {}
+
+    class Limited:
+        def __init__(self, limit=None):
+            self.limit = limit
+
+        def invoke(self, prompt):
+            return f"limit={self.limit}"
+
+    monkeypatch.setattr("kgmind.llm.get_chat_model", lambda name: Limited())
+
+    def fake_with_max_tokens(llm, n):
+        seen["n"] = n
+        return Limited(n)
+
+    monkeypatch.setattr("kgmind.llm.with_max_tokens", fake_with_max_tokens)
+    cache = str(tmp_path / "cache.sqlite")
+    plain = runner._make_llm(_genmed(llm="local", llm_cache=cache))
+    limited = runner._make_llm(_genmed(llm="local", llm_cache=cache, max_tokens=64))
+    assert plain is not None and limited is not None
+    assert plain.model == "local" and limited.model == "local@max_tokens=64"
+    assert seen == {"n": 64}
+    assert limited.invoke("q") == "limit=64"
+    assert plain.invoke("q") == "limit=None"  # a different cache key: no stale hit from the limited run
+    res = run_eval(
+        _genmed(methods="llm_only", llm="fake", max_tokens=64), llm=CachedLLM(lambda p: "ok", "fake")
+    )
+    assert res["max_tokens"] == 64
