@@ -60,7 +60,9 @@ def markdown_table(results: Mapping[str, Any]) -> str:
         "",
         f"n = {results.get('n')}, budget = {results.get('budget')} tokens, "
         f"entities = {results.get('entities')}, "
-        f"llm = {results.get('llm')}, seed = {results.get('seed')}, date = {results.get('date')}",
+        f"llm = {results.get('llm')}"
+        + (f" (≤ {results['max_tokens']} tokens per call)" if results.get("max_tokens") else "")
+        + f", seed = {results.get('seed')}, date = {results.get('date')}",
         f"machine: {machine.get('cpu')} ({machine.get('cores')} cores), python {machine.get('python')}",
         "",
         "| method | " + " | ".join(h for _, h, _ in cols) + " |",
