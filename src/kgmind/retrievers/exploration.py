@@ -538,6 +538,19 @@ def _chain(
 _Cand = tuple[tuple[int, ...], tuple[int, ...], str, tuple[int, int]]
 
 
+def _meetings(
+    first_a: dict[int, int], first_b: dict[int, int], a: int, b: int, ctype: str, cap: int
+) -> list[_Cand]:
+    """Two-edge chains ``a – x – b`` through every shared neighbor ``x`` (first edges), at most ``cap``."""
+    out: list[_Cand] = []
+    for x, ea in first_a.items():
+        if x in first_b and x not in (a, b):
+            out.append(((ea, first_b[x]), (a, x, b), ctype, (a, b)))
+            if len(out) >= cap:
+                break
+    return out
+
+
 def _first_edges(adj: list[int], other: list[int]) -> dict[int, int]:
     """First edge (insertion order) to each neighbor, keyed by that neighbor."""
     out: dict[int, int] = {}
@@ -580,20 +593,8 @@ def hykge_chains(
     ins = {n: _first_edges(gi.in_adj[n], gi.edge_head) for n in nodes}
     queues: list[list[_Cand]] = []
     for a, b in itertools.combinations(nodes, 2):
-        out_a, out_b = outs[a], outs[b]
-        anc: list[_Cand] = []
-        for x, ea in out_a.items():
-            if x in out_b and x not in (a, b):
-                anc.append(((ea, out_b[x]), (a, x, b), "co_ancestor", (a, b)))
-                if len(anc) >= max_chains:
-                    break
-        in_a, in_b = ins[a], ins[b]
-        occ: list[_Cand] = []
-        for x, ea in in_a.items():
-            if x in in_b and x not in (a, b):
-                occ.append(((ea, in_b[x]), (a, x, b), "co_occurrence", (a, b)))
-                if len(occ) >= max_chains:
-                    break
+        anc = _meetings(outs[a], outs[b], a, b, "co_ancestor", max_chains)
+        occ = _meetings(ins[a], ins[b], a, b, "co_occurrence", max_chains)
         co_keys = {frozenset(c[0]) for c in anc + occ}
         paths: list[_Cand] = [
             (p.edges, p.nodes, "path", (a, b))
