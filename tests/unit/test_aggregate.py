@@ -326,10 +326,10 @@ def test_entity_vector_reranker_scores_by_tail_entities() -> None:
     with pytest.raises(ValueError):
         EntityVectorReranker(idx, HashEmbedder(), tail_max_weight=1.5)
     with pytest.raises(ValueError, match="anchors"):
-        EntityVectorReranker(idx, HashEmbedder(), question="both")  # type: ignore[arg-type]
+        EntityVectorReranker(idx, HashEmbedder(), question="auto")  # type: ignore[arg-type]
 
 
-def test_entity_vector_reranker_anchors_stand_for_the_question() -> None:
+def test_entity_vector_reranker_question_modes() -> None:
     from kgmind.retrievers.aggregate import EntityVectorReranker
     from kgmind.retrievers.embeddings import HashEmbedder
 
@@ -341,27 +341,35 @@ def test_entity_vector_reranker_anchors_stand_for_the_question() -> None:
             return HashEmbedder.embed_documents(self, texts)
 
     idx = _vector_index(["Measles", "Rash", "Fever", "Feverish", "Oseltamivir", "Flu"])
-    rr = EntityVectorReranker(idx, Counting())
-    assert rr.question == "auto"  # the hash embedder has no embed_in_context: anchors
-    # the anchors (first entities) are Fever and Flu: a tail equal to an anchor scores 1,
-    # a tail close to one ("Feverish") beats an unrelated one, and nothing is embedded
     evs = [
         _ent_line("Fever", ["Oseltamivir"]),
         _ent_line("Flu", ["Fever"]),
         _ent_line("Fever", ["Feverish"]),
     ]
-    scores = rr.score_evidence(["a question whose text is not embedded"], evs)
+    # default: the question is ignored; only hypothesis chunks are embedded
+    rr = EntityVectorReranker(idx, Counting())
+    assert rr.question == "ignore"
+    assert rr.score_evidence(["fever"], evs) == [0.0, 0.0, 0.0]  # no hypothesis: the prior order stands
+    assert Counting.calls == []
+    hyp = rr.score_evidence(["fever", "oseltamivir tablets"], evs)
+    assert Counting.calls == [["oseltamivir tablets"]]
+    assert hyp[0] == max(hyp)
+    # anchors: the anchors (first entities) are Fever and Flu: a tail equal to an anchor
+    # scores 1, a tail close to one ("Feverish") beats an unrelated one; nothing embedded
+    Counting.calls.clear()
+    anchored = EntityVectorReranker(idx, Counting(), question="anchors")
+    scores = anchored.score_evidence(["a question whose text is not embedded"], evs)
     assert Counting.calls == []
     assert scores[1] == pytest.approx(1.0, abs=1e-3)
     assert scores[1] > scores[2] > scores[0]
-    # hypothesis chunks are still embedded (one batch), the question is not
-    with_chunks = rr.score_evidence(["the question", "oseltamivir tablets"], evs)
-    assert Counting.calls == [["oseltamivir tablets"]]
-    assert with_chunks[0] > scores[0]
     # no known anchor: the question text is embedded instead
     unknown = Evidence(kind="doc", text="t", entity_ids=["nope", _eid("Rash")])
-    rr.score_evidence(["rash"], [unknown])
+    anchored.score_evidence(["rash"], [unknown])
     assert Counting.calls[-1] == ["rash"]
+    # embed: the question and the chunks, one batch
+    embedded = EntityVectorReranker(idx, Counting(), question="embed")
+    embedded.score_evidence(["fever", "oseltamivir pills"], evs)
+    assert Counting.calls[-1] == ["fever", "oseltamivir pills"]
 
 
 def test_aggregate_default_reranker_uses_the_loaded_entity_index(monkeypatch) -> None:

@@ -1,7 +1,8 @@
 """Node ``aggregate_evidence``: rerank, dedupe, prune and number all evidence within the token budget.
 
-Evidence from every branch is reranked against the question and the hypothesis
-chunks (HyKGE's HO fragment granularity), deduplicated, cut to ``budget_tokens`` and
+Evidence from every branch is reranked against the hypothesis chunks (HyKGE's HO
+fragment granularity; the default reranker leaves the question out, see
+``EntityVectorReranker``), deduplicated, cut to ``budget_tokens`` and
 numbered P…/N…/C…/K…. With ``evidence_renderer="llm"`` one extra LLM call rewrites the
 template sentences as prose (MindMap's third call); ids are kept.
 """

