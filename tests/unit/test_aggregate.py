@@ -293,30 +293,40 @@ def test_entity_index_exposes_stored_vectors_by_entity() -> None:
     assert idx.matrix.shape == (3, HashEmbedder().dim)
 
 
-def test_entity_vector_reranker_scores_by_tail_entities() -> None:
-    from kgmind.retrievers.aggregate import EntityVectorReranker, EvidenceReranker
+def _counting_embedder():  # type: ignore[no-untyped-def]
+    """A HashEmbedder that records each query batch and refuses to embed documents (evidence)."""
     from kgmind.retrievers.embeddings import HashEmbedder
 
     class Counting(HashEmbedder):
-        calls: list[list[str]] = []
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls: list[list[str]] = []
 
         def embed_queries(self, texts):  # type: ignore[no-untyped-def]
-            Counting.calls.append(list(texts))
+            self.calls.append(list(texts))
             return HashEmbedder.embed_documents(self, texts)
 
         def embed_documents(self, texts):  # type: ignore[no-untyped-def]
             raise AssertionError("evidence must not be embedded")
 
+    return Counting()
+
+
+def test_entity_vector_reranker_scores_by_tail_entities() -> None:
+    from kgmind.retrievers.aggregate import EntityVectorReranker, EvidenceReranker
+    from kgmind.retrievers.embeddings import HashEmbedder
+
     idx = _vector_index(["Measles", "Rash", "Fever", "Oseltamivir", "Flu"])
-    rr = EntityVectorReranker(idx, Counting(), question="embed")
+    counting = _counting_embedder()
+    rr = EntityVectorReranker(idx, counting, question="embed")
     assert isinstance(rr, EvidenceReranker)
     evs = [_ent_line("Flu", ["Oseltamivir"]), _ent_line("Measles", ["Rash", "Fever"])]
     scores = rr.score_evidence(["rash", "", "fever"], evs)
     assert scores[1] > scores[0]
     assert scores[1] == pytest.approx(1.0, abs=1e-3)  # both tails equal a query exactly
-    assert Counting.calls == [["rash", "fever"]]  # one batch, blank query dropped
+    assert counting.calls == [["rash", "fever"]]  # one batch, blank query dropped
     rr.score_evidence(["fever", "rash"], evs)
-    assert len(Counting.calls) == 1  # query vectors cached
+    assert len(counting.calls) == 1  # query vectors cached
     assert rr.score_evidence([""], evs) == [0.0, 0.0]
     unknown = Evidence(kind="doc", text="free text", entity_ids=["nope"])
     assert rr.score_evidence(["rash"], [unknown]) == [0.0]
@@ -331,14 +341,6 @@ def test_entity_vector_reranker_scores_by_tail_entities() -> None:
 
 def test_entity_vector_reranker_question_modes() -> None:
     from kgmind.retrievers.aggregate import EntityVectorReranker
-    from kgmind.retrievers.embeddings import HashEmbedder
-
-    class Counting(HashEmbedder):
-        calls: list[list[str]] = []
-
-        def embed_queries(self, texts):  # type: ignore[no-untyped-def]
-            Counting.calls.append(list(texts))
-            return HashEmbedder.embed_documents(self, texts)
 
     idx = _vector_index(["Measles", "Rash", "Fever", "Feverish", "Oseltamivir", "Flu"])
     evs = [
@@ -347,29 +349,30 @@ def test_entity_vector_reranker_question_modes() -> None:
         _ent_line("Fever", ["Feverish"]),
     ]
     # default: the question is ignored; only hypothesis chunks are embedded
-    rr = EntityVectorReranker(idx, Counting())
+    counting = _counting_embedder()
+    rr = EntityVectorReranker(idx, counting)
     assert rr.question == "ignore"
     assert rr.score_evidence(["fever"], evs) == [0.0, 0.0, 0.0]  # no hypothesis: the prior order stands
-    assert Counting.calls == []
+    assert counting.calls == []
     hyp = rr.score_evidence(["fever", "oseltamivir tablets"], evs)
-    assert Counting.calls == [["oseltamivir tablets"]]
+    assert counting.calls == [["oseltamivir tablets"]]
     assert hyp[0] == max(hyp)
     # anchors: the anchors (first entities) are Fever and Flu: a tail equal to an anchor
     # scores 1, a tail close to one ("Feverish") beats an unrelated one; nothing embedded
-    Counting.calls.clear()
-    anchored = EntityVectorReranker(idx, Counting(), question="anchors")
+    counting = _counting_embedder()
+    anchored = EntityVectorReranker(idx, counting, question="anchors")
     scores = anchored.score_evidence(["a question whose text is not embedded"], evs)
-    assert Counting.calls == []
+    assert counting.calls == []
     assert scores[1] == pytest.approx(1.0, abs=1e-3)
     assert scores[1] > scores[2] > scores[0]
     # no known anchor: the question text is embedded instead
     unknown = Evidence(kind="doc", text="t", entity_ids=["nope", _eid("Rash")])
     anchored.score_evidence(["rash"], [unknown])
-    assert Counting.calls[-1] == ["rash"]
+    assert counting.calls[-1] == ["rash"]
     # embed: the question and the chunks, one batch
-    embedded = EntityVectorReranker(idx, Counting(), question="embed")
-    embedded.score_evidence(["fever", "oseltamivir pills"], evs)
-    assert Counting.calls[-1] == ["fever", "oseltamivir pills"]
+    counting = _counting_embedder()
+    EntityVectorReranker(idx, counting, question="embed").score_evidence(["fever", "oseltamivir pills"], evs)
+    assert counting.calls == [["fever", "oseltamivir pills"]]
 
 
 def test_aggregate_default_reranker_uses_the_loaded_entity_index(monkeypatch) -> None:
