@@ -378,3 +378,27 @@ def test_torch_threads_are_capped_but_never_raised(monkeypatch):
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+def test_vector_cache_is_an_lru_that_never_drops_what_a_call_needs():
+    from kgmind.retrievers.embeddings import VectorCache
+
+    calls: list[list[str]] = []
+
+    def compute(texts: list[str]) -> np.ndarray:
+        calls.append(texts)
+        return np.array([[float(len(t)), 1.0] for t in texts], dtype=np.float32)
+
+    cache = VectorCache(2)
+    out = cache.fetch(["a", "bb", "a", "ccc"], compute)  # 3 distinct texts through a 2-entry cache
+    assert out.shape == (4, 2) and out[:, 0].tolist() == [1.0, 2.0, 1.0, 3.0]
+    assert calls == [["a", "bb", "ccc"]] and list(cache) == ["bb", "ccc"]
+    cache.fetch(["bb"], compute)  # hit: refreshed to most recent
+    assert calls == [["a", "bb", "ccc"]] and list(cache) == ["ccc", "bb"]
+    assert cache.missing(["bb", "z", "z"]) == ["z"]
+    cache.put_many(["z"], np.zeros((1, 2)))
+    assert list(cache) == ["bb", "z"]
+    with pytest.raises(ValueError, match="one vector per text"):
+        cache.put_many(["x", "y"], np.zeros((1, 2)))
+    none = VectorCache(0)
+    assert none.fetch(["q"], compute).shape == (1, 2) and len(none) == 0

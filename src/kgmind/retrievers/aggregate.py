@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
+from kgmind.retrievers.embeddings import VectorCache
 from kgmind.retrievers.evidence import EVIDENCE_PREFIX, Evidence
 
 if TYPE_CHECKING:
@@ -299,8 +300,7 @@ class EmbeddingReranker:
         self._embedder: _Embedder | None = None if isinstance(embedder, str) else embedder
         self._name = embedder if isinstance(embedder, str) else ""
         self.cache_size = cache_size
-        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._lock = threading.Lock()
+        self._cache = VectorCache(cache_size)
 
     @property
     def embedder(self) -> _Embedder:
@@ -312,25 +312,7 @@ class EmbeddingReranker:
         return self._embedder
 
     def _doc_vectors(self, texts: Sequence[str]) -> np.ndarray:
-        with self._lock:
-            found = {t: self._cache[t] for t in texts if t in self._cache}
-        missing = list(dict.fromkeys(t for t in texts if t not in found))
-        if missing:
-            vecs = np.asarray(self.embedder.embed_documents(missing), dtype=np.float32)
-            found.update(zip(missing, vecs, strict=True))
-        # The batch is assembled from ``found``, so evicting cache entries below can never
-        # drop a vector this call still needs (it once raised KeyError under eviction).
-        out = np.stack([found[t] for t in texts])
-        with self._lock:
-            if self.cache_size > 0:
-                for t in texts:
-                    self._cache[t] = found[t]
-                    self._cache.move_to_end(t)
-                while len(self._cache) > self.cache_size:
-                    self._cache.popitem(last=False)
-            else:
-                self._cache.clear()
-        return out
+        return self._cache.fetch(texts, self.embedder.embed_documents)
 
     def score(self, queries: Sequence[str], texts: Sequence[str]) -> list[float]:
         """Best cosine of each text over the queries (``0.0`` each when no query)."""
@@ -410,8 +392,7 @@ class EntityVectorReranker:
         self._embedder = embedder
         self.tail_max_weight = tail_max_weight
         self.cache_size = cache_size
-        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._lock = threading.Lock()
+        self._cache = VectorCache(cache_size)
 
     @property
     def embedder(self) -> _Embedder:
@@ -424,19 +405,7 @@ class EntityVectorReranker:
 
     def query_vectors(self, queries: Sequence[str]) -> np.ndarray:
         """Embed ``queries`` (one batch for the uncached ones) as ``(n, dim)`` float32."""
-        with self._lock:
-            missing = list(dict.fromkeys(q for q in queries if q not in self._cache))
-        if missing:
-            vecs = np.asarray(self.embedder.embed_queries(missing), dtype=np.float32)
-            with self._lock:
-                for q, v in zip(missing, vecs, strict=True):
-                    self._cache[q] = v
-                while len(self._cache) > max(self.cache_size, len(queries)):
-                    self._cache.popitem(last=False)
-        with self._lock:
-            for q in queries:
-                self._cache.move_to_end(q)
-            return np.stack([self._cache[q] for q in queries])
+        return self._cache.fetch(queries, self.embedder.embed_queries)
 
     def entity_relevance(self, queries: Sequence[str], entity_ids: Sequence[str]) -> dict[str, float]:
         """``{entity id: best cosine over queries × its names}`` for the ids the index knows."""

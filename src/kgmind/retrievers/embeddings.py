@@ -36,6 +36,7 @@ __all__ = [
     "Embedder",
     "HashEmbedder",
     "MiniLMEmbedder",
+    "VectorCache",
     "default_threads",
     "detect_language",
     "embedding_dtype",
@@ -86,6 +87,56 @@ def l2_normalize(vectors: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(arr, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     return np.ascontiguousarray(arr / norms, dtype=np.float32)
+
+
+class VectorCache(OrderedDict[str, np.ndarray]):
+    """A thread-safe LRU of text → vector, shared by every embedding cache in kgmind.
+
+    Args:
+        size: Vectors kept (``0``: nothing is kept, :meth:`fetch` still works).
+    """
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+        self._lock = threading.Lock()
+
+    def missing(self, texts: Sequence[str]) -> list[str]:
+        """The distinct ``texts`` not cached, in first-seen order."""
+        with self._lock:
+            return [t for t in dict.fromkeys(texts) if t not in self]
+
+    def put_many(self, texts: Sequence[str], vectors: Sequence[np.ndarray] | np.ndarray) -> None:
+        """Cache ``vectors[i]`` for ``texts[i]`` (most recent last), evicting the oldest beyond ``size``.
+
+        Raises:
+            ValueError: Not one vector per text.
+        """
+        if len(texts) != len(vectors):
+            raise ValueError("one vector per text is needed")
+        with self._lock:
+            for t, v in zip(texts, vectors, strict=True):
+                self[t] = np.asarray(v, dtype=np.float32)
+                self.move_to_end(t)
+            while len(self) > self.size:
+                self.popitem(last=False)
+
+    def fetch(self, texts: Sequence[str], compute: Callable[[list[str]], Any]) -> np.ndarray:
+        """``(len(texts), dim)`` vectors: cached ones refreshed, the others by one ``compute`` call.
+
+        The result is assembled before anything is evicted, so a small cache never drops
+        a vector this call still needs.
+        """
+        with self._lock:
+            found = {t: self[t] for t in texts if t in self}
+            for t in found:
+                self.move_to_end(t)
+        todo = [t for t in dict.fromkeys(texts) if t not in found]
+        if todo:
+            fresh = np.asarray(compute(todo), dtype=np.float32)
+            found.update(zip(todo, fresh, strict=True))
+            self.put_many(todo, fresh)
+        return np.ascontiguousarray(np.stack([found[t] for t in texts]), dtype=np.float32)
 
 
 class HashEmbedder:
@@ -259,8 +310,7 @@ class MiniLMEmbedder:
         self.batch_size = batch_size
         self._model: Any = None
         self._lock = threading.Lock()
-        self._sentence_cache_size = sentence_cache
-        self._sentences: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._sentences = VectorCache(sentence_cache)
 
     def _load(self) -> Any:
         if self._model is None:
@@ -288,20 +338,20 @@ class MiniLMEmbedder:
     def _encode(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        with self._lock:
-            known = {t: self._sentences[t] for t in texts if t in self._sentences}
-            missing = list(dict.fromkeys(t for t in texts if t not in known))
-            if missing:
-                model = self._load()
-                fresh = model.encode(
+
+        def encode(missing: list[str]) -> np.ndarray:
+            with self._lock:
+                out = self._load().encode(
                     missing,
                     batch_size=self.batch_size,
                     normalize_embeddings=True,
                     convert_to_numpy=True,
                     show_progress_bar=False,
                 )
-                known.update(zip(missing, l2_normalize(fresh), strict=True))
-        return l2_normalize(np.stack([known[t] for t in texts]))
+            return l2_normalize(out)
+
+        # a question embed_in_context already saw (NER's pass) is a cache hit
+        return self._sentences.fetch(texts, encode)
 
     def embed_in_context(
         self, text: str, spans: Sequence[tuple[int, int]], extra: Sequence[str] = ()
@@ -352,10 +402,7 @@ class MiniLMEmbedder:
                 idx = [i for i, a, b in real if a >= start and b <= end]
                 if idx:
                     out[row] = first[idx].mean(0).numpy()
-            self._sentences[text] = pooled[0]
-            self._sentences.move_to_end(text)
-            while len(self._sentences) > self._sentence_cache_size:
-                self._sentences.popitem(last=False)
+        self._sentences.put_many([text], pooled[:1])
         return ContextVectors(pooled[0], l2_normalize(out), pooled[1:])
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:

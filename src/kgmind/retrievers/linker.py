@@ -19,7 +19,7 @@ from typing import Literal
 import numpy as np
 
 from kgmind.models import normalize_name
-from kgmind.retrievers.embeddings import Embedder, get_embedder
+from kgmind.retrievers.embeddings import Embedder, VectorCache, get_embedder
 from kgmind.retrievers.entity_index import EntityIndex, get_entity_index, resolve_model
 from kgmind.retrievers.evidence import LinkedEntity, Mention
 from kgmind.tools.store import GraphStore
@@ -111,7 +111,7 @@ class EntityLinker:
         self.embedder: Embedder = embedder or get_embedder(self.model)
         self.cache_size = cache_size
         self.recheck_s = recheck_s
-        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache = VectorCache(cache_size)
         self._nearest: OrderedDict[tuple[str, int, str], list[tuple[str, float]]] = OrderedDict()
         self._lock = threading.Lock()
         self._index: EntityIndex | None = index
@@ -149,35 +149,13 @@ class EntityLinker:
         Returns:
             ``(len(texts), dim)`` float32 L2-normalised vectors.
         """
-        out: list[np.ndarray | None] = []
-        missing: list[str] = []
-        with self._lock:
-            for t in texts:
-                vec = self._cache.get(t)
-                if vec is not None:
-                    self._cache.move_to_end(t)
-                else:
-                    missing.append(t)
-                out.append(vec)
-        if missing:
-            uniq = list(dict.fromkeys(missing))
-            vecs = self.embedder.embed_queries(uniq)
-            fresh = dict(zip(uniq, vecs, strict=True))
-            with self._lock:
-                for t, v in fresh.items():
-                    self._cache[t] = v
-                    self._cache.move_to_end(t)
-                while len(self._cache) > self.cache_size:
-                    self._cache.popitem(last=False)
-            out = [fresh[t] if v is None else v for t, v in zip(texts, out, strict=True)]
-        if not out:
+        if not texts:
             return np.zeros((0, self.embedder.dim), dtype=np.float32)
-        return np.ascontiguousarray(np.stack([v for v in out if v is not None]), dtype=np.float32)
+        return self._cache.fetch(texts, self.embedder.embed_queries)
 
     def uncached(self, texts: Sequence[str]) -> list[str]:
         """The distinct ``texts`` whose mention embedding is not cached yet."""
-        with self._lock:
-            return [t for t in dict.fromkeys(texts) if t not in self._cache]
+        return self._cache.missing(texts)
 
     def remember(self, texts: Sequence[str], vectors: np.ndarray) -> None:
         """Cache mention embeddings computed elsewhere (e.g. in a batch with the question).
@@ -189,14 +167,7 @@ class EntityLinker:
         Raises:
             ValueError: The shapes do not match.
         """
-        if len(texts) != len(vectors):
-            raise ValueError("one vector per text is needed")
-        with self._lock:
-            for t, v in zip(texts, vectors, strict=True):
-                self._cache[t] = np.asarray(v, dtype=np.float32)
-                self._cache.move_to_end(t)
-            while len(self._cache) > self.cache_size:
-                self._cache.popitem(last=False)
+        self._cache.put_many(texts, vectors)
 
     def exact_ids(self, text: str, index: EntityIndex | None = None) -> list[str]:
         """Entities whose normalised name/alias equals ``text`` or a singular/plural variant of it."""
