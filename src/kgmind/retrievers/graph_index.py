@@ -329,32 +329,12 @@ class GraphIndex:
             )
             if expand_forward:
                 level_f += 1
-                nxt: list[int] = []
-                for u in front_f:
-                    for e, v in self._steps(u, True, directed):
-                        d = dist_f.get(v)
-                        if d is None:
-                            dist_f[v] = level_f
-                            preds_f[v] = [(e, u)]
-                            nxt.append(v)
-                        elif d == level_f:
-                            preds_f[v].append((e, u))
-                front_f = nxt
-                meet = [v for v in nxt if v in dist_b and dist_b[v] == level_b]
+                front_f = self._expand(front_f, True, directed, level_f, dist_f, preds_f)
+                meet = [v for v in front_f if dist_b.get(v) == level_b]
             else:
                 level_b += 1
-                nxt = []
-                for u in front_b:
-                    for e, v in self._steps(u, False, directed):
-                        d = dist_b.get(v)
-                        if d is None:
-                            dist_b[v] = level_b
-                            succ_b[v] = [(e, u)]
-                            nxt.append(v)
-                        elif d == level_b:
-                            succ_b[v].append((e, u))
-                front_b = nxt
-                meet = [v for v in nxt if v in dist_f and dist_f[v] == level_f]
+                front_b = self._expand(front_b, False, directed, level_b, dist_b, succ_b)
+                meet = [v for v in front_b if dist_f.get(v) == level_f]
             if meet:
                 break
         if not meet:
@@ -367,6 +347,28 @@ class GraphIndex:
                     if limit is not None and len(out) >= limit:
                         return out
         return out
+
+    def _expand(
+        self,
+        front: list[int],
+        forward: bool,
+        directed: bool,
+        level: int,
+        dist: dict[int, int],
+        links: dict[int, list[tuple[int, int]]],
+    ) -> list[int]:
+        """One BFS level from ``front``: record ``(edge, previous node)`` links; return the new frontier."""
+        nxt: list[int] = []
+        for u in front:
+            for e, v in self._steps(u, forward, directed):
+                d = dist.get(v)
+                if d is None:
+                    dist[v] = level
+                    links[v] = [(e, u)]
+                    nxt.append(v)
+                elif d == level:
+                    links[v].append((e, u))
+        return nxt
 
     def _frontier_cost(self, front: list[int], forward: bool, directed: bool) -> int:
         if not directed:
