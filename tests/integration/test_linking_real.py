@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
-from kgmind.models import Entity, normalize_name
+from entity_fakes import EntityListStore
+from kgmind.models import Entity
 from kgmind.retrievers import entity_index, linker, ner
 from kgmind.retrievers.entity_index import entity_index_dir, get_entity_index
 from kgmind.retrievers.linker import DEFAULT_THRESHOLD, EntityLinker
@@ -18,24 +19,9 @@ from kgmind.retrievers.ner import DEFAULT_SPAN_THRESHOLD, embedding_spans, extra
 pytestmark = pytest.mark.slow
 
 
-class FakeStore:
+class FakeStore(EntityListStore):
     def __init__(self, entities: Sequence[Entity], uri: str) -> None:
-        self.uri = uri
-        self.entities = list(entities)
-
-    def iter_entities(self) -> Iterator[Entity]:
-        return iter(list(self.entities))
-
-    def fingerprint(self) -> str:
-        return str(len(self.entities))
-
-    def get_entities(self, ids: Sequence[str]) -> list[Entity]:
-        by_id = {e.id: e for e in self.entities}
-        return [by_id[i] for i in ids if i in by_id]
-
-    def find_entities(self, name: str) -> list[Entity]:
-        key = normalize_name(name)
-        return [e for e in self.entities if key in {normalize_name(n) for n in (e.name, *e.aliases)}]
+        super().__init__(entities, uri)
 
 
 EN_KG = [

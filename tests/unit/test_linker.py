@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
 
-from kgmind.models import Entity, normalize_name
+from entity_fakes import EntityListStore
+from kgmind.models import Entity
 from kgmind.retrievers import embeddings, entity_index, linker
 from kgmind.retrievers.embeddings import HashEmbedder, detect_language, get_embedder, model_for_language
 from kgmind.retrievers.entity_index import (
@@ -21,30 +22,7 @@ from kgmind.retrievers.entity_index import (
 from kgmind.retrievers.evidence import Mention
 from kgmind.retrievers.linker import DEFAULT_THRESHOLD, EntityLinker, get_linker, key_variants
 
-
-class FakeStore:
-    """The read side of a GraphStore that the linker needs."""
-
-    def __init__(self, entities: Sequence[Entity], uri: str = "fake://kg") -> None:
-        self.uri = uri
-        self.entities = list(entities)
-        self.iter_calls = 0
-        self.version = 0
-
-    def iter_entities(self) -> Iterator[Entity]:
-        self.iter_calls += 1
-        return iter(list(self.entities))
-
-    def fingerprint(self) -> str:
-        return f"{len(self.entities)}:{self.version}"
-
-    def get_entities(self, ids: Sequence[str]) -> list[Entity]:
-        by_id = {e.id: e for e in self.entities}
-        return [by_id[i] for i in ids if i in by_id]
-
-    def find_entities(self, name: str) -> list[Entity]:
-        key = normalize_name(name)
-        return [e for e in self.entities if key in {normalize_name(n) for n in (e.name, *e.aliases)}]
+FakeStore = EntityListStore
 
 
 def kg() -> FakeStore:

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableLambda
 
-from kgmind.models import Entity, normalize_name
+from entity_fakes import EntityListStore
+from kgmind.models import Entity
 from kgmind.prompts.ner import NER_PROMPT_EN, NER_PROMPT_ZH, ner_prompt
 from kgmind.retrievers import entity_index, linker, ner
 from kgmind.retrievers.embeddings import HashEmbedder
@@ -26,26 +27,9 @@ from kgmind.retrievers.ner import (
 )
 
 
-class FakeStore:
+class FakeStore(EntityListStore):
     def __init__(self, entities: Sequence[Entity], uri: str = "fake://ner") -> None:
-        self.uri = uri
-        self.entities = list(entities)
-        self.iter_calls = 0
-
-    def iter_entities(self) -> Iterator[Entity]:
-        self.iter_calls += 1
-        return iter(list(self.entities))
-
-    def fingerprint(self) -> str:
-        return str(len(self.entities))
-
-    def get_entities(self, ids: Sequence[str]) -> list[Entity]:
-        by_id = {e.id: e for e in self.entities}
-        return [by_id[i] for i in ids if i in by_id]
-
-    def find_entities(self, name: str) -> list[Entity]:
-        key = normalize_name(name)
-        return [e for e in self.entities if key in {normalize_name(n) for n in (e.name, *e.aliases)}]
+        super().__init__(entities, uri)
 
 
 EN = [
