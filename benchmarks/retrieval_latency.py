@@ -78,7 +78,7 @@ from kgmind.retrievers.aggregate import (
     rerank_evidence,
 )
 from kgmind.retrievers.baselines import mindmap_retrieve
-from kgmind.retrievers.evidence import Evidence
+from kgmind.models import Evidence
 from kgmind.retrievers.exploration import hykge_chains, neighbor_evidence, path_evidence, weighted_dfs_chains
 from kgmind.retrievers.graph_index import get_graph_index
 from kgmind.tools.factory import open_store

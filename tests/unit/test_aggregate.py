@@ -22,7 +22,7 @@ from kgmind.retrievers.aggregate import (
     prune_redundant,
     render_evidence,
 )
-from kgmind.retrievers.evidence import Evidence
+from kgmind.models import Evidence
 
 
 def line(head: str, rel: str, tails: Sequence[str], score: float = 1.0, rid: str = "") -> Evidence:

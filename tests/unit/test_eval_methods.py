@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from kgmind.eval import methods as me
-from kgmind.retrievers.evidence import Evidence
+from kgmind.models import Evidence
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "eval"
 

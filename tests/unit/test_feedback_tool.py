@@ -13,7 +13,7 @@ import pytest
 
 import kgmind.retrievers as retrievers_pkg
 from kgmind.models import WeightChange
-from kgmind.retrievers.evidence import Evidence
+from kgmind.models import Evidence
 from kgmind.tools import feedback as fb
 from kgmind.tools.store import GraphStore, WeightRule
 from kgmind.tools.weights import make_rule

@@ -13,7 +13,7 @@ from kgmind.cli import app
 from kgmind.graphs import services
 from kgmind.graphs.render import evidence_mermaid, mind_map_mermaid, run_html
 from kgmind.retrievers import aggregate, exploration
-from kgmind.retrievers.evidence import Evidence, LinkedEntity, Mention
+from kgmind.models import Evidence, LinkedEntity, Mention
 
 runner = CliRunner()
 

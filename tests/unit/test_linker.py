@@ -19,7 +19,7 @@ from kgmind.retrievers.entity_index import (
     get_entity_index,
     resolve_model,
 )
-from kgmind.retrievers.evidence import Mention
+from kgmind.models import Mention
 from kgmind.retrievers.linker import DEFAULT_THRESHOLD, EntityLinker, get_linker, key_variants
 
 FakeStore = EntityListStore

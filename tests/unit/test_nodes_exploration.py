@@ -19,7 +19,7 @@ from kgmind.graphs.explore_neighbors import explore_neighbors
 from kgmind.graphs.explore_paths import explore_paths
 from kgmind.graphs.plan_exploration import EXPLORATION_NODES, plan_exploration
 from kgmind.retrievers import aggregate, exploration
-from kgmind.retrievers.evidence import Evidence, LinkedEntity
+from kgmind.models import Evidence, LinkedEntity
 
 
 def _rt(**kw: Any) -> Runtime[Context]:

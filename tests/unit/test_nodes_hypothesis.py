@@ -16,7 +16,7 @@ from kgmind.graphs.extract_entities import extract_entities
 from kgmind.graphs.generate_hypothesis import generate_hypothesis
 from kgmind.graphs.link_entities import link_entities
 from kgmind.prompts.schemas import HypothesisOut
-from kgmind.retrievers.evidence import LinkedEntity, Mention
+from kgmind.models import LinkedEntity, Mention
 
 
 def _rt(**kw: Any) -> Runtime[Context]:

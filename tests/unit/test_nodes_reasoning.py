@@ -18,7 +18,7 @@ from kgmind.graphs.reason_kgcot import chain_text, knowledge_text, reason_kgcot
 from kgmind.graphs.reason_mindmap import reason_mindmap
 from kgmind.graphs.request_feedback import request_feedback
 from kgmind.prompts.schemas import InferenceStep, MindMapAnswer, MindMapNode
-from kgmind.retrievers.evidence import Evidence
+from kgmind.models import Evidence
 
 
 def _rt(**kw: Any) -> Runtime[Context]:

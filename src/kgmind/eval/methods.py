@@ -36,7 +36,7 @@ from typing import Any
 from kgmind.eval.datasets import default_path
 from kgmind.eval.llm_cache import CachedLLM
 from kgmind.eval.metrics import approx_tokens
-from kgmind.retrievers.evidence import EVIDENCE_PREFIX, Evidence, Mention
+from kgmind.models import EVIDENCE_PREFIX, Evidence, Mention
 
 __all__ = [
     "METHODS",

@@ -36,7 +36,7 @@ from kgmind.eval.methods import (
     evidence_text,
     resolve_methods,
 )
-from kgmind.retrievers.evidence import Mention
+from kgmind.models import Mention
 
 __all__ = [
     "DATASETS",

@@ -20,7 +20,7 @@ from kgmind.graphs import services
 from kgmind.graphs.context import Context
 from kgmind.graphs.state import State
 from kgmind.prompts.evidence import render_evidence_prompt
-from kgmind.retrievers.evidence import Evidence
+from kgmind.models import Evidence
 
 __all__ = ["aggregate_evidence", "evidence_block", "rewrite_evidence"]
 

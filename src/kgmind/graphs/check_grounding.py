@@ -21,7 +21,7 @@ from kgmind.graphs import services
 from kgmind.graphs.context import Context
 from kgmind.graphs.state import State
 from kgmind.models import normalize_name
-from kgmind.retrievers.evidence import Evidence
+from kgmind.models import Evidence
 
 __all__ = ["check_grounding", "cited_ids", "drop_unknown_ids", "grounding_report", "iter_mind_map"]
 

@@ -22,9 +22,9 @@ __all__ = ["SERDE_ALLOWED", "checkpoint_path", "compile_persistent", "get_checkp
 
 #: kgmind's pydantic types stored in checkpoints (allowed for msgpack round-trips).
 SERDE_ALLOWED: list[tuple[str, str]] = [
-    ("kgmind.retrievers.evidence", "Evidence"),
-    ("kgmind.retrievers.evidence", "LinkedEntity"),
-    ("kgmind.retrievers.evidence", "Mention"),
+    ("kgmind.models", "Evidence"),
+    ("kgmind.models", "LinkedEntity"),
+    ("kgmind.models", "Mention"),
 ]
 
 

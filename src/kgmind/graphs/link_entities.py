@@ -13,7 +13,7 @@ from langgraph.runtime import Runtime
 from kgmind.graphs import services
 from kgmind.graphs.context import Context
 from kgmind.graphs.state import State
-from kgmind.retrievers.evidence import LinkedEntity
+from kgmind.models import LinkedEntity
 
 __all__ = ["link_entities"]
 

@@ -16,7 +16,7 @@ from kgmind.graphs.context import Context
 from kgmind.graphs.reason_mindmap import run_reasoning
 from kgmind.graphs.state import State
 from kgmind.prompts.kgcot import build_kgcot_messages
-from kgmind.retrievers.evidence import Evidence
+from kgmind.models import Evidence
 
 __all__ = ["chain_text", "knowledge_text", "reason_kgcot"]
 

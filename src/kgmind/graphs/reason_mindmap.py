@@ -25,7 +25,7 @@ from kgmind.models import normalize_name
 from kgmind.prompts.mindmap import NO_EVIDENCE_EN, NO_EVIDENCE_ZH, mindmap_prompt
 from kgmind.prompts.parsing import parse_mindmap_answer
 from kgmind.prompts.schemas import InferenceStep, MindMapAnswer, MindMapNode
-from kgmind.retrievers.evidence import Evidence
+from kgmind.models import Evidence
 
 __all__ = ["derive_structure", "reason_mindmap", "run_reasoning"]
 

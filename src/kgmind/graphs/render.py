@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kgmind.graphs.check_grounding import iter_mind_map
-from kgmind.retrievers.evidence import Evidence
+from kgmind.models import Evidence
 
 __all__ = ["evidence_mermaid", "mind_map_mermaid", "run_html", "run_mermaid"]
 

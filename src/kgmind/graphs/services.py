@@ -18,7 +18,7 @@ from typing import Any
 from langchain_core.runnables import RunnableLambda
 
 from kgmind.graphs.context import Context
-from kgmind.retrievers.evidence import Evidence, LinkedEntity, Mention
+from kgmind.models import Evidence, LinkedEntity, Mention
 from kgmind.tools.store import GraphStore
 
 __all__ = [

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, NotRequired, TypedDict
 
-from kgmind.retrievers.evidence import Evidence, LinkedEntity, Mention
+from kgmind.models import Evidence, LinkedEntity, Mention
 
 __all__ = [
     "RESET",

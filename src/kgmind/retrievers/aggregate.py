@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 import numpy as np
 
 from kgmind.retrievers.embeddings import VectorCache
-from kgmind.retrievers.evidence import EVIDENCE_PREFIX, Evidence
+from kgmind.models import EVIDENCE_PREFIX, Evidence
 
 if TYPE_CHECKING:
     from kgmind.retrievers.entity_index import EntityIndex

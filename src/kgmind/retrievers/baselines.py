@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kgmind.models import Entity, Relation
-from kgmind.retrievers.evidence import Evidence
+from kgmind.models import Evidence
 from kgmind.retrievers.exploration import (
     DISEASE_MARK,
     PATHS_PER_SEGMENT,

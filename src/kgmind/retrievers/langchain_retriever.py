@@ -15,7 +15,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict
 
-from kgmind.retrievers.evidence import Evidence
+from kgmind.models import Evidence
 
 __all__ = ["KGMindRetriever", "evidence_to_document"]
 

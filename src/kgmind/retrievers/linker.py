@@ -21,7 +21,7 @@ import numpy as np
 from kgmind.models import normalize_name
 from kgmind.retrievers.embeddings import Embedder, VectorCache, get_embedder
 from kgmind.retrievers.entity_index import EntityIndex, get_entity_index, resolve_model
-from kgmind.retrievers.evidence import LinkedEntity, Mention
+from kgmind.models import LinkedEntity, Mention
 from kgmind.tools.store import GraphStore
 
 __all__ = [

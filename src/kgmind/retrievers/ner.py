@@ -35,7 +35,7 @@ from pydantic import BaseModel, Field
 
 from kgmind.models import Entity, normalize_name
 from kgmind.retrievers.embeddings import detect_language
-from kgmind.retrievers.evidence import Mention
+from kgmind.models import Mention
 from kgmind.retrievers.linker import EntityLinker, get_linker, key_variants
 from kgmind.tools.store import GraphStore
 

@@ -3,7 +3,7 @@
 Each tool opens the store with :func:`kgmind.tools.factory.open_store` (cached per
 URI), takes its cached :class:`~kgmind.retrievers.graph_index.GraphIndex` and runs one
 function of :mod:`kgmind.retrievers.exploration`. The result is a list of
-:class:`~kgmind.retrievers.evidence.Evidence` dumped to dicts (JSON-serialisable), so
+:class:`~kgmind.models.Evidence` dumped to dicts (JSON-serialisable), so
 an agent or a LangGraph node can call the tools directly.
 
 Tools: :data:`path_evidence_tool`, :data:`neighbor_evidence_tool`,
@@ -19,7 +19,7 @@ from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field
 
 from kgmind.retrievers import exploration as ex
-from kgmind.retrievers.evidence import Evidence
+from kgmind.models import Evidence
 from kgmind.retrievers.graph_index import GraphIndex, get_graph_index
 from kgmind.tools.factory import open_store
 
