@@ -40,22 +40,14 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
 @contextmanager
-def _weights(enabled: bool) -> Iterator[None]:
-    """Run the harness's ``kgmind`` method with weight-aware ranking on or off."""
-    from kgmind.eval import methods
-
-    original = methods._pipeline_settings
-
-    def patched() -> dict[str, Any]:
-        cfg = original()
-        cfg["weight_aware"] = enabled
-        return cfg
-
-    methods._pipeline_settings = patched  # type: ignore[assignment]
+def _weights(res: Any, enabled: bool) -> Iterator[None]:
+    """Run the graph-run ``kgmind`` method with weight-aware ranking on or off."""
+    before = dict(res.context_overrides)
+    res.context_overrides["weight_aware"] = enabled
     try:
         yield
     finally:
-        methods._pipeline_settings = original  # type: ignore[assignment]
+        res.context_overrides = before
 
 
 def _evaluate(items: list[Any], res: Any, vocab: Any, budget: int) -> dict[str, float]:
@@ -144,11 +136,11 @@ def main(argv: list[str] | None = None) -> int:
         vocab = gd.load_emckg_vocabulary()
         res = Resources(store_uri=uri, seed=args.seed)
         t0 = time.perf_counter()
-        with _weights(True):
+        with _weights(res, True):
             before = _evaluate(test, res, vocab, args.budget)
             stats = _train(train, res, args.budget, poor=not args.no_poor)
             after = _evaluate(test, res, vocab, args.budget)
-        with _weights(False):
+        with _weights(res, False):
             after_unweighted = _evaluate(test, res, vocab, args.budget)
         seconds = time.perf_counter() - t0
         res.store().close()

@@ -67,6 +67,7 @@ from pathlib import Path
 from typing import Any
 
 from kgmind.graphs.context import Context
+from kgmind.models import Evidence
 from kgmind.retrievers.aggregate import (
     EmbeddingReranker,
     EntityVectorReranker,
@@ -78,7 +79,6 @@ from kgmind.retrievers.aggregate import (
     rerank_evidence,
 )
 from kgmind.retrievers.baselines import mindmap_retrieve
-from kgmind.models import Evidence
 from kgmind.retrievers.exploration import hykge_chains, neighbor_evidence, path_evidence, weighted_dfs_chains
 from kgmind.retrievers.graph_index import get_graph_index
 from kgmind.tools.factory import open_store

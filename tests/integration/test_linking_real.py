@@ -223,8 +223,8 @@ def test_calibrated_threshold_trades_recall_for_precision_on_genmedgpt():
 
 
 def test_entity_vector_reranker_with_minilm_prefers_relevant_tails():
-    from kgmind.retrievers.aggregate import EntityVectorReranker, aggregate_evidence, chunk_text
     from kgmind.models import Evidence
+    from kgmind.retrievers.aggregate import EntityVectorReranker, aggregate_evidence, chunk_text
 
     store = FakeStore(EN_KG, "fake://rerank-real")
     index = get_entity_index(store, "minilm")

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
+from kgmind.models import Evidence
 from kgmind.retrievers.aggregate import (
     ID_OVERHEAD,
     EmbeddingReranker,
@@ -22,7 +23,6 @@ from kgmind.retrievers.aggregate import (
     prune_redundant,
     render_evidence,
 )
-from kgmind.models import Evidence
 
 
 def line(head: str, rel: str, tails: Sequence[str], score: float = 1.0, rid: str = "") -> Evidence:

@@ -5,38 +5,13 @@ from pathlib import Path
 import pytest
 
 from kgmind.eval import methods as me
-from kgmind.models import Evidence
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "eval"
 
 
-class _Res(me.Resources):
-    """Whitespace tokens, plain rendering: budget arithmetic is exact."""
-
-    def count_tokens(self, text):
-        return len(text.split())
-
-    def render(self, ev):
-        return ev.text
-
-
-def _ev(text):
-    return Evidence(kind="doc", text=text)
-
-
-def test_fit_budget_keeps_prefix_within_budget():
-    res = _Res(docs_dir=FIX / "disease_documents")
-    evs = [_ev("a b c"), _ev("d e"), _ev("f g h i"), _ev("j")]
-    kept = me.fit_budget(evs, 6, res)
-    assert [e.text for e in kept] == ["a b c", "d e"]  # stops at the first item that does not fit
-    assert me.fit_budget(evs, 100, res) == evs
-    cut = me.fit_budget([_ev("w1 w2 w3 w4 w5")], 3, res)
-    assert cut[0].text == "w1 w2 w3" and cut[0].meta["truncated"] is True
-    assert me.fit_budget([], 5, res) == []
-
-
 def test_resolve_and_check_methods():
-    assert me.resolve_methods("all") == list(me.METHODS)
+    assert me.resolve_methods("all") == list(me.DEFAULT_METHODS)
+    assert "kgmind" in me.DEFAULT_METHODS and "kgmind_mindmap" not in me.DEFAULT_METHODS
     assert me.resolve_methods("bm25_doc, llm_only") == ["bm25_doc", "llm_only"]
     with pytest.raises(ValueError, match="unknown method"):
         me.resolve_methods("bm25_doc,nope")
@@ -46,34 +21,54 @@ def test_resolve_and_check_methods():
 
 
 def test_bm25_doc_ranks_the_matching_disease_first():
-    res = _Res(docs_dir=FIX / "disease_documents")
+    res = me.Resources(docs_dir=FIX / "disease_documents")
     out = me.bm25_doc("I have a hoarse voice and difficulty speaking", [], res, budget=10_000)
     assert out.llm_calls == 0
     assert "Vocal cord polyp" in out.evidence[0].text
     assert out.evidence[0].source == "doc:1"
-    one = me.bm25_doc("hoarse voice", [], res, budget=len(out.evidence[0].text.split()))
+    one = me.bm25_doc("hoarse voice", [], res, budget=res.count_tokens(out.evidence[0].text) + 2)
     assert len(one.evidence) == 1
 
 
 def test_llm_only_has_no_evidence():
-    assert me.llm_only("q", ["x"], _Res(), 800).evidence == []
+    assert me.METHODS["llm_only"].func("q", ["x"], me.Resources(), 800).evidence == []
 
 
-class _FakeLLM:
-    seconds = 0.0
-
-    def __init__(self):
-        self.prompts = []
-
-    def invoke(self, prompt):
-        self.prompts.append(prompt)
-        return "Likely panic disorder."
+def test_graph_methods_name_their_modes():
+    assert {n: s.graph_mode for n, s in me.METHODS.items() if s.graph_mode} == me.GRAPH_MODES
+    assert me.METHODS["mindmap"].graph_mode is None  # the faithful baseline is not the graph
 
 
-def test_hypothesis_recorded_with_and_without_llm():
+def test_context_is_the_shipped_default_plus_the_run():
+    from kgmind.graphs.context import Context
+
+    res = me.Resources(store_uri="ladybug:/x", seed=3)
+    ctx = res.context("full", 500)
+    default = Context()
+    assert (ctx.mode, ctx.store, ctx.budget_tokens, ctx.seed, ctx.hypothesis) == (
+        "full",
+        "ladybug:/x",
+        500,
+        3,
+        False,
+    )
+    same = (
+        "max_linked",
+        "max_hops",
+        "max_paths",
+        "max_neighbors",
+        "max_chains",
+        "dfs_chains",
+        "weight_aware",
+    )
+    assert all(getattr(ctx, k) == getattr(default, k) for k in same)
+    with_llm = me.Resources(store_uri="ladybug:/x", model="fake:t", max_tokens=64).context("kgcot", 800)
+    assert (with_llm.model, with_llm.max_tokens, with_llm.hypothesis) == ("fake:t", 64, True)
+    ablation = me.Resources(context_overrides={"weight_aware": False}).context("full", 800)
+    assert ablation.weight_aware is False
+
+
+def test_hykge_hypothesis_recorded_without_llm():
     out = me.MethodResult()
-    assert me._hypothesis("q?", _Res(), out) == "" and out.notes == ["hypothesis=question (no LLM)"]
-    out = me.MethodResult()
-    llm = _FakeLLM()
-    assert me._hypothesis("q?", _Res(llm=llm), out) == "Likely panic disorder."
-    assert out.llm_calls == 1 and "q?" in llm.prompts[0]
+    assert me._hykge_hypothesis("q?", me.Resources(), out) == ""
+    assert out.notes == ["hypothesis=question (no LLM)"] and out.llm_calls == 0

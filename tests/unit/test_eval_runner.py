@@ -1,12 +1,20 @@
-"""The runner with a fake LLM: answer metrics, choice accuracy, Chinese data sets (no model, no KG)."""
+"""The runner with a fake LLM: answer metrics, choice accuracy, Chinese data sets (no model, no KG).
 
+The LLM methods run the compiled graph (``llm_only`` mode) with a scripted chat model
+that the test puts behind ``kgmind.llm.get_chat_model``.
+"""
+
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
 
 from kgmind.eval import metrics as mt
-from kgmind.eval.llm_cache import CachedLLM
-from kgmind.eval.runner import EvalConfig, answer_prompt, build_items, run_eval
+from kgmind.eval.runner import EvalConfig, build_items, question_text, run_eval
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "eval"
 
@@ -25,6 +33,33 @@ def _genmed(**kw):
     )
 
 
+class _Scripted(BaseChatModel):
+    """A chat model whose answer summary is ``reply(prompt text)``; it counts the calls that ran."""
+
+    reply: Any
+    max_tokens: int | None = None
+    calls: list[str] = []
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"max_tokens": self.max_tokens}  # as ChatLlamaCpp and the API models report it
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        text = "\n".join(str(m.content) for m in messages)
+        self.calls.append(text)
+        body = json.dumps({"summary": self.reply(text), "inference_chain": [], "mind_map": {"label": "a"}})
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=body))])
+
+
+def _use(monkeypatch, model):
+    monkeypatch.setattr("kgmind.llm.get_chat_model", lambda name: model)
+    return model
+
+
 def _oracle(items):
     """A fake LLM that answers each question with its reference answer."""
     refs = {it.question: it.reference for it in items}
@@ -32,7 +67,7 @@ def _oracle(items):
     def answer(prompt):
         return next(ref for q, ref in refs.items() if q in prompt)
 
-    return answer
+    return _Scripted(reply=answer, calls=[])
 
 
 def test_dev_and_gold203_items():
@@ -45,47 +80,58 @@ def test_dev_and_gold203_items():
     assert [it.id for it in g203] == ["0#0", "1#1", "1#2"]
     assert g203[2].gold_names == ["Vocal cord polyp"]
     with pytest.raises(ValueError, match="split"):
-        build_items(_genmed(split="test"))
+        build_items(_genmed(split="holdout"))
 
 
-def test_answer_metrics_with_oracle_llm():
-    cfg = _genmed(methods="llm_only,bm25_doc", llm="fake")
+def test_answer_metrics_with_oracle_llm(tmp_path, monkeypatch):
+    cfg = _genmed(methods="llm_only,bm25_doc", llm="scripted", llm_cache=str(tmp_path / "c.sqlite"))
     items, _ = build_items(cfg)
-    llm = CachedLLM(_oracle(items), "fake")
-    res = run_eval(cfg, llm=llm)
+    llm = _use(monkeypatch, _oracle(items))
+    res = run_eval(cfg)
     only = res["methods"]["llm_only"]
     assert only["answer_entity_recall"] == pytest.approx(1.0)  # gold is derived from the reference
     assert only["rouge_l"] == pytest.approx(1.0)
     assert only["bleu4"] == pytest.approx(1.0)
     assert only["llm_calls_mean"] == 1.0  # the answer call
     assert only["grounded"] == 0.0  # no evidence to cite
-    assert llm.calls == 2 * len(items)
+    # one call per distinct prompt: warm-up and memory passes, and a question whose BM25
+    # evidence is empty (the same prompt as llm_only), hit the cache
+    ran = len(llm.calls)
+    assert len(items) < ran <= 2 * len(items)
+    assert all("Patient input" in c for c in llm.calls)  # the shipped MindMap prompt, for both methods
+    run_eval(cfg)  # a rerun is answered from the cache
+    assert len(llm.calls) == ran
 
 
-def test_explaincpe_accuracy_with_fixed_llm():
+def test_explaincpe_accuracy_with_fixed_llm(tmp_path, monkeypatch):
     cfg = EvalConfig(
         dataset="explaincpe",
         qa=str(FIX / "explaincpe_test.json"),
         methods="llm_only",
-        llm="fake",
+        llm="scripted",
         memory_sample=0,
+        llm_cache=str(tmp_path / "c.sqlite"),
     )
-    res = run_eval(cfg, llm=CachedLLM(lambda p: "答案：D", "fake"))
+    llm = _use(monkeypatch, _Scripted(reply=lambda p: "答案：D", calls=[]))
+    res = run_eval(cfg)
+    assert all("A. " in c and "答案：X" in c for c in llm.calls)  # the options reach the prompt
     assert res["n"] == 2
     assert res["methods"]["llm_only"]["accuracy"] == pytest.approx(0.5)  # gold D, B
 
 
-def test_medical_dialogue_zh_answer_metrics():
+def test_medical_dialogue_zh_answer_metrics(tmp_path, monkeypatch):
     cfg = EvalConfig(
         dataset="medical_dialogue_zh",
         qa=str(FIX / "medical_dialogue_zh"),
         methods="llm_only",
-        llm="fake",
+        llm="scripted",
         memory_sample=0,
         bertscore=False,
+        llm_cache=str(tmp_path / "c.sqlite"),
     )
     items, _ = build_items(cfg)
-    res = run_eval(cfg, llm=CachedLLM(_oracle(items), "fake"))
+    _use(monkeypatch, _oracle(items))
+    res = run_eval(cfg)
     assert res["methods"]["llm_only"]["rouge_l"] == pytest.approx(1.0)
     assert res["methods"]["llm_only"]["bleu4"] == pytest.approx(1.0)
 
@@ -99,41 +145,46 @@ def test_cmcqa_items_use_question_kg_and_chinese_gold():
     assert items[1].gold_names == ["扁桃体结石", "清咽利喉颗粒"]
 
 
-def test_answer_prompt_contains_evidence_and_options():
-    p = answer_prompt("Which?", "N1: Gout may be treated with colchicine.", ["x", "y"])
-    assert "N1: Gout" in p and "A. x" in p and "B. y" in p
-    assert "Knowledge" not in answer_prompt("q", "")
+def test_question_text_appends_the_options():
+    items, _ = build_items(EvalConfig(dataset="explaincpe", qa=str(FIX / "explaincpe_test.json")))
+    q = question_text(items[0])
+    assert q.startswith(items[0].question) and "A. " in q and "E. " in q
+    plain, _ = build_items(_genmed())
+    assert question_text(plain[0]) == plain[0].question
     assert mt.extract_choice("答案：B") == "B"
 
 
 def test_max_tokens_limits_the_model_and_keys_the_cache(tmp_path, monkeypatch):
-    from kgmind.eval import runner
-
-    seen = {}
-
-    class Limited:
-        def __init__(self, limit=None):
-            self.limit = limit
-
-        def invoke(self, prompt):
-            return f"limit={self.limit}"
-
-    monkeypatch.setattr("kgmind.llm.get_chat_model", lambda name: Limited())
-
-    def fake_with_max_tokens(llm, n):
-        seen["n"] = n
-        return Limited(n)
-
-    monkeypatch.setattr("kgmind.llm.with_max_tokens", fake_with_max_tokens)
+    base = _Scripted(reply=lambda p: "ok", calls=[])
+    _use(monkeypatch, base)
     cache = str(tmp_path / "cache.sqlite")
-    plain = runner._make_llm(_genmed(llm="local", llm_cache=cache))
-    limited = runner._make_llm(_genmed(llm="local", llm_cache=cache, max_tokens=64))
-    assert plain is not None and limited is not None
-    assert plain.model == "local" and limited.model == "local@max_tokens=64"
-    assert seen == {"n": 64}
-    assert limited.invoke("q") == "limit=64"
-    assert plain.invoke("q") == "limit=None"  # a different cache key: no stale hit from the limited run
-    res = run_eval(
-        _genmed(methods="llm_only", llm="fake", max_tokens=64), llm=CachedLLM(lambda p: "ok", "fake")
-    )
+    cfg = _genmed(methods="llm_only", llm="scripted", llm_cache=cache, max_tokens=64)
+    res = run_eval(cfg)
     assert res["max_tokens"] == 64
+    n = len(base.calls)
+    assert n == res["n"]
+    run_eval(cfg)
+    assert len(base.calls) == n  # same limit: every answer from the cache
+    run_eval(_genmed(methods="llm_only", llm="scripted", llm_cache=cache, max_tokens=32))
+    assert len(base.calls) == 2 * n  # another limit is another cache key: no stale hit
+
+
+def test_calib_and_test_partition_dev():
+    dev, _ = build_items(_genmed())
+    calib, info = build_items(_genmed(split="calib"))
+    test, _ = build_items(_genmed(split="test"))
+    assert sorted(it.id for it in calib + test) == sorted(it.id for it in dev)
+    assert not {it.id for it in calib} & {it.id for it in test}
+    annotated = {it.id.split("#")[0] for it in build_items(_genmed(split="gold203"))[0]}
+    assert annotated and annotated <= {it.id for it in calib} | (annotated - {it.id for it in dev})
+    assert "calibration" in info["split_rule"]
+
+
+def test_calibration_membership_is_a_stable_hash():
+    from kgmind.eval.runner import CALIB_ONE_IN, in_calibration
+
+    ids = [str(i) for i in range(5000)]
+    share = sum(in_calibration(i, set()) for i in ids) / len(ids)
+    assert abs(share - 1 / CALIB_ONE_IN) < 0.02
+    assert in_calibration("17", {"17"})
+    assert [in_calibration(i, set()) for i in ids[:50]] == [in_calibration(i, set()) for i in ids[:50]]

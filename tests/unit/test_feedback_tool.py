@@ -12,8 +12,7 @@ from typing import Any, cast
 import pytest
 
 import kgmind.retrievers as retrievers_pkg
-from kgmind.models import WeightChange
-from kgmind.models import Evidence
+from kgmind.models import Evidence, WeightChange
 from kgmind.tools import feedback as fb
 from kgmind.tools.store import GraphStore, WeightRule
 from kgmind.tools.weights import make_rule

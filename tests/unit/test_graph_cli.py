@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 from kgmind.cli import app
 from kgmind.graphs import services
 from kgmind.graphs.render import evidence_mermaid, mind_map_mermaid, run_html
-from kgmind.retrievers import aggregate, exploration
 from kgmind.models import Evidence, LinkedEntity, Mention
+from kgmind.retrievers import aggregate, exploration
 
 runner = CliRunner()
 

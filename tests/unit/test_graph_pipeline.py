@@ -13,8 +13,8 @@ from langgraph.types import Command
 from kgmind.graphs import services
 from kgmind.graphs.context import Context
 from kgmind.graphs.pipeline import build_graph, build_retrieval_graph, graph
-from kgmind.retrievers import aggregate, exploration
 from kgmind.models import Evidence, LinkedEntity, Mention
+from kgmind.retrievers import aggregate, exploration
 
 SNAPSHOT = Path(__file__).resolve().parents[1] / "snapshots" / "kgmind_graph.mmd"
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from entity_fakes import EntityListStore
-from kgmind.models import Entity
+from kgmind.models import Entity, Mention
 from kgmind.retrievers import embeddings, entity_index, linker
 from kgmind.retrievers.embeddings import HashEmbedder, detect_language, get_embedder, model_for_language
 from kgmind.retrievers.entity_index import (
@@ -19,7 +19,6 @@ from kgmind.retrievers.entity_index import (
     get_entity_index,
     resolve_model,
 )
-from kgmind.models import Mention
 from kgmind.retrievers.linker import DEFAULT_THRESHOLD, EntityLinker, get_linker, key_variants
 
 FakeStore = EntityListStore

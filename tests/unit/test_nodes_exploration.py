@@ -18,8 +18,8 @@ from kgmind.graphs.explore_kgcot import explore_kgcot
 from kgmind.graphs.explore_neighbors import explore_neighbors
 from kgmind.graphs.explore_paths import explore_paths
 from kgmind.graphs.plan_exploration import EXPLORATION_NODES, plan_exploration
-from kgmind.retrievers import aggregate, exploration
 from kgmind.models import Evidence, LinkedEntity
+from kgmind.retrievers import aggregate, exploration
 
 
 def _rt(**kw: Any) -> Runtime[Context]:

@@ -15,8 +15,8 @@ from kgmind.graphs.context import Context
 from kgmind.graphs.extract_entities import extract_entities
 from kgmind.graphs.generate_hypothesis import generate_hypothesis
 from kgmind.graphs.link_entities import link_entities
-from kgmind.prompts.schemas import HypothesisOut
 from kgmind.models import LinkedEntity, Mention
+from kgmind.prompts.schemas import HypothesisOut
 
 
 def _rt(**kw: Any) -> Runtime[Context]:

@@ -17,8 +17,8 @@ from kgmind.graphs.context import Context
 from kgmind.graphs.reason_kgcot import chain_text, knowledge_text, reason_kgcot
 from kgmind.graphs.reason_mindmap import reason_mindmap
 from kgmind.graphs.request_feedback import request_feedback
-from kgmind.prompts.schemas import InferenceStep, MindMapAnswer, MindMapNode
 from kgmind.models import Evidence
+from kgmind.prompts.schemas import InferenceStep, MindMapAnswer, MindMapNode
 
 
 def _rt(**kw: Any) -> Runtime[Context]:

@@ -37,7 +37,10 @@ def eval_command(
     ] = "chatgpt",
     llm: Annotated[str, typer.Option(help="none, local, local-1.5b or an init_chat_model string.")] = "none",
     budget: Annotated[int, typer.Option(min=1, help="Evidence token budget per question.")] = 800,
-    split: Annotated[str, typer.Option(help="GenMedGPT-5k split: dev, gold203 or all.")] = "dev",
+    split: Annotated[
+        str,
+        typer.Option(help="GenMedGPT-5k split: test (reported), calib (tuning), dev (both), gold203 or all."),
+    ] = "dev",
     limit: Annotated[int | None, typer.Option(min=1, help="Evaluate a seeded sample of N items.")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the sample and of KGCoT's DFS.")] = 0,
     out: Annotated[

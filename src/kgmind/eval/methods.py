@@ -1,75 +1,109 @@
-"""Retrieval methods compared by the harness, each a function ``(question, entities, resources, budget)``.
+"""Methods compared by the harness: the shipped graph in each of its modes, and the papers' baselines.
 
-Every method sees the same KG (one store), the same linker, the same token counter and
-the same token budget, and returns a :class:`MethodResult` (evidence, LLM calls, notes).
-The runner times each call and subtracts the time spent inside LLM calls.
+Every method is a function ``(question, entities, resources, budget) -> MethodResult``
+over the same KG (one store) and the same token budget.
+
+The kgmind side runs the product: the compiled LangGraph graph that users run, with a
+:class:`~kgmind.graphs.context.Context` (its defaults, prompts and NER), the stored
+data-set entities entering through the graph's input (``Question.entities``). With an
+LLM the full graph answers (the shipped reasoning prompt); without one
+(``--llm none``) the retrieval half runs with ``Context(hypothesis=False)``.
 
 ==================  =========================================================================
-``llm_only``        no evidence.
+``llm_only``        the graph in ``llm_only`` mode: no evidence.
+``kgmind``          the graph in ``full`` mode (HyKGE + MindMap + KGCoT evidence).
+``kgmind_mindmap``  the graph in ``mindmap`` mode (paths + neighbours, δ-linking).
+``kgmind_hykge``    the graph in ``hykge`` mode (reranked chains).
+``kgcot``           the graph in ``kgcot`` mode (KGCoT weighted-DFS chains).
+==================  =========================================================================
+
+The baselines are separate re-implementations of the papers, named as such; their
+evidence is answered with the shipped reasoning prompt
+(:func:`kgmind.graphs.reason_mindmap.answer_with_evidence`).
+
+==================  =========================================================================
 ``bm25_doc``        BM25 (``bm25s``) over ``genmedgpt5k/disease_documents``; top docs while the
                     budget lasts (MindMap's BM25 baseline).
 ``embedding_doc``   dense MiniLM retrieval over the same documents.
 ``kg_shortest_path`` MindMap's plain KG retriever (``kgmind.retrievers.baselines``).
-``mindmap``         faithful MindMap: forced nearest-neighbour linking (``threshold=None``),
-                    5 path + 5 neighbour evidence, template rendering, no rerank.
-``hykge``           faithful HyKGE: hypothesis (LLM; the question itself with ``--llm none``,
-                    recorded in the notes), δ-linking, 2-hop chains, rerank top-10.
-``kgcot``           KGCoT weighted-DFS chains from δ-linked entities.
-``kgmind``          kgmind's pipeline retrieval (Context defaults): ranked neighbours + paths
-                    + chains + DFS, cut to the budget by ``aggregate_evidence``.
+``mindmap``         faithful MindMap: stored entities only, forced nearest-neighbour linking
+                    (no δ), 5 path + 5 neighbour evidence, template rendering, no rerank.
+``hykge``           faithful HyKGE: the paper's hypothesis prompt (the question itself with
+                    ``--llm none``, recorded in the notes), δ-linking, 2-hop chains, rerank
+                    top-10.
 ==================  =========================================================================
-
-Modules are imported lazily, so a missing retrieval module only disables the methods
-that need it (:func:`check_methods` says which and why).
 """
 
 from __future__ import annotations
 
-import functools
-import importlib
-import inspect
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kgmind.eval.datasets import default_path
-from kgmind.eval.llm_cache import CachedLLM
-from kgmind.eval.metrics import approx_tokens
-from kgmind.models import EVIDENCE_PREFIX, Evidence, Mention
+from kgmind.graphs.context import Context, Mode
+from kgmind.models import Evidence, Mention
+from kgmind.retrievers import aggregate, baselines, exploration
+from kgmind.retrievers.ner import Gazetteer
 
 __all__ = [
+    "GRAPH_MODES",
     "METHODS",
     "MethodResult",
     "MethodSpec",
     "Resources",
     "check_methods",
     "evidence_text",
-    "fit_budget",
     "resolve_methods",
 ]
 
 EntityInput = Mention | str
 
+#: The graph-run methods and the graph mode each runs.
+GRAPH_MODES: dict[str, Mode] = {
+    "llm_only": "llm_only",
+    "kgmind": "full",
+    "kgmind_mindmap": "mindmap",
+    "kgmind_hykge": "hykge",
+    "kgcot": "kgcot",
+}
+
+#: Graph nodes whose time is LLM time (subtracted from the non-LLM latency).
+LLM_NODES: tuple[str, ...] = ("generate_hypothesis", "reason_mindmap", "reason_kgcot")
+
 
 @dataclass
 class MethodResult:
-    """What one method retrieved for one question.
+    """What one method retrieved (and, for graph-run methods with an LLM, answered) for one question.
 
     Attributes:
         evidence: The evidence shown to the LLM, in order.
-        llm_calls: LLM calls the method made (the final answer call is counted by the runner).
+        llm_calls: LLM calls the method made (graph-run: all of the run's calls).
+        llm_ms: Milliseconds spent inside LLM calls (subtracted from the latency).
         notes: Remarks (e.g. ``"hypothesis=question"`` without an LLM).
         linked: Entity ids the method linked.
         hypothesis: The hypothesis used (HyKGE / kgmind).
+        answer: The graph's answer (``None`` when the runner still has to answer).
+        inference_chain: The graph's inference chain.
+        mind_map: The graph's mind map.
+        grounding: The graph's grounding report.
+        flags: The graph's run flags.
 
     """
 
     evidence: list[Evidence] = field(default_factory=list)
     llm_calls: int = 0
+    llm_ms: float = 0.0
     notes: list[str] = field(default_factory=list)
     linked: list[str] = field(default_factory=list)
     hypothesis: str = ""
+    answer: str | None = None
+    inference_chain: list[dict[str, Any]] = field(default_factory=list)
+    mind_map: dict[str, Any] = field(default_factory=dict)
+    grounding: dict[str, Any] = field(default_factory=dict)
+    flags: dict[str, bool] = field(default_factory=dict)
 
 
 class Resources:
@@ -78,9 +112,12 @@ class Resources:
     Args:
         store_uri: The KG store (``None``: no KG methods).
         docs_dir: Folder of ``*.txt`` documents for the doc baselines.
-        llm: The (cached) LLM, or ``None`` for ``--llm none``.
+        model: Chat model name (``local``, ``fake:x``, ``openai:…``) or ``None`` for ``--llm none``.
+        max_tokens: Generation limit per LLM call (``None``: the Context default).
         embed_model: Embedder name for ``embedding_doc`` (``minilm``).
         seed: Seed of KGCoT's DFS.
+        context_overrides: :class:`Context` fields set on every graph run (an ablation,
+            e.g. ``{"weight_aware": False}``); empty = the shipped defaults.
 
     """
 
@@ -88,13 +125,17 @@ class Resources:
         self,
         store_uri: str | None = None,
         docs_dir: str | Path | None = None,
-        llm: CachedLLM | None = None,
+        model: str | None = None,
+        max_tokens: int | None = None,
         embed_model: str = "minilm",
         seed: int = 0,
+        context_overrides: dict[str, Any] | None = None,
     ) -> None:
         self.store_uri = store_uri
+        self.context_overrides = dict(context_overrides or {})
         self.docs_dir = Path(docs_dir) if docs_dir else default_path("docs")
-        self.llm = llm
+        self.model = model
+        self.max_tokens = max_tokens
         self.embed_model = embed_model
         self.seed = seed
         self._cache: dict[str, Any] = {}
@@ -103,6 +144,48 @@ class Resources:
         if key not in self._cache:
             self._cache[key] = build()
         return self._cache[key]
+
+    # -- the product -------------------------------------------------------------
+    def context(self, mode: Mode, budget: int) -> Context:
+        """The :class:`Context` a graph-run method uses: the defaults, plus the run's model and budget."""
+        kwargs: dict[str, Any] = {
+            "mode": mode,
+            "store": self.store_uri,
+            "budget_tokens": budget,
+            "seed": self.seed,
+            "feedback": "off",
+            "hypothesis": self.model is not None,
+        }
+        if self.model is not None:
+            kwargs["model"] = self.model
+        if self.max_tokens is not None:
+            kwargs["max_tokens"] = self.max_tokens
+        return Context(**{**kwargs, **self.context_overrides})
+
+    def graph(self) -> Any:
+        """The compiled graph: the full one with an LLM, the retrieval half without."""
+        from kgmind.graphs.pipeline import build_graph, build_retrieval_graph
+
+        def build() -> Any:
+            if self.model is None:
+                return build_retrieval_graph().compile(name="kgmind-retrieval")
+            return build_graph().compile(name="kgmind")
+
+        return self._get("graph", build)
+
+    def answer(self, question: str, evidence: Sequence[Evidence]) -> dict[str, Any]:
+        """Answer ``evidence`` with the shipped reasoning prompt (the baselines' answer call)."""
+        from kgmind.graphs.reason_mindmap import answer_with_evidence
+
+        return answer_with_evidence(question, evidence, self.context("full", 0))
+
+    def chat(self) -> Any:
+        """The chat model for the baselines' own calls (HyKGE's hypothesis)."""
+        from kgmind.llm import get_chat_model, with_max_tokens
+
+        if self.model is None:
+            raise ValueError("no LLM configured")
+        return with_max_tokens(get_chat_model(self.model), self.max_tokens)
 
     # -- KG ---------------------------------------------------------------------
     def store(self) -> Any:
@@ -130,7 +213,7 @@ class Resources:
         top_k: int = 5,
         max_entities: int | None = None,
     ) -> list[str]:
-        """Link mentions to entity ids, in question order.
+        """Link mentions to entity ids, in question order (the baselines' linking).
 
         One batched ``linker.link`` call; the linked entities (deduplicated by the
         linker, best score kept) are ordered by the position of their mention in
@@ -165,21 +248,21 @@ class Resources:
         return out
 
     # -- text -------------------------------------------------------------------
-    def count_tokens(self, text: str) -> int:
-        """Tokens of ``text``: ``aggregate.count_tokens`` when available, else :func:`approx_tokens`."""
-        fn = self._get("count_tokens", _token_counter)
-        return int(fn(text))
+    @staticmethod
+    def count_tokens(text: str) -> int:
+        """Tokens of ``text`` (the budget's own counter)."""
+        return int(aggregate.count_tokens(text))
 
-    def render(self, ev: Evidence) -> str:
+    @staticmethod
+    def render(ev: Evidence) -> str:
         """One evidence item as the LLM sees it."""
-        fn = self._get("render", _renderer)
-        return str(fn(ev))
+        if ev.kind == "doc" or (ev.text and not ev.triples):
+            return ev.text.strip()
+        return str(aggregate.render_evidence(ev))
 
     def reranker(self) -> Any:
-        """Return the embedding reranker of HyKGE/kgmind (``EmbeddingReranker(embed_model)``)."""
-        from kgmind.retrievers.aggregate import EmbeddingReranker
-
-        return self._get("reranker", lambda: EmbeddingReranker(self.embed_model))
+        """Return the embedding reranker of HyKGE (``EmbeddingReranker(embed_model)``)."""
+        return self._get("reranker", lambda: aggregate.EmbeddingReranker(self.embed_model))
 
     # -- documents --------------------------------------------------------------
     def docs(self) -> list[tuple[str, str]]:
@@ -219,104 +302,80 @@ class Resources:
         return self._get("doc_vectors", lambda: self.embedder().embed_documents([t for _, t in self.docs()]))
 
 
-def _token_counter() -> Callable[[str], int]:
-    try:
-        from kgmind.retrievers.aggregate import count_tokens
-    except ImportError:
-        return approx_tokens
-    return count_tokens
-
-
-def _fallback_render(ev: Evidence) -> str:
-    return (ev.text or "; ".join(f"{h} {r.replace('_', ' ')} {t}" for h, r, t in ev.triples)).strip()
-
-
-def _renderer() -> Callable[[Evidence], str]:
-    try:
-        from kgmind.retrievers.aggregate import render_evidence
-    except ImportError:
-        return _fallback_render
-
-    def render(ev: Evidence) -> str:
-        if ev.kind == "doc":
-            return _fallback_render(ev)
-        return str(render_evidence(ev))
-
-    return render
-
-
 def evidence_text(evidence: Sequence[Evidence], res: Resources) -> str:
     """Render the evidence block as the LLM sees it: one ``ID: sentence`` line per item."""
     return "\n".join(f"{ev.id}: {res.render(ev)}" if ev.id else res.render(ev) for ev in evidence)
 
 
-def fit_budget(evidence: Sequence[Evidence], budget: int, res: Resources) -> list[Evidence]:
-    """Keep evidence in order while the rendered total stays within ``budget`` tokens.
-
-    Stops at the first item that does not fit. If not even the first fits, it is kept
-    with its text cut to the budget (whole words), so a method never returns nothing
-    only because its first unit is long.
-    """
-    out: list[Evidence] = []
-    used = 0
-    for ev in evidence:
-        n = res.count_tokens(res.render(ev))
-        if used + n > budget:
-            break
-        out.append(ev)
-        used += n
-    if not out and evidence:
-        first = evidence[0].model_copy(deep=True)
-        words = (first.text or res.render(first)).split()
-        lo, hi = 0, len(words)
-        while lo < hi:  # the longest word prefix within budget
-            mid = (lo + hi + 1) // 2
-            first.text = " ".join(words[:mid])
-            if res.count_tokens(res.render(first)) <= budget:
-                lo = mid
-            else:
-                hi = mid - 1
-        first.text = " ".join(words[:lo])
-        first.meta["truncated"] = True
-        out.append(first)
-    return out
-
-
-def _number(evidence: Sequence[Evidence]) -> list[Evidence]:
-    try:
-        from kgmind.retrievers.aggregate import number_evidence
-    except ImportError:
-        counts: dict[str, int] = {}
-        out = []
-        for ev in evidence:
-            p = EVIDENCE_PREFIX[ev.kind]
-            counts[p] = counts.get(p, 0) + 1
-            out.append(ev.model_copy(update={"id": f"{p}{counts[p]}"}))
-        return out
-    return list(number_evidence(list(evidence)))
-
-
-def _call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Call ``fn`` with only the keyword arguments its signature accepts."""
-    try:
-        params = inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return fn(*args, **kwargs)
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return fn(*args, **kwargs)
-    return fn(*args, **{k: v for k, v in kwargs.items() if k in params})
+def _budgeted(evidence: Sequence[Evidence], budget: int, res: Resources) -> list[Evidence]:
+    """The baselines' budget cut: rendered, then the pipeline's own ``fit_budget``, then numbered."""
+    rendered = [ev.model_copy(update={"text": res.render(ev)}) for ev in evidence]
+    return aggregate.number_evidence(aggregate.fit_budget(rendered, budget))
 
 
 def _mention_texts(entities: Sequence[EntityInput]) -> list[str]:
     return [e.text if isinstance(e, Mention) else e for e in entities]
 
 
-# -- methods ----------------------------------------------------------------------
+# -- the product: the compiled graph -------------------------------------------------
 
 
-def llm_only(question: str, entities: Sequence[EntityInput], res: Resources, budget: int) -> MethodResult:
-    """No retrieval: the LLM answers from its own knowledge."""
-    return MethodResult()
+def run_graph(
+    mode: Mode, question: str, entities: Sequence[EntityInput], res: Resources, budget: int
+) -> MethodResult:
+    """Run the compiled graph in ``mode`` on one question, as a user's call would.
+
+    Args:
+        mode: The graph mode.
+        question: The question.
+        entities: Pre-extracted mentions (the data set's stored entities, as strings);
+            they enter through the graph's input (``Question.entities``). ``Mention``
+            objects (kgmind's own NER, ``--entities own``) are not passed: the graph runs
+            that NER itself.
+        res: Shared resources (store, model, seed).
+        budget: Evidence token budget (``Context.budget_tokens``).
+
+    Returns:
+        The selected evidence, the run's LLM calls and LLM time and, with an LLM, the
+        answer, its inference chain, mind map and grounding report.
+
+    """
+    if mode == "llm_only" and res.model is None:
+        return MethodResult()
+    payload: dict[str, Any] = {"question": question}
+    mentions = [e for e in entities if isinstance(e, str) and e.strip()]
+    if mentions:
+        payload["entities"] = mentions
+    out = res.graph().invoke(payload, context=res.context(mode, budget))
+    timings = out.get("timings_ms") or {}
+    result = MethodResult(
+        evidence=list(out.get("selected_evidence") or []),
+        llm_calls=int(out.get("llm_calls") or 0),
+        llm_ms=float(sum(timings.get(n, 0.0) for n in LLM_NODES)),
+        linked=[le.entity_id for le in out.get("linked_entities") or []],
+        hypothesis=str(out.get("hypothesis") or ""),
+        flags=dict(out.get("flags") or {}),
+    )
+    if res.model is None:
+        result.notes.append("hypothesis off (no LLM)")
+    else:
+        result.answer = str(out.get("answer") or "")
+        result.inference_chain = list(out.get("inference_chain") or [])
+        result.mind_map = dict(out.get("mind_map") or {})
+        result.grounding = dict(out.get("grounding") or {})
+    return result
+
+
+def _graph_method(mode: Mode) -> Callable[[str, Sequence[EntityInput], Resources, int], MethodResult]:
+    def method(question: str, entities: Sequence[EntityInput], res: Resources, budget: int) -> MethodResult:
+        return run_graph(mode, question, entities, res, budget)
+
+    method.__name__ = f"graph_{mode}"
+    method.__doc__ = f"The compiled kgmind graph in ``{mode}`` mode."
+    return method
+
+
+# -- baselines: re-implementations of the papers ---------------------------------------
 
 
 def _doc_evidence(ranked: Sequence[tuple[int, float]], res: Resources, budget: int) -> list[Evidence]:
@@ -325,7 +384,7 @@ def _doc_evidence(ranked: Sequence[tuple[int, float]], res: Resources, budget: i
         Evidence(id=f"D{rank}", kind="doc", text=docs[i][1], score=float(score), source=f"doc:{docs[i][0]}")
         for rank, (i, score) in enumerate(ranked, 1)
     ]
-    return fit_budget(evs, budget, res)
+    return aggregate.fit_budget(evs, budget)
 
 
 def bm25_doc(question: str, entities: Sequence[EntityInput], res: Resources, budget: int) -> MethodResult:
@@ -356,62 +415,48 @@ def kg_shortest_path(
     question: str, entities: Sequence[EntityInput], res: Resources, budget: int
 ) -> MethodResult:
     """MindMap's plain KG retriever: shortest paths between the linked question entities."""
-    from kgmind.retrievers import baselines
-
     ids = res.link(entities, threshold=None, top_k=1)
-    evs = _call(baselines.kg_shortest_path, res.store(), ids)
-    evs = fit_budget(_number(evs), budget, res)
-    return MethodResult(evidence=evs, linked=ids)
+    evs = baselines.kg_shortest_path(res.store(), ids)
+    return MethodResult(evidence=_budgeted(evs, budget, res), linked=ids)
 
 
 def mindmap(question: str, entities: Sequence[EntityInput], res: Resources, budget: int) -> MethodResult:
     """Faithful MindMap: forced nearest linking, 5 paths + 5 neighbour lines, template rendering."""
-    from kgmind.retrievers import exploration
-
     ids = res.link(entities, threshold=None, top_k=1)
     gi = res.graph_index()
     paths = exploration.path_evidence(gi, ids, max_hops=5, max_paths=5)
     neigh = exploration.neighbor_evidence(gi, ids, max_lines=5)
-    evs = fit_budget(_number([*paths, *neigh]), budget, res)
-    return MethodResult(evidence=evs, linked=ids)
+    return MethodResult(evidence=_budgeted([*paths, *neigh], budget, res), linked=ids)
 
 
-_HYPOTHESIS_PROMPT = (
+#: HyKGE's hypothesis-output prompt (the faithful baseline's own; kgmind uses its shipped prompt).
+HYKGE_HYPOTHESIS_PROMPT = (
     "You are a medical expert. Write a short hypothetical answer (2-3 sentences) to the patient's question, "
     "naming the likely disease, the tests to run and the medications to consider.\n\n"
     "Question: {question}\n\nAnswer:"
 )
 
 
-def _hypothesis(question: str, res: Resources, out: MethodResult) -> str:
-    if res.llm is None:
+def _hykge_hypothesis(question: str, res: Resources, out: MethodResult) -> str:
+    if res.model is None:
         out.notes.append("hypothesis=question (no LLM)")
         return ""
     out.llm_calls += 1
-    return res.llm.invoke(_HYPOTHESIS_PROMPT.replace("{question}", question)).strip()
-
-
-def _with_hypothesis_mentions(
-    entities: Sequence[EntityInput], hypothesis: str, res: Resources
-) -> list[EntityInput]:
-    ents: list[EntityInput] = list(entities)
-    if not hypothesis:
-        return ents
-    try:
-        from kgmind.retrievers.ner import Gazetteer
-    except ImportError:
-        return ents
-    ents.extend(Gazetteer.for_store(res.store()).find(hypothesis))
-    return ents
+    t0 = time.perf_counter()
+    reply = res.chat().invoke(HYKGE_HYPOTHESIS_PROMPT.replace("{question}", question))
+    out.llm_ms += (time.perf_counter() - t0) * 1000.0
+    content = getattr(reply, "content", reply)
+    return (content if isinstance(content, str) else str(content)).strip()
 
 
 def hykge(question: str, entities: Sequence[EntityInput], res: Resources, budget: int) -> MethodResult:
-    """Faithful HyKGE: hypothesis, δ-linking, 2-hop chains, rerank against question + hypothesis, top 10."""
-    from kgmind.retrievers import aggregate, exploration
-
+    """Faithful HyKGE: hypothesis, NER over it, δ-linking, 2-hop chains, rerank against both."""
     out = MethodResult()
-    out.hypothesis = _hypothesis(question, res, out)
-    ids = res.link(_with_hypothesis_mentions(entities, out.hypothesis, res))
+    out.hypothesis = _hykge_hypothesis(question, res, out)
+    ents: list[EntityInput] = list(entities)
+    if out.hypothesis:
+        ents.extend(Gazetteer.for_store(res.store()).find(out.hypothesis))
+    ids = res.link(ents)
     chains = exploration.hykge_chains(res.graph_index(), ids, max_hops=2, max_chains=30)
     out.evidence = list(
         aggregate.aggregate_evidence(
@@ -422,115 +467,44 @@ def hykge(question: str, entities: Sequence[EntityInput], res: Resources, budget
     return out
 
 
-def kgcot(question: str, entities: Sequence[EntityInput], res: Resources, budget: int) -> MethodResult:
-    """KGCoT: probabilistic DFS chains over edge weights from the δ-linked entities."""
-    from kgmind.retrievers import exploration
-
-    ids = res.link(entities)
-    chains = exploration.weighted_dfs_chains(res.graph_index(), ids, n_chains=3, max_depth=3, seed=res.seed)
-    return MethodResult(evidence=fit_budget(_number(chains), budget, res), linked=ids)
-
-
-def _pipeline_settings() -> dict[str, Any]:
-    """Exploration settings of the kgmind pipeline: :class:`kgmind.graphs.context.Context` defaults."""
-    defaults = {
-        "max_neighbors": 5,
-        "max_paths": 5,
-        "max_hops": 3,
-        "max_chains": 30,
-        "dfs_chains": 3,
-        "dfs_depth": 3,
-        "weight_aware": True,
-        "max_linked": 10,
-    }
-    try:
-        from kgmind.graphs.context import Context
-    except Exception:  # noqa: BLE001 - the pipeline is optional for the harness
-        return defaults
-    ctx = Context()
-    return {k: getattr(ctx, k, v) for k, v in defaults.items()}
-
-
-def kgmind(question: str, entities: Sequence[EntityInput], res: Resources, budget: int) -> MethodResult:
-    """Run kgmind's retrieval as its pipeline does (``mode="full"``, the Context defaults).
-
-    Ranked, weight-aware neighbour lines + paths + HyKGE chains + KGCoT DFS chains, then
-    ``aggregate_evidence`` (no reranker, as in the pipeline's node) within the budget.
-    """
-    from kgmind.retrievers import aggregate, exploration
-
-    cfg = _pipeline_settings()
-    out = MethodResult()
-    out.hypothesis = _hypothesis(question, res, out)
-    ids = res.link(_with_hypothesis_mentions(entities, out.hypothesis, res), max_entities=cfg["max_linked"])
-    gi = res.graph_index()
-    wa = bool(cfg["weight_aware"])
-    pool: list[Evidence] = []
-    pool += _call(
-        exploration.path_evidence,
-        gi,
-        ids,
-        max_hops=cfg["max_hops"],
-        max_paths=cfg["max_paths"],
-        weight_aware=wa,
-    )
-    pool += _call(
-        exploration.neighbor_evidence, gi, ids, max_lines=cfg["max_neighbors"], ranked=True, weight_aware=wa
-    )
-    pool += exploration.hykge_chains(
-        gi, ids, max_hops=min(int(cfg["max_hops"]), 3), max_chains=cfg["max_chains"]
-    )
-    pool += exploration.weighted_dfs_chains(
-        gi, ids, n_chains=cfg["dfs_chains"], max_depth=cfg["dfs_depth"], seed=res.seed
-    )
-    out.evidence = list(aggregate.aggregate_evidence(pool, question, out.hypothesis, budget_tokens=budget))
-    out.linked = ids
-    return out
-
-
 Method = Callable[[str, Sequence[EntityInput], Resources, int], MethodResult]
 
 
 @dataclass(frozen=True)
 class MethodSpec:
-    """A registered method: its function, the modules it needs and whether it reads the KG."""
+    """A registered method: its function, whether it reads the KG, and whether it runs the graph."""
 
     name: str
     func: Method
-    requires: tuple[str, ...]
     uses_kg: bool = True
     uses_docs: bool = False
+    graph_mode: Mode | None = None
 
 
-_KG = ("kgmind.retrievers.linker", "kgmind.retrievers.graph_index", "kgmind.retrievers.exploration")
+def _graph_spec(name: str) -> MethodSpec:
+    mode = GRAPH_MODES[name]
+    return MethodSpec(name, _graph_method(mode), uses_kg=mode != "llm_only", graph_mode=mode)
+
 
 #: Every method, in report order.
 METHODS: dict[str, MethodSpec] = {
     s.name: s
     for s in (
-        MethodSpec("llm_only", llm_only, (), uses_kg=False),
-        MethodSpec("bm25_doc", bm25_doc, ("bm25s",), uses_kg=False, uses_docs=True),
-        MethodSpec(
-            "embedding_doc", embedding_doc, ("kgmind.retrievers.embeddings",), uses_kg=False, uses_docs=True
-        ),
-        MethodSpec(
-            "kg_shortest_path", kg_shortest_path, ("kgmind.retrievers.linker", "kgmind.retrievers.baselines")
-        ),
-        MethodSpec("mindmap", mindmap, _KG),
-        MethodSpec("hykge", hykge, (*_KG, "kgmind.retrievers.aggregate")),
-        MethodSpec("kgcot", kgcot, _KG),
-        MethodSpec("kgmind", kgmind, (*_KG, "kgmind.retrievers.aggregate")),
+        _graph_spec("llm_only"),
+        MethodSpec("bm25_doc", bm25_doc, uses_kg=False, uses_docs=True),
+        MethodSpec("embedding_doc", embedding_doc, uses_kg=False, uses_docs=True),
+        MethodSpec("kg_shortest_path", kg_shortest_path),
+        MethodSpec("mindmap", mindmap),
+        MethodSpec("hykge", hykge),
+        _graph_spec("kgcot"),
+        _graph_spec("kgmind_mindmap"),
+        _graph_spec("kgmind_hykge"),
+        _graph_spec("kgmind"),
     )
 }
 
-
-@functools.lru_cache(maxsize=64)
-def _import_error(module: str) -> str | None:
-    try:
-        importlib.import_module(module)
-    except Exception as exc:  # noqa: BLE001 - any import failure disables the method
-        return f"{module}: {type(exc).__name__}: {exc}"
-    return None
+#: What ``--methods all`` runs: every method but the graph's single-tool modes.
+DEFAULT_METHODS: tuple[str, ...] = tuple(n for n in METHODS if n not in ("kgmind_mindmap", "kgmind_hykge"))
 
 
 def resolve_methods(spec: str) -> list[str]:
@@ -541,7 +515,7 @@ def resolve_methods(spec: str) -> list[str]:
 
     """
     if spec.strip() in ("", "all"):
-        return list(METHODS)
+        return list(DEFAULT_METHODS)
     names = [n.strip() for n in spec.split(",") if n.strip()]
     unknown = [n for n in names if n not in METHODS]
     if unknown:
@@ -563,13 +537,8 @@ def check_methods(names: Sequence[str], *, has_store: bool = True) -> tuple[list
     ok: list[str] = []
     disabled: dict[str, str] = {}
     for name in names:
-        spec = METHODS[name]
-        if spec.uses_kg and not has_store:
+        if METHODS[name].uses_kg and not has_store:
             disabled[name] = "no KG store"
-            continue
-        errors = [e for e in (_import_error(m) for m in spec.requires) if e]
-        if errors:
-            disabled[name] = "; ".join(errors)
         else:
             ok.append(name)
     return ok, disabled

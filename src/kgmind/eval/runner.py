@@ -1,7 +1,10 @@
 """The evaluation loop: build the items of a data set, run every method on each, aggregate metrics.
 
 One :class:`EvalConfig` describes a run; :func:`run_eval` returns the results dict that
-:mod:`kgmind.eval.report` writes (``results.json``). Each method gets a warm-up call on
+:mod:`kgmind.eval.report` writes (``results.json``). The kgmind methods run the compiled
+graph (see :mod:`kgmind.eval.methods`); every answer comes from the shipped reasoning
+prompt, and LLM outputs are cached by LangChain's LLM cache (SQLite), so a rerun costs
+nothing. Each method gets a warm-up call on
 the first item (lazy models and indexes are built then, outside the timings); latency
 is the method's wall time minus the time spent inside LLM calls. Peak memory is the
 ``tracemalloc`` peak of Python allocations during one method call, maximised over the
@@ -13,6 +16,7 @@ process's max RSS is reported once.
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import os
 import platform
 import resource
@@ -27,7 +31,6 @@ from typing import Any
 from kgmind.eval import datasets as ds
 from kgmind.eval import gold as gd
 from kgmind.eval import metrics as mt
-from kgmind.eval.llm_cache import CachedLLM, LLMCache
 from kgmind.eval.methods import (
     METHODS,
     MethodResult,
@@ -37,23 +40,45 @@ from kgmind.eval.methods import (
     resolve_methods,
 )
 from kgmind.models import Mention
+from kgmind.settings import kgmind_home
 
 __all__ = [
     "DATASETS",
     "EvalConfig",
     "EvalItem",
-    "answer_prompt",
     "build_items",
+    "default_llm_cache_path",
+    "in_calibration",
     "machine_info",
     "prepare_store",
+    "question_text",
     "run_eval",
 ]
 
 #: Data sets ``kgmind eval`` knows.
 DATASETS: tuple[str, ...] = ("genmedgpt5k", "cmcqa", "explaincpe", "medical_dialogue_zh")
 
-#: Splits of GenMedGPT-5k (see :mod:`kgmind.eval.gold`).
-SPLITS: tuple[str, ...] = ("dev", "gold203", "all")
+#: Splits of GenMedGPT-5k. ``calib`` and ``test`` partition ``dev``: every tuned default
+#: (δ, δ_span, the reranker) is fitted on ``calib``; README figures are reported on ``test``.
+SPLITS: tuple[str, ...] = ("dev", "calib", "test", "gold203", "all")
+
+#: One dev row in this many (by a hash of its id) joins the calibration split, beside
+#: the annotated rows. A hash, not a shuffle: a row's side never depends on which other
+#: rows a data file holds, so held-out data splits the same way.
+CALIB_ONE_IN = 5
+
+
+def in_calibration(row_id: str, annotated: set[str]) -> bool:
+    """Whether a GenMedGPT-5k row belongs to the calibration split.
+
+    The calibration split is the rows annotated in ``gold_kg_entities.jsonl`` (the
+    linking thresholds were calibrated on their ``input_KG``) plus one in
+    :data:`CALIB_ONE_IN` of the other rows, chosen by ``sha256("kgmind-calib:" + id)``.
+    """
+    if row_id in annotated:
+        return True
+    digest = hashlib.sha256(f"kgmind-calib:{row_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") % CALIB_ONE_IN == 0
 
 
 @dataclass
@@ -169,15 +194,28 @@ def build_items(cfg: EvalConfig) -> tuple[list[EvalItem], dict[str, Any]]:
                     )
                 )
         else:
-            info["split_rule"] = (
+            dev_rule = (
                 "every dialogue whose derived gold (EMCKG diseases/tests/medications named in the reference "
                 "answer) is non-empty"
-                if cfg.split == "dev"
-                else "every dialogue"
             )
+            calib_rule = (
+                f"the rows annotated in gold_kg_entities.jsonl plus one in {CALIB_ONE_IN} of the others "
+                "by sha256('kgmind-calib:'+id)"
+            )
+            info["split_rule"] = {
+                "dev": dev_rule,
+                "calib": f"{dev_rule}, in the calibration slice: {calib_rule}",
+                "test": f"{dev_rule}, outside the calibration slice ({calib_rule}); disjoint from calib",
+                "all": "every dialogue",
+            }[cfg.split]
+            annotated = {str(r.id) for r in gold_rows}
             for d in dialogues:
+                if cfg.split in ("calib", "test") and in_calibration(str(d.id), annotated) != (
+                    cfg.split == "calib"
+                ):
+                    continue
                 derived = gd.derive_gold(d.answer, vocab)
-                if cfg.split == "dev" and not derived:
+                if cfg.split != "all" and not derived:
                     continue
                 items.append(
                     EvalItem(
@@ -264,20 +302,15 @@ def prepare_store(cfg: EvalConfig) -> str | None:
     return store.uri
 
 
-def answer_prompt(question: str, evidence: str, options: Sequence[str] | None = None) -> str:
-    """Build the answer prompt: evidence block (if any), question, choices (if any)."""
-    parts = ["You are a careful medical doctor. Answer the patient's question."]
-    if evidence:
-        parts.append(
-            "Use the numbered knowledge below where it is relevant and cite the ids you use in brackets, "
-            "e.g. [N1].\n\nKnowledge:\n" + evidence
-        )
-    parts.append("Question: " + question)
-    if options:
-        parts.append("Options:\n" + "\n".join(f"{'ABCDE'[i]}. {o}" for i, o in enumerate(options)))
-        parts.append("Reply with the letter of the single best option first (答案：X), then a short reason.")
-    parts.append("Answer:")
-    return "\n\n".join(parts)
+def question_text(item: EvalItem) -> str:
+    """The question as every method receives it: with the choices appended for a choice item."""
+    if not item.options:
+        return item.question
+    choices = "\n".join(f"{'ABCDE'[i]}. {o}" for i, o in enumerate(item.options))
+    return (
+        f"{item.question}\n\nOptions:\n{choices}\n\n"
+        "Reply with the letter of the single best option first (答案：X), then a short reason."
+    )
 
 
 def machine_info() -> dict[str, Any]:
@@ -319,20 +352,18 @@ def _torch_threads() -> int | None:
     return int(torch.get_num_threads()) if torch is not None else None
 
 
-def _make_llm(cfg: EvalConfig) -> CachedLLM | None:
-    if cfg.llm in ("", "none"):
-        return None
-    from kgmind.llm import get_chat_model, with_max_tokens
+def default_llm_cache_path() -> Path:
+    """``$KGMIND_HOME/llm_cache/langchain.sqlite``: where evaluations cache LLM outputs."""
+    return kgmind_home() / "llm_cache" / "langchain.sqlite"
 
-    chat = get_chat_model(cfg.llm)
-    if cfg.max_tokens is None:
-        return CachedLLM(chat, cfg.llm, LLMCache(cfg.llm_cache))
-    # the generation limit changes outputs, so it is part of the cache key
-    return CachedLLM(
-        with_max_tokens(chat, cfg.max_tokens),
-        f"{cfg.llm}@max_tokens={cfg.max_tokens}",
-        LLMCache(cfg.llm_cache),
-    )
+
+def _llm_cache(cfg: EvalConfig) -> Any:
+    """LangChain's SQLite LLM cache for this run (keyed by prompt and model settings, max_tokens included)."""
+    from langchain_community.cache import SQLiteCache
+
+    path = Path(cfg.llm_cache) if cfg.llm_cache else default_llm_cache_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return SQLiteCache(database_path=str(path))
 
 
 def _own_mentions(question: str, res: Resources) -> list[Mention]:
@@ -344,12 +375,10 @@ def _own_mentions(question: str, res: Resources) -> list[Mention]:
 def _run_one(
     name: str, item: EvalItem, ents: Sequence[Mention | str], res: Resources, budget: int
 ) -> tuple[MethodResult, float]:
-    llm_before = res.llm.seconds if res.llm else 0.0
     t0 = time.perf_counter()
-    result = METHODS[name].func(item.question, ents, res, budget)
-    wall = time.perf_counter() - t0
-    llm_time = (res.llm.seconds - llm_before) if res.llm else 0.0
-    return result, max(0.0, wall - llm_time) * 1000.0
+    result = METHODS[name].func(question_text(item), ents, res, budget)
+    wall_ms = (time.perf_counter() - t0) * 1000.0
+    return result, max(0.0, wall_ms - result.llm_ms)
 
 
 def _score(
@@ -431,7 +460,6 @@ def run_eval(
     *,
     on_start: Callable[[str, int], None] | None = None,
     on_advance: Callable[[str], None] | None = None,
-    llm: CachedLLM | None = None,
     keep_rows: bool = False,
 ) -> dict[str, Any]:
     """Run the evaluation described by ``cfg``.
@@ -440,7 +468,6 @@ def run_eval(
         cfg: The run settings.
         on_start: Called with (method, number of items) before a method runs (progress bars).
         on_advance: Called with the method name after each item.
-        llm: An LLM to use instead of building one from ``cfg.llm`` (tests).
         keep_rows: Include per-item rows under ``"rows"`` (large).
 
     Returns:
@@ -457,14 +484,10 @@ def run_eval(
     needs_kg = any(METHODS[n].uses_kg for n in names) or cfg.entities == "own"
     store_uri = prepare_store(cfg) if needs_kg else None
     runnable, disabled = check_methods(names, has_store=store_uri is not None)
-    if cfg.entities == "own":
-        from kgmind.eval.methods import _import_error
-
-        err = _import_error("kgmind.retrievers.ner")
-        if err:
-            raise ValueError(f"--entities own needs kgmind NER: {err}")
-    cached = None if cfg.llm == "none" and llm is None else llm or _make_llm(cfg)
-    res = Resources(store_uri=store_uri, docs_dir=cfg.docs, llm=cached, seed=cfg.seed)
+    model = None if cfg.llm in ("", "none") else cfg.llm
+    res = Resources(
+        store_uri=store_uri, docs_dir=cfg.docs, model=model, max_tokens=cfg.max_tokens, seed=cfg.seed
+    )
     vocab: gd.Vocabulary | None = None
     if cfg.dataset == "genmedgpt5k":
         vocab = gd.load_emckg_vocabulary(cfg.vocab)
@@ -484,72 +507,85 @@ def run_eval(
         else:
             entity_lists.append(list(item.entities))
 
+    from langchain_core.globals import get_llm_cache, set_llm_cache
+
     results: dict[str, Any] = {}
     all_rows: dict[str, list[dict[str, Any]]] = {}
-    for name in runnable:
-        if on_start:
-            on_start(name, len(items))
-        rows: list[dict[str, Any]] = []
-        lat: list[float] = []
-        errors = 0
-        first_error = ""
-        try:  # warm-up: builds lazy indexes and models outside the timings
-            _run_one(name, items[0], entity_lists[0], res, cfg.budget)
-        except Exception as exc:  # noqa: BLE001 - reported per method
-            first_error = f"{type(exc).__name__}: {exc}"
-        for item, ents in zip(items, entity_lists, strict=True):
-            try:
-                result, ms = _run_one(name, item, ents, res, cfg.budget)
-            except Exception as exc:  # noqa: BLE001 - one failing item must not stop the run
-                errors += 1
-                first_error = first_error or f"{type(exc).__name__}: {exc}"
+    previous_cache = get_llm_cache()
+    if model is not None:
+        set_llm_cache(_llm_cache(cfg))
+    try:
+        for name in runnable:
+            if on_start:
+                on_start(name, len(items))
+            rows: list[dict[str, Any]] = []
+            lat: list[float] = []
+            errors = 0
+            first_error = ""
+            try:  # warm-up: builds lazy indexes and models outside the timings
+                _run_one(name, items[0], entity_lists[0], res, cfg.budget)
+            except Exception as exc:  # noqa: BLE001 - reported per method
+                first_error = f"{type(exc).__name__}: {exc}"
+            for item, ents in zip(items, entity_lists, strict=True):
+                try:
+                    result, ms = _run_one(name, item, ents, res, cfg.budget)
+                except Exception as exc:  # noqa: BLE001 - one failing item must not stop the run
+                    errors += 1
+                    first_error = first_error or f"{type(exc).__name__}: {exc}"
+                    if on_advance:
+                        on_advance(name)
+                    continue
+                row = _score(item, result, res, vocab)
+                row["llm_calls"] = result.llm_calls
+                row["latency_ms"] = ms
+                if res.model is not None:
+                    answer = result.answer
+                    if answer is None:  # a baseline: its evidence answered by the shipped prompt
+                        t0 = time.perf_counter()
+                        answered = res.answer(question_text(item), result.evidence)
+                        row["llm_ms"] = (time.perf_counter() - t0) * 1000.0
+                        answer = str(answered.get("answer") or "")
+                        row["llm_calls"] += 1
+                    row["answer"] = answer
+                    _answer_metrics(item, row, result, answer, vocab, cfg.bertscore)
+                row["id"] = item.id
+                row["notes"] = result.notes
+                rows.append(row)
+                lat.append(ms)
                 if on_advance:
                     on_advance(name)
-                continue
-            row = _score(item, result, res, vocab)
-            row["llm_calls"] = result.llm_calls
-            row["latency_ms"] = ms
-            if res.llm is not None:
-                answer = res.llm.invoke(answer_prompt(item.question, row["_text"], item.options))
-                row["llm_calls"] += 1
-                row["answer"] = answer
-                _answer_metrics(item, row, result, answer, vocab, cfg.bertscore)
-            row["id"] = item.id
-            row["notes"] = result.notes
-            rows.append(row)
-            lat.append(ms)
-            if on_advance:
-                on_advance(name)
-        summary = (
-            _summarize(rows, lat, errors, first_error)
-            if rows
-            else {"errors": errors, "first_error": first_error, "scored": 0}
-        )
-        notes = sorted({n for r in rows for n in r["notes"]})
-        if notes:
-            summary["notes"] = notes
-        results[name] = summary
-        all_rows[name] = rows
+            summary = (
+                _summarize(rows, lat, errors, first_error)
+                if rows
+                else {"errors": errors, "first_error": first_error, "scored": 0}
+            )
+            notes = sorted({n for r in rows for n in r["notes"]})
+            if notes:
+                summary["notes"] = notes
+            results[name] = summary
+            all_rows[name] = rows
 
-    # memory pass (tracemalloc), separate from the latency pass
-    mem_n = min(cfg.memory_sample, len(items))
-    if mem_n > 0:
-        for name in runnable:
-            if results[name].get("scored", 0) == 0:
-                continue
-            peak = 0
-            tracemalloc.start()
-            try:
-                for item, ents in zip(items[:mem_n], entity_lists[:mem_n], strict=True):
-                    tracemalloc.reset_peak()
-                    try:
-                        _run_one(name, item, ents, res, cfg.budget)
-                    except Exception:  # noqa: BLE001 - errors were counted in the main pass
-                        continue
-                    peak = max(peak, tracemalloc.get_traced_memory()[1])
-            finally:
-                tracemalloc.stop()
-            results[name]["peak_mem_mb"] = round(peak / 2**20, 3)
+        # memory pass (tracemalloc), separate from the latency pass
+        mem_n = min(cfg.memory_sample, len(items))
+        if mem_n > 0:
+            for name in runnable:
+                if results[name].get("scored", 0) == 0:
+                    continue
+                peak = 0
+                tracemalloc.start()
+                try:
+                    for item, ents in zip(items[:mem_n], entity_lists[:mem_n], strict=True):
+                        tracemalloc.reset_peak()
+                        try:
+                            _run_one(name, item, ents, res, cfg.budget)
+                        except Exception:  # noqa: BLE001 - errors were counted in the main pass
+                            continue
+                        peak = max(peak, tracemalloc.get_traced_memory()[1])
+                finally:
+                    tracemalloc.stop()
+                results[name]["peak_mem_mb"] = round(peak / 2**20, 3)
+    finally:
+        set_llm_cache(previous_cache)
 
     out: dict[str, Any] = {
         "dataset": cfg.dataset,

@@ -19,8 +19,8 @@ from langgraph.runtime import Runtime
 from kgmind.graphs import services
 from kgmind.graphs.context import Context
 from kgmind.graphs.state import State
-from kgmind.prompts.evidence import render_evidence_prompt
 from kgmind.models import Evidence
+from kgmind.prompts.evidence import render_evidence_prompt
 
 __all__ = ["aggregate_evidence", "evidence_block", "rewrite_evidence"]
 

@@ -20,8 +20,7 @@ from langgraph.runtime import Runtime
 from kgmind.graphs import services
 from kgmind.graphs.context import Context
 from kgmind.graphs.state import State
-from kgmind.models import normalize_name
-from kgmind.models import Evidence
+from kgmind.models import Evidence, normalize_name
 
 __all__ = ["check_grounding", "cited_ids", "drop_unknown_ids", "grounding_report", "iter_mind_map"]
 

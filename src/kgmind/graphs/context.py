@@ -34,6 +34,13 @@ class Context:
             "(deterministic test model) or any langchain init_chat_model string, e.g. 'openai:gpt-4o-mini'."
         },
     )
+    hypothesis: bool = field(
+        default=True,
+        metadata={
+            "description": "Write HyKGE's hypothesis answer first (one LLM call that also names the "
+            "entities). Off: the question and the given entities alone guide retrieval; no LLM call."
+        },
+    )
     hypothesis_model: str | None = field(
         default=None,
         metadata={"description": "Model for the hypothesis + entity call; None = the same as `model`."},

@@ -1,7 +1,7 @@
 """Node ``extract_entities``: candidate mentions from gazetteer, embedding spans and the LLM.
 
-The hypothesis call's entities are passed as ``extra`` mentions, so MindMap's LLM NER
-costs no separate call.
+The hypothesis call's entities and the mentions given with the question are passed as
+``extra`` mentions, so MindMap's LLM NER costs no separate call.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ def extract_entities(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Find entity mentions in the question (plus the hypothesis entities).
 
     Args:
-        state: Needs ``question``; uses ``hypothesis_entities`` and ``language``.
+        state: Needs ``question``; uses ``hypothesis_entities``, the given ``entities``
+            and ``language``.
         runtime: LangGraph runtime with the :class:`Context`.
 
     Returns:
@@ -35,7 +36,7 @@ def extract_entities(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         mentions = services.extract_mentions(
             state["question"],
             store,
-            extra=state.get("hypothesis_entities") or [],
+            extra=[*(state.get("hypothesis_entities") or []), *(state.get("entities") or [])],
             language=state.get("language"),
         )
     return {"mentions": mentions, "timings_ms": timings}

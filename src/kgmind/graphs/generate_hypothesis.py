@@ -33,10 +33,13 @@ def generate_hypothesis(state: State, runtime: Runtime[Context]) -> dict[str, An
 
     Returns:
         ``hypothesis``, ``hypothesis_entities``, one LLM call, timing and a
-        ``fallback_parse`` flag when the text parser had to be used.
+        ``fallback_parse`` flag when the text parser had to be used. With
+        ``Context.hypothesis`` off: an empty hypothesis and no call.
 
     """
     ctx = runtime.context or Context()
+    if not ctx.hypothesis:
+        return {"hypothesis": "", "hypothesis_entities": []}
     timings: dict[str, float] = {}
     with services.timed("generate_hypothesis", timings):
         language = state.get("language") or services.resolve_language(ctx, state["question"])

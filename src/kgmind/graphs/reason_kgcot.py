@@ -15,8 +15,8 @@ from kgmind.graphs import services
 from kgmind.graphs.context import Context
 from kgmind.graphs.reason_mindmap import run_reasoning
 from kgmind.graphs.state import State
-from kgmind.prompts.kgcot import build_kgcot_messages
 from kgmind.models import Evidence
+from kgmind.prompts.kgcot import build_kgcot_messages
 
 __all__ = ["chain_text", "knowledge_text", "reason_kgcot"]
 

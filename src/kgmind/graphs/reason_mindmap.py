@@ -21,13 +21,12 @@ from kgmind.graphs.aggregate_evidence import evidence_block
 from kgmind.graphs.context import Context
 from kgmind.graphs.state import State
 from kgmind.llm import invoke_structured
-from kgmind.models import normalize_name
+from kgmind.models import Evidence, normalize_name
 from kgmind.prompts.mindmap import NO_EVIDENCE_EN, NO_EVIDENCE_ZH, mindmap_prompt
 from kgmind.prompts.parsing import parse_mindmap_answer
 from kgmind.prompts.schemas import InferenceStep, MindMapAnswer, MindMapNode
-from kgmind.models import Evidence
 
-__all__ = ["derive_structure", "reason_mindmap", "run_reasoning"]
+__all__ = ["answer_with_evidence", "derive_structure", "reason_mindmap", "run_reasoning"]
 
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+")
 
@@ -119,6 +118,30 @@ def run_reasoning(
     }
 
 
+def answer_with_evidence(
+    question: str, evidence: Sequence[Evidence], ctx: Context, language: str | None = None
+) -> dict[str, Any]:
+    """MindMap's reasoning call over ``evidence``: the node's work, callable outside the graph.
+
+    ``kgmind eval`` answers the baselines' evidence with this, so every method's answer
+    comes from the prompt that ships.
+
+    Args:
+        question: The question.
+        evidence: Numbered evidence to show (may be empty).
+        ctx: Run settings (model, generation limit).
+        language: Prompt language; detected from the question when ``None``.
+
+    Returns:
+        See :func:`run_reasoning`.
+
+    """
+    language = language or services.resolve_language(ctx, question)
+    block = evidence_block(evidence) or (NO_EVIDENCE_ZH if language == "zh" else NO_EVIDENCE_EN)
+    messages = mindmap_prompt(language).format_messages(question=question, evidence=block)
+    return run_reasoning("reason_mindmap", messages, evidence, ctx, question)
+
+
 def reason_mindmap(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Answer with MindMap's prompt over the selected evidence.
 
@@ -131,8 +154,5 @@ def reason_mindmap(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
 
     """
     ctx = runtime.context or Context()
-    language = state.get("language") or services.resolve_language(ctx, state["question"])
     evidence = [] if ctx.mode == "llm_only" else list(state.get("selected_evidence") or [])
-    block = evidence_block(evidence) or (NO_EVIDENCE_ZH if language == "zh" else NO_EVIDENCE_EN)
-    messages = mindmap_prompt(language).format_messages(question=state["question"], evidence=block)
-    return run_reasoning("reason_mindmap", messages, evidence, ctx, state["question"])
+    return answer_with_evidence(state["question"], evidence, ctx, state.get("language"))

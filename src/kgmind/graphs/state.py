@@ -60,9 +60,15 @@ def merge_flags(left: dict[str, bool] | None, right: dict[str, bool] | None) -> 
 
 
 class Question(TypedDict):
-    """Graph input: the question and, optionally, a reference answer for ``feedback=auto``."""
+    """Graph input: the question, optionally pre-extracted entity mentions and a reference answer.
+
+    ``entities`` are mentions a caller already has (its own NER, or a data set's stored
+    ChatGPT entities in ``kgmind eval``); they join the LLM's and the gazetteer's
+    mentions. ``reference`` is used by ``feedback=auto``.
+    """
 
     question: str
+    entities: NotRequired[list[str]]
     reference: NotRequired[str]
 
 
@@ -88,6 +94,7 @@ class State(TypedDict, total=False):
 
     Attributes:
         question: The user's question.
+        entities: Pre-extracted mentions given with the question (input).
         reference: Optional reference answer (used by ``feedback=auto``).
         run_id: Id of this run (the thread id when a checkpointer is used).
         store_uri: The store the run read (feedback writes to the same one).
@@ -111,6 +118,7 @@ class State(TypedDict, total=False):
     """
 
     question: str
+    entities: list[str]
     reference: str
     run_id: str
     store_uri: str

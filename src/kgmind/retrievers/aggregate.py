@@ -42,8 +42,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-from kgmind.retrievers.embeddings import VectorCache
 from kgmind.models import EVIDENCE_PREFIX, Evidence
+from kgmind.retrievers.embeddings import VectorCache
 
 if TYPE_CHECKING:
     from kgmind.retrievers.entity_index import EntityIndex

@@ -33,9 +33,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
-from kgmind.models import Entity, normalize_name
+from kgmind.models import Entity, Mention, normalize_name
 from kgmind.retrievers.embeddings import detect_language
-from kgmind.models import Mention
 from kgmind.retrievers.linker import EntityLinker, get_linker, key_variants
 from kgmind.tools.store import GraphStore
 

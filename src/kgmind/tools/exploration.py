@@ -18,8 +18,8 @@ from typing import Any
 from langchain_core.tools import StructuredTool
 from pydantic import BaseModel, Field
 
-from kgmind.retrievers import exploration as ex
 from kgmind.models import Evidence
+from kgmind.retrievers import exploration as ex
 from kgmind.retrievers.graph_index import GraphIndex, get_graph_index
 from kgmind.tools.factory import open_store
 

@@ -21,8 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from kgmind.models import WeightChange
-from kgmind.models import Evidence
+from kgmind.models import Evidence, WeightChange
 from kgmind.tools.store import GraphStore
 from kgmind.tools.weights import DEFAULT_BETA, RATINGS, check_rate, make_rule
 
