@@ -34,3 +34,14 @@ class EntityListStore:
     def find_entities(self, name: str) -> list[Entity]:
         key = normalize_name(name)
         return [e for e in self.entities if key in {normalize_name(n) for n in (e.name, *e.aliases)}]
+
+
+class FeedbackLedgerStore(EntityListStore):
+    """A store whose only feedback state is the set of applied feedback ids (for credit-rule tests)."""
+
+    def __init__(self, entities: Sequence[Entity] = (), uri: str = "fake://kg") -> None:
+        super().__init__(entities, uri)
+        self.applied: set[str] = set()
+
+    def weight_changes(self, feedback_id: str | None = None) -> list[str]:
+        return [feedback_id] if feedback_id in self.applied else []

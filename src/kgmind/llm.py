@@ -41,6 +41,7 @@ __all__ = [
     "ensure_local_model",
     "get_chat_model",
     "invoke_structured",
+    "is_llama_cpp",
     "uses_native_structured_output",
     "with_max_tokens",
 ]
@@ -296,6 +297,11 @@ def _message_text(msg: Any) -> str:
     return str(msg)
 
 
+def is_llama_cpp(llm: Any) -> bool:
+    """Whether ``llm`` is (a subclass of) LangChain's ``ChatLlamaCpp``."""
+    return any(cls.__name__ == "ChatLlamaCpp" for cls in type(llm).__mro__)
+
+
 def uses_native_structured_output(llm: BaseChatModel) -> bool:
     """Whether :func:`invoke_structured` should use the model's ``with_structured_output``.
 
@@ -305,7 +311,7 @@ def uses_native_structured_output(llm: BaseChatModel) -> bool:
     ``KGMIND_LOCAL_GRAMMAR=0`` to let llama.cpp models answer in free text, read by the
     tolerant parser.
     """
-    if type(llm).__name__ == "ChatLlamaCpp":
+    if is_llama_cpp(llm):
         return os.environ.get("KGMIND_LOCAL_GRAMMAR", "1").strip().lower() not in ("0", "false", "no", "off")
     return True
 
@@ -316,6 +322,7 @@ def invoke_structured(
     messages: Sequence[BaseMessage],
     fallback: Callable[[str], S],
     config: RunnableConfig | None = None,
+    json_schema: dict[str, Any] | None = None,
 ) -> StructuredResult:
     """One LLM call whose answer is parsed into ``schema``, tolerant of tiny models.
 
@@ -330,20 +337,37 @@ def invoke_structured(
         messages: The prompt.
         fallback: Text parser used when structured parsing fails.
         config: Runnable config (run name, metadata, callbacks).
+        json_schema: A JSON schema the model is held to instead of ``schema``'s own (a
+            per-question schema with enums); ``schema`` still reads the result.
 
     Returns:
         A :class:`StructuredResult`.
 
     """
     runnable: Runnable[Any, Any]
+    grammar_only = False
     if isinstance(llm, BaseChatModel) and uses_native_structured_output(llm):
-        try:
-            runnable = llm.with_structured_output(schema, include_raw=True)
-        except (NotImplementedError, ValueError, TypeError):
-            runnable = llm
+        if is_llama_cpp(llm):
+            # a grammar from the schema, and nothing else: bound as a tool, the schema would be
+            # written into the prompt by the chat template (thousands of tokens for enum schemas)
+            grammar_only = True
+            runnable = llm.bind(
+                response_format={"type": "json_object", "schema": json_schema or schema.model_json_schema()}
+            )
+        else:
+            try:
+                runnable = llm.with_structured_output(json_schema or schema, include_raw=True)
+            except (NotImplementedError, ValueError, TypeError):
+                runnable = llm
     else:
         runnable = llm
     out = runnable.invoke(list(messages), config=config)
+    if grammar_only:
+        raw_text = _message_text(out)
+        try:
+            return StructuredResult(schema.model_validate_json(raw_text), raw_text, False)
+        except ValueError:  # cut off at max_tokens: the tolerant parser keeps what is there
+            return StructuredResult(fallback(raw_text), raw_text, True)
     if isinstance(out, dict) and "raw" in out and "parsed" in out:
         parsed = out.get("parsed")
         raw_text = _message_text(out.get("raw"))
@@ -458,7 +482,28 @@ class FakeChatModel(BaseChatModel):
         include_raw: bool = False,
         **kwargs: Any,
     ) -> Runnable[Any, Any]:
-        """Structured output for the kgmind schemas (JSON produced by :meth:`_respond`)."""
+        """Structured output for the kgmind schemas (JSON produced by :meth:`_respond`).
+
+        A JSON-schema dict (a grounded answer's per-question schema) is answered with
+        :func:`kgmind.prompts.grounded.fill_schema`, parsed to a dict.
+        """
+        if isinstance(schema, dict):
+            from kgmind.prompts.grounded import fill_schema
+
+            filled = fill_schema(schema, f"[{self.tag}] answer")
+
+            def _instance(msg: BaseMessage) -> Any:
+                return filled
+
+            if include_raw:
+                return RunnableLambda(
+                    lambda _m: {
+                        "raw": AIMessage(content=json.dumps(filled)),
+                        "parsed": filled,
+                        "parsing_error": None,
+                    }
+                )
+            return RunnableLambda(_instance)
         bound = self.bind(schema_name=getattr(schema, "__name__", None))
 
         def _parse(msg: BaseMessage) -> Any:

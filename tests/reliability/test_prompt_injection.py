@@ -50,7 +50,10 @@ def _assert_schema(out: dict[str, Any]) -> None:
     assert set(out) <= set(Answer.__annotations__), set(out) - set(Answer.__annotations__)
     assert "hacked" not in out
     assert isinstance(out["answer"], str)
-    assert all(set(step) == {"step", "evidence_ids"} for step in out["inference_chain"])
+    assert all(
+        {"step", "evidence_ids"} <= set(step) <= {"step", "evidence_ids", "about"}
+        for step in out["inference_chain"]
+    )
     assert set(out["mind_map"]) == {"label", "evidence_ids", "children"}
     assert json.dumps(out["grounding"]).count('"hacked": true') == 0
 

@@ -22,11 +22,25 @@ def _number(evs: list[Evidence], question: str, hypothesis: str = "", **kw: Any)
     return [e.model_copy(update={"id": f"{e.kind[0].upper()}{i}"}) for i, e in enumerate(evs, 1)]
 
 
+class _Store:
+    """The feedback side of a store: which feedback ids were applied."""
+
+    def __init__(self, world: dict[str, Any]) -> None:
+        self.world = world
+
+    def weight_changes(self, feedback_id: str | None = None) -> list[Any]:
+        return [1] if feedback_id in self.world["applied"] else []
+
+    def get_entities(self, ids: Any) -> list[Any]:
+        return []
+
+
 @pytest.fixture
 def cli_world(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, Any]:
     monkeypatch.setenv("KGMIND_HOME", str(tmp_path / "home"))
-    world: dict[str, Any] = {"feedback": []}
-    monkeypatch.setattr(services, "get_store", lambda uri: "STORE")
+    world: dict[str, Any] = {"feedback": [], "applied": set()}
+    store = _Store(world)
+    monkeypatch.setattr(services, "get_store", lambda uri: store)
     monkeypatch.setattr(services, "get_graph_index", lambda store: "GI")
     monkeypatch.setattr(
         services, "extract_mentions", lambda t, s, extra=(), language=None: [Mention(text="fever")]
@@ -59,12 +73,14 @@ def cli_world(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, Any]
     import kgmind.tools.factory as factory
     from kgmind.tools import feedback as fb
 
-    monkeypatch.setattr(factory, "open_store", lambda uri=None: "STORE")
-    monkeypatch.setattr(
-        fb,
-        "apply_feedback",
-        lambda store, run_id, rating, rel: world["feedback"].append((run_id, rating, rel)) or [1],
-    )
+    monkeypatch.setattr(factory, "open_store", lambda uri=None: store)
+
+    def apply(store: Any, run_id: str, rating: str, rel: list[str], feedback_id: str = "") -> list[int]:
+        world["feedback"].append((run_id, rating, rel))
+        world["applied"].add(feedback_id)
+        return [1]
+
+    monkeypatch.setattr(fb, "apply_feedback", apply)
     return world
 
 
@@ -151,6 +167,10 @@ def test_feedback_round_trip(cli_world: dict[str, Any]) -> None:
 
     values, _ = load_run_state(out["run_id"])
     assert values["feedback"]["rating"] == "excellent"
+    assert rec["credit"] == "cited" and rec["already_applied"] is False
+    again = runner.invoke(app, ["feedback", out["run_id"], "--rating", "excellent"])
+    assert again.exit_code == 0 and "already applied (feedback id fb" in again.stdout
+    assert len(cli_world["feedback"]) == 1  # the repeat changed nothing
 
 
 def test_feedback_unknown_run_and_bad_rating(cli_world: dict[str, Any]) -> None:

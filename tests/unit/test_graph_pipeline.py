@@ -10,6 +10,7 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
+from entity_fakes import FeedbackLedgerStore
 from kgmind.graphs import services
 from kgmind.graphs.context import Context
 from kgmind.graphs.pipeline import build_graph, build_retrieval_graph, graph
@@ -33,7 +34,7 @@ def _number(evs: list[Evidence], question: str, hypothesis: str = "", **kw: Any)
 def fake_world(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """Fake store, NER, linker, exploration and aggregation; the LLM is the deterministic fake model."""
     world: dict[str, Any] = {"linked": [LinkedEntity(mention="fever", entity_id="e1", name="Fever")]}
-    monkeypatch.setattr(services, "get_store", lambda uri: "STORE")
+    monkeypatch.setattr(services, "get_store", lambda uri: FeedbackLedgerStore())
     monkeypatch.setattr(services, "get_graph_index", lambda store: "GI")
     monkeypatch.setattr(
         services, "extract_mentions", lambda text, store, extra=(), language=None: [Mention(text="fever")]
@@ -96,6 +97,28 @@ def test_full_mode_two_llm_calls_all_tools(fake_world: dict[str, Any]) -> None:
     assert "reason_kgcot" not in nodes and "request_feedback" not in nodes
 
 
+@pytest.mark.parametrize("mode", ["full", "mindmap", "kgcot"])
+def test_grounded_answer_cites_only_shown_ids_in_every_step_and_node(
+    fake_world: dict[str, Any], mode: str
+) -> None:
+    out, _ = _run(mode)
+    shown = {e.id for e in out["selected_evidence"]}
+    assert out["inference_chain"] and all(s["evidence_ids"] for s in out["inference_chain"])
+    assert all(set(s["evidence_ids"]) <= shown for s in out["inference_chain"])
+    children = out["mind_map"]["children"]
+    assert children and all(c["evidence_ids"] and set(c["evidence_ids"]) <= shown for c in children)
+    names = {n for e in out["selected_evidence"] for h, _r, tl in e.triples for n in (h, tl)}
+    assert out["conclusions"] and all(set(v) <= names for v in out["conclusions"].values())
+    report = out["grounding"]
+    assert report["citation_rate"] == 1.0 and report["citation_support"] == 1.0 and report["grounded"]
+
+
+def test_llm_only_grounded_schema_has_no_citations(fake_world: dict[str, Any]) -> None:
+    out, _ = _run("llm_only")
+    assert out["inference_chain"] and all(not s["evidence_ids"] for s in out["inference_chain"])
+    assert out["grounding"]["grounded"] is False and out["grounding"]["cited_ids"] == []
+
+
 @pytest.mark.parametrize(
     ("mode", "tools", "reasoner"),
     [
@@ -152,7 +175,7 @@ def test_human_feedback_interrupt_and_resume(
 
     applied: list[Any] = []
 
-    def fake_apply(store: Any, run_id: str, rating: str, rel: Any) -> list[int]:
+    def fake_apply(store: Any, run_id: str, rating: str, rel: Any, feedback_id: str = "") -> list[int]:
         applied.append((run_id, rating, rel))
         return [1]
 

@@ -10,6 +10,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableLambda
 from langgraph.runtime import Runtime
 
+from entity_fakes import FeedbackLedgerStore
 from kgmind.graphs import services
 from kgmind.graphs.apply_feedback import apply_feedback, apply_rating
 from kgmind.graphs.check_grounding import check_grounding, cited_ids, grounding_report
@@ -68,7 +69,7 @@ def _capture(monkeypatch: pytest.MonkeyPatch, result: Any) -> list[Any]:
 def test_reason_mindmap_prompt_and_outputs(monkeypatch: pytest.MonkeyPatch) -> None:
     seen = _capture(monkeypatch, ANSWER)
     state: Any = {"question": "I have a fever.", "language": "en", "selected_evidence": EVIDENCE}
-    out = reason_mindmap(state, _rt())
+    out = reason_mindmap(state, _rt(answer_schema="free"))
     system, patient, knowledge, instruction = seen[0]
     assert system.content.startswith("You are an excellent AI doctor")
     assert patient.content == "Patient input: I have a fever."
@@ -84,7 +85,9 @@ def test_reason_mindmap_prompt_and_outputs(monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_reason_mindmap_chinese_and_no_evidence(monkeypatch: pytest.MonkeyPatch) -> None:
     seen = _capture(monkeypatch, ANSWER)
-    out = reason_mindmap({"question": "我发烧了", "language": "zh", "selected_evidence": []}, _rt())
+    out = reason_mindmap(
+        {"question": "我发烧了", "language": "zh", "selected_evidence": []}, _rt(answer_schema="free")
+    )
     assert seen[0][0].content.startswith("你是一名优秀的AI医生")
     assert "没有可用的知识图谱证据" in seen[0][2].content
     assert out["flags"]["no_kg_evidence"] is True
@@ -92,7 +95,8 @@ def test_reason_mindmap_chinese_and_no_evidence(monkeypatch: pytest.MonkeyPatch)
 
 def test_reason_mindmap_llm_only_ignores_evidence(monkeypatch: pytest.MonkeyPatch) -> None:
     seen = _capture(monkeypatch, ANSWER)
-    reason_mindmap({"question": "q", "language": "en", "selected_evidence": EVIDENCE}, _rt(mode="llm_only"))
+    state: Any = {"question": "q", "language": "en", "selected_evidence": EVIDENCE}
+    reason_mindmap(state, _rt(mode="llm_only", answer_schema="free"))
     assert "P1:" not in seen[0][2].content
 
 
@@ -104,7 +108,9 @@ def test_reason_mindmap_tolerates_text_only_model(monkeypatch: pytest.MonkeyPatc
     )
     model = GenericFakeChatModel(messages=iter([AIMessage(content=text)]))
     monkeypatch.setattr(services, "get_llm", lambda ctx, purpose="reason", **kw: model)
-    out = reason_mindmap({"question": "q", "language": "en", "selected_evidence": EVIDENCE}, _rt())
+    out = reason_mindmap(
+        {"question": "q", "language": "en", "selected_evidence": EVIDENCE}, _rt(answer_schema="free")
+    )
     assert out["answer"] == "You most likely have influenza."
     assert set(cited_ids(out["inference_chain"], out["mind_map"])) == {"P1", "N1"}
     assert out["flags"]["fallback_parse"] is True
@@ -160,10 +166,42 @@ def test_grounding_flags_unknown_ids_and_unsupported_labels() -> None:
 def test_grounding_clean_answer() -> None:
     report = grounding_report(
         EVIDENCE,
-        [{"step": "s", "evidence_ids": ["P1"]}],
+        [{"step": "the fever suggests influenza", "evidence_ids": ["P1"]}],
         {"label": "q", "children": [{"label": "influenza", "evidence_ids": [], "children": []}]},
     )
     assert report["flagged"] == [] and report["grounded"] is True and report["cited_ids"] == ["P1"]
+    assert report["citation_support"] == 1.0
+    assert report["citation_rate"] == 0.5  # the mind-map node cites nothing
+
+
+def test_citation_support_passes_when_the_cited_item_names_the_entity() -> None:
+    chain = [
+        {"step": "Oseltamivir is the drug to use", "evidence_ids": ["N1"]},  # N1 names Oseltamivir
+        {"about": "Fever", "step": "it points to the flu", "evidence_ids": ["P1"]},  # about names Fever
+    ]
+    mind_map = {"label": "q", "children": [{"label": "Influenza", "evidence_ids": ["P1", "N1"]}]}
+    report = grounding_report(EVIDENCE, chain, mind_map)
+    assert report["unsupported_citations"] == [] and report["citation_support"] == 1.0
+    assert report["citation_rate"] == 1.0 and report["grounded"] is True
+
+
+def test_citation_support_fails_when_the_cited_item_names_nothing_the_step_names() -> None:
+    chain = [
+        {"step": "Oseltamivir is the drug to use", "evidence_ids": ["P1"]},  # P1 is about fever/influenza
+        {"step": "rest and fluids help", "evidence_ids": ["N1"]},  # names no evidence entity
+        {"step": "influenza is likely", "evidence_ids": ["P1"]},  # supported
+    ]
+    mind_map = {"label": "q", "children": [{"label": "Fever", "evidence_ids": ["N1"]}]}  # N1 lacks Fever
+    report = grounding_report(EVIDENCE, chain, mind_map)
+    assert [u.split(" ")[0] for u in report["unsupported_citations"]] == ["P1", "N1", "N1"]
+    assert report["citation_support"] == 0.25 and report["citation_rate"] == 1.0
+    assert report["grounded"] is False and len(report["flagged"]) == 3
+
+
+def test_derived_structure_is_never_grounded() -> None:
+    chain = [{"step": "influenza is likely", "evidence_ids": ["P1"]}]
+    report = grounding_report(EVIDENCE, chain, {"label": "q", "children": []}, derived=True)
+    assert report["flagged"] == [] and report["derived"] is True and report["grounded"] is False
 
 
 def test_check_grounding_node() -> None:
@@ -174,7 +212,7 @@ def test_check_grounding_node() -> None:
     }
     state["mind_map"] = {"label": "q", "children": [{"label": "Influenza", "evidence_ids": ["P1", "Z7"]}]}
     out = check_grounding(state, _rt())
-    assert out["grounding"]["flagged"] == ["C4", "Z7"]
+    assert out["grounding"]["flagged"][:2] == ["C4", "Z7"]
     assert out["flags"] == {"ungrounded": True}
     # The returned citations keep only real evidence ids; the report keeps what the model wrote.
     assert out["inference_chain"] == [{"step": "s", "evidence_ids": []}]
@@ -192,36 +230,84 @@ def test_request_feedback_off_and_auto() -> None:
     assert good["feedback"]["rating"] == "excellent" and good["feedback"]["score"] == pytest.approx(1.0)
 
 
-def test_apply_rating_uses_cited_edges_only(monkeypatch: pytest.MonkeyPatch) -> None:
+def _ledger_apply(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Replace the store write by a ledger: record the call and the applied feedback id."""
     from kgmind.tools import feedback as fb
 
     calls: list[Any] = []
 
-    def fake_apply(store: Any, run_id: str, rating: str, rel_ids: Any) -> list[str]:
-        calls.append((store, run_id, rating, list(rel_ids)))
-        return ["c1", "c2"]
+    def fake_apply(store: Any, run_id: str, rating: str, rel_ids: Any, feedback_id: str = "") -> list[str]:
+        calls.append((run_id, rating, list(rel_ids)))
+        store.applied.add(feedback_id)
+        return [f"c{i}" for i, _ in enumerate(rel_ids)]
 
     monkeypatch.setattr(fb, "apply_feedback", fake_apply)
+    return calls
+
+
+KGCOT_CHAIN = Evidence(
+    id="K1",
+    kind="kgcot",
+    text="Fever may be a sign of Influenza, and Influenza can be treated with Oseltamivir.",
+    triples=[("Fever", "possible_disease", "Influenza"), ("Influenza", "need_medication", "Oseltamivir")],
+    relation_ids=["r1", "r3"],
+)
+
+
+def test_rating_credits_the_cited_evidence(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _ledger_apply(monkeypatch)
+    store = FeedbackLedgerStore()
     values = {
         "run_id": "run-1",
         "selected_evidence": EVIDENCE,
         "inference_chain": [{"step": "s", "evidence_ids": ["N1"]}],
         "mind_map": {"label": "q", "children": []},
     }
-    store: Any = "STORE"
     out = apply_rating(store, values, "poor")
-    assert calls == [("STORE", "run-1", "poor", ["r2"])]
-    assert out["relation_ids"] == ["r2"] and out["changes"] == 2 and out["applied"] is True
-    # No rating: nothing is written.
-    out = apply_rating(store, values, None)
+    assert calls == [("run-1", "poor", ["r2"])]
+    assert out["credit"] == "cited" and out["credited_ids"] == ["N1"] and "N1" in out["reason"]
+    assert out["relation_ids"] == ["r2"] and out["changes"] == 1 and out["applied"] is True
+    again = apply_rating(store, values, "poor")  # the same feedback id: applied once
+    assert again["already_applied"] is True and "already applied" in again["reason"] and len(calls) == 1
+    out = apply_rating(store, values, None)  # no rating: nothing is written
     assert out["applied"] is False and len(calls) == 1
 
 
-def test_apply_feedback_node_records_result(monkeypatch: pytest.MonkeyPatch) -> None:
-    from kgmind.tools import feedback as fb
+def test_rating_citing_nothing_credits_all_shown_evidence(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls = _ledger_apply(monkeypatch)
+    values = {"run_id": "run-2", "selected_evidence": EVIDENCE, "inference_chain": [], "mind_map": {}}
+    out = apply_rating(FeedbackLedgerStore(), values, "excellent")
+    assert out["credit"] == "shown" and "cited none" in out["reason"]
+    assert calls == [("run-2", "excellent", ["r1", "r2"])] and out["changes"] == 2
 
-    monkeypatch.setattr(services, "get_store", lambda uri: "STORE")
-    monkeypatch.setattr(fb, "apply_feedback", lambda store, run_id, rating, rel_ids: ["c"])
+
+def test_kgcot_rating_credits_the_k_chains(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _ledger_apply(monkeypatch)
+    shown = [*EVIDENCE, KGCOT_CHAIN]
+    cited_path = {"step": "s", "evidence_ids": ["P1"]}
+    values = {"run_id": "k", "mode": "kgcot", "selected_evidence": shown, "inference_chain": [cited_path]}
+    out = apply_rating(FeedbackLedgerStore(), values, "excellent")
+    assert out["credit"] == "kgcot_shown" and out["credited_ids"] == ["K1"]  # P1 is no K chain
+    assert calls[-1] == ("k", "excellent", ["r1", "r3"])
+    values["inference_chain"] = [{"step": "s", "evidence_ids": ["K1"]}]
+    values["run_id"] = "k2"
+    out = apply_rating(FeedbackLedgerStore(), values, "poor")
+    assert out["credit"] == "kgcot_cited" and calls[-1] == ("k2", "poor", ["r1", "r3"])
+
+
+def test_rating_without_evidence_explains_why_nothing_changed(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _ledger_apply(monkeypatch)
+    out = apply_rating(FeedbackLedgerStore(), {"run_id": "n", "selected_evidence": []}, "excellent")
+    assert out["applied"] is False and out["changes"] == 0 and calls == []
+    assert "no KG evidence" in out["reason"]
+
+
+def test_apply_feedback_node_records_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    _ledger_apply(monkeypatch)
+    store = FeedbackLedgerStore()
+    monkeypatch.setattr(services, "get_store", lambda uri: store)
     state: Any = {
         "run_id": "r",
         "feedback": {"rating": "excellent", "source": "human"},

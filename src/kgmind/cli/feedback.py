@@ -7,9 +7,9 @@ from typing import Annotated, Any
 
 import typer
 
-from kgmind.cli._common import CliError, console, handle_errors
+from kgmind.cli._common import CliError, err_console, handle_errors
 
-__all__ = ["feedback", "register", "submit_feedback"]
+__all__ = ["feedback", "feedback_message", "register", "submit_feedback"]
 
 RATINGS = ("excellent", "poor")
 
@@ -52,14 +52,21 @@ def submit_feedback(run_id: str, rating: str, checkpoints: str | None = None) ->
     store_uri = values.get("store_uri") or None
     g = compile_persistent(checkpoints)
     config: Any = {"configurable": {"thread_id": run_id}}
+    flagged = list((values.get("grounding") or {}).get("flagged") or [])
     if "request_feedback" in next_nodes:
         out = g.invoke(
             Command(resume={"rating": rating}), config, context=Context(store=store_uri, feedback="human")
         )
-        return dict(out.get("feedback") or {})
-    result = apply_rating(open_store(store_uri), values, rating)
-    result["source"] = "cli"
-    g.update_state(config, {"feedback": result}, as_node="apply_feedback")
+        result = dict(out.get("feedback") or {})
+    else:
+        result = apply_rating(open_store(store_uri), values, rating)
+        result["source"] = "cli"
+        if not result.get("already_applied"):
+            g.update_state(config, {"feedback": result}, as_node="apply_feedback")
+    if flagged:
+        result["warning"] = (
+            f"the rated answer was flagged as not grounded ({len(flagged)} items): " + "; ".join(flagged[:5])
+        )
     return result
 
 
@@ -74,10 +81,23 @@ def feedback(
     if as_json:
         typer.echo(json.dumps(result, ensure_ascii=False, indent=2))
         return
-    console.print(
-        f"rating [bold]{result.get('rating')}[/] on {len(result.get('relation_ids') or [])} cited edges: "
-        f"{result.get('changes', 0)} weights changed"
-    )
+    typer.echo(feedback_message(result))
+    if result.get("warning"):
+        err_console.print(f"warning: {result['warning']}", highlight=False, markup=False)
+
+
+def feedback_message(result: dict[str, Any]) -> str:
+    """One line saying what the rating did to which edges, and why."""
+    rating = result.get("rating")
+    edges = len(result.get("relation_ids") or [])
+    if result.get("already_applied"):
+        return f"rating {rating}: {result.get('reason')}; no weight changed"
+    if result.get("applied"):
+        return (
+            f"rating {rating} on {edges} edges of {result.get('reason')}: "
+            f"{result.get('changes', 0)} weights changed"
+        )
+    return f"rating {rating}: no weight changed: {result.get('reason') or 'nothing to rate'}"
 
 
 def register(app: typer.Typer) -> None:

@@ -1,14 +1,15 @@
-"""Node ``apply_feedback``: turn a rating into KGCoT edge-weight updates on the cited edges.
+"""Node ``apply_feedback``: turn a rating into KGCoT edge-weight updates on the credited edges.
 
-The edges are those behind the evidence the answer cited
-(:func:`kgmind.tools.feedback.cited_relation_ids`); the update runs in one store
-transaction and is idempotent per (run, rating, edges). Where the feedback module is
-not available the rating is only recorded.
+What a rating credits (:func:`credited_evidence`): the evidence the answer cited; if it
+cited nothing, every evidence item it was shown (what KGCoT rates: the chains it fed
+the model); in ``kgcot`` mode only the K chains (cited ones, else all shown). The
+update runs in one store transaction and is idempotent per (run, rating, edges): a
+repeat is reported as already applied, never as a silent "0 weights changed".
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -17,37 +18,92 @@ from kgmind.graphs import services
 from kgmind.graphs.check_grounding import cited_ids
 from kgmind.graphs.context import Context
 from kgmind.graphs.state import State
+from kgmind.models import Evidence
+from kgmind.tools import feedback as fb
 from kgmind.tools.store import GraphStore
 
-__all__ = ["apply_feedback", "apply_rating"]
+__all__ = ["apply_feedback", "apply_rating", "credited_evidence"]
+
+
+def _as_evidence(items: Sequence[Evidence | Mapping[str, Any]]) -> list[Evidence]:
+    return [e if isinstance(e, Evidence) else Evidence.model_validate(e) for e in items]
+
+
+def credited_evidence(values: Mapping[str, Any]) -> tuple[list[Evidence], str, str]:
+    """The evidence a rating of this run applies to, the rule that chose it and why.
+
+    Args:
+        values: The run's state (``selected_evidence``, ``inference_chain``, ``mind_map``, ``mode``).
+
+    Returns:
+        ``(items, credit, reason)``; ``credit`` is ``cited``, ``shown``, ``kgcot_cited``
+        or ``kgcot_shown``; ``items`` is empty only when the run showed no evidence.
+
+    """
+    evidence = _as_evidence(values.get("selected_evidence") or [])
+    cited = set(cited_ids(values.get("inference_chain") or [], values.get("mind_map")))
+    if values.get("mode") == "kgcot":
+        chains = [e for e in evidence if e.kind == "kgcot"]
+        chosen = [e for e in chains if e.id in cited]
+        if chosen:
+            return (
+                chosen,
+                "kgcot_cited",
+                "the KGCoT chains the answer cited: " + ", ".join(e.id for e in chosen),
+            )
+        return chains, "kgcot_shown", "every KGCoT chain shown (the answer cited none)"
+    chosen = [e for e in evidence if e.id in cited]
+    if chosen:
+        return chosen, "cited", "the evidence the answer cited: " + ", ".join(e.id for e in chosen)
+    if not evidence:
+        return [], "none", "the run showed no KG evidence"
+    return evidence, "shown", "all evidence shown (the answer cited none)"
 
 
 def apply_rating(store: GraphStore, values: Mapping[str, Any], rating: str | None) -> dict[str, Any]:
-    """Apply ``rating`` to the edges cited by the run whose state is ``values``.
+    """Apply ``rating`` to the edges credited by the run whose state is ``values``.
 
     Args:
         store: The store the run read.
-        values: The run's state (``run_id``, ``selected_evidence``, ``inference_chain``, ``mind_map``).
+        values: The run's state (``run_id``, ``mode``, ``selected_evidence``, ``inference_chain``,
+            ``mind_map``).
         rating: ``excellent``, ``poor`` or None (recorded, nothing changes).
 
     Returns:
-        ``{"rating", "relation_ids", "changes", "applied"}`` (``changes`` = number of edges
-        whose weight changed).
+        ``{"rating", "credit", "reason", "credited_ids", "cited_ids", "relation_ids",
+        "feedback_id", "changes", "applied", "already_applied"}`` (``changes`` = number of
+        edges whose weight changed). ``reason`` says why no weight moved when none did.
 
     """
-    cited = cited_ids(values.get("inference_chain") or [], values.get("mind_map"))
-    evidence = values.get("selected_evidence") or []
-    result: dict[str, Any] = {"rating": rating, "cited_ids": cited, "relation_ids": [], "changes": 0}
-    try:
-        from kgmind.tools import feedback as fb
-    except ImportError:  # pragma: no cover - the feedback module ships with kgmind
-        return {**result, "applied": False, "reason": "kgmind.tools.feedback is not available"}
-    relation_ids = fb.cited_relation_ids(evidence, cited)
-    result["relation_ids"] = relation_ids
-    if not rating or not relation_ids:
-        return {**result, "applied": False}
-    changes = fb.apply_feedback(store, str(values.get("run_id") or ""), rating, relation_ids)
-    return {**result, "changes": len(changes), "applied": True}
+    items, credit, reason = credited_evidence(values)
+    relation_ids = fb.cited_relation_ids(items, [e.id for e in items])
+    run_id = str(values.get("run_id") or "")
+    result: dict[str, Any] = {
+        "rating": rating,
+        "credit": credit,
+        "reason": reason,
+        "credited_ids": [e.id for e in items],
+        "cited_ids": cited_ids(values.get("inference_chain") or [], values.get("mind_map")),
+        "relation_ids": relation_ids,
+        "feedback_id": None,
+        "changes": 0,
+        "applied": False,
+        "already_applied": False,
+    }
+    canon = fb.normalize_rating(rating)
+    if canon is None or not relation_ids:
+        if canon is not None:
+            result["reason"] = f"{reason}: no KG edges behind it"
+        return result
+    fid = fb.feedback_key(run_id, canon, relation_ids)
+    result["feedback_id"] = fid
+    if store.weight_changes(fid):
+        return {**result, "already_applied": True, "reason": f"already applied (feedback id {fid})"}
+    changes = fb.apply_feedback(store, run_id, canon, relation_ids, feedback_id=fid)
+    result.update(changes=len(changes), applied=bool(changes))
+    if not changes:
+        result["reason"] = f"{reason}: each rated edge is its head's only out-edge, so no weight can move"
+    return result
 
 
 def apply_feedback(state: State, runtime: Runtime[Context]) -> dict[str, Any]:

@@ -1,9 +1,14 @@
 """Node ``check_grounding``: flag every cited id and mind-map entity the evidence does not support.
 
-A cited id is grounded when it is the id of a selected evidence item. A mind-map
-node is grounded when it cites a valid id, or when its label (normalised) names an
-entity of the evidence or occurs in an evidence sentence. The root node (the
-question or "answer") is not checked.
+A cited id is valid when it is the id of a selected evidence item. A citation is
+*supported* when the cited item names an entity that the citing step or node names
+(the step's ``about`` entity or its text, the node's label). A mind-map node is
+grounded when it cites a valid id, or when its label (normalised) names an entity of
+the evidence or occurs in an evidence sentence. The root node (the question or
+"answer") is not checked. Per run the report gives ``citation_rate`` (share of steps
+and nodes below the root citing at least one valid id) and ``citation_support``
+(share of valid citations that are supported). A structure the fallback parser
+derived from free text is marked ``derived`` and never counts as grounded.
 
 Unknown ids are reported (``unknown_ids``, ``flagged``) and removed from the returned
 inference chain and mind map, so every citation the run outputs — and every edge a
@@ -21,8 +26,21 @@ from kgmind.graphs import services
 from kgmind.graphs.context import Context
 from kgmind.graphs.state import State
 from kgmind.models import Evidence, normalize_name
+from kgmind.prompts.grounded import evidence_names
+from kgmind.retrievers.aggregate import is_cjk
 
-__all__ = ["check_grounding", "cited_ids", "drop_unknown_ids", "grounding_report", "iter_mind_map"]
+__all__ = [
+    "check_grounding",
+    "cited_ids",
+    "citing_items",
+    "drop_unknown_ids",
+    "grounding_report",
+    "iter_mind_map",
+    "names_in",
+]
+
+#: Shortest entity name matched inside a text (shorter keys match by accident).
+MIN_NAME_CHARS = 3
 
 
 def iter_mind_map(node: dict[str, Any] | None, depth: int = 0) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -46,19 +64,63 @@ def cited_ids(inference_chain: Sequence[dict[str, Any]], mind_map: dict[str, Any
     return list(seen)
 
 
+def citing_items(
+    inference_chain: Sequence[dict[str, Any]], mind_map: dict[str, Any] | None
+) -> list[tuple[str, list[str], list[str]]]:
+    """``(kind, texts, cited ids)`` for every step and every mind-map node below the root.
+
+    A step's texts are its ``about`` entity and its sentence; a node's text is its label.
+    """
+    items: list[tuple[str, list[str], list[str]]] = []
+    for step in inference_chain or []:
+        texts = [str(step.get(k) or "").strip() for k in ("about", "step")]
+        items.append(("step", [x for x in texts if x], [str(i) for i in step.get("evidence_ids") or []]))
+    for depth, node in iter_mind_map(mind_map):
+        if depth:
+            ids = [str(i) for i in node.get("evidence_ids") or []]
+            items.append(("node", [str(node.get("label") or "")], ids))
+    return items
+
+
+def names_in(texts: Sequence[str], names: Sequence[str]) -> bool:
+    """Whether one of ``texts`` names one of ``names``.
+
+    A text names an entity when, normalised, it equals the name or contains it; a name
+    must have at least :data:`MIN_NAME_CHARS` characters to count inside a longer text
+    (two for Chinese, whose names are often two characters).
+    """
+    lows = [normalize_name(t) for t in texts]
+    for name in names:
+        key = normalize_name(name)
+        if not key:
+            continue
+        shortest = 2 if is_cjk(key) else MIN_NAME_CHARS
+        if any(key == low or (len(key) >= shortest and key in low) for low in lows):
+            return True
+    return False
+
+
 def grounding_report(
-    evidence: Sequence[Evidence], inference_chain: Sequence[dict[str, Any]], mind_map: dict[str, Any] | None
+    evidence: Sequence[Evidence],
+    inference_chain: Sequence[dict[str, Any]],
+    mind_map: dict[str, Any] | None,
+    *,
+    derived: bool = False,
 ) -> dict[str, Any]:
     """Compare the answer's citations and mind-map labels with the evidence.
 
     Args:
         evidence: The selected (numbered) evidence.
-        inference_chain: ``[{step, evidence_ids}]``.
+        inference_chain: ``[{step, evidence_ids, about?}]``.
         mind_map: ``{label, evidence_ids, children}``.
+        derived: The structure was rebuilt by the fallback parser from free text.
 
     Returns:
-        ``{"evidence_ids", "cited_ids", "unknown_ids", "ungrounded_nodes", "flagged",
-        "grounded"}``; ``flagged`` lists unknown ids then ungrounded labels.
+        ``{"evidence_ids", "cited_ids", "unknown_ids", "ungrounded_nodes",
+        "unsupported_citations", "citation_rate", "citation_support", "derived",
+        "flagged", "grounded"}``; ``flagged`` lists unknown ids, ungrounded labels, then
+        unsupported citations as ``"ID (step|node: text)"``. The rates are ``None`` when
+        there is nothing to rate (no steps or nodes; no valid citation).
 
     """
     ev_ids = [e.id for e in evidence if e.id]
@@ -72,7 +134,8 @@ def grounding_report(
         for head, rel, tail in e.triples:
             names.update({normalize_name(head), normalize_name(tail), normalize_name(rel)})
     ungrounded: list[str] = []
-    for depth, node in iter_mind_map(mind_map):
+    # without evidence there is nothing to ground a label in: the run is flagged no_kg_evidence instead
+    for depth, node in iter_mind_map(mind_map if ev_ids else None):
         if depth == 0:
             continue
         label = str(node.get("label") or "").strip()
@@ -82,14 +145,30 @@ def grounding_report(
         if key and (key in names or any(key in t for t in texts)):
             continue
         ungrounded.append(label)
-    flagged = [*unknown, *ungrounded]
+    by_id = {e.id: e for e in evidence if e.id}
+    items = citing_items(inference_chain, mind_map)
+    citing = 0
+    citations = 0
+    unsupported: list[str] = []
+    for kind, texts, ids in items:
+        valid_ids = [i for i in ids if i in by_id]
+        citing += bool(valid_ids)
+        for i in valid_ids:
+            citations += 1
+            if not names_in(texts, evidence_names(by_id[i]) or [by_id[i].text]):
+                unsupported.append(f"{i} ({kind}: {' '.join(texts)[:60]})")
+    flagged = [*unknown, *ungrounded, *unsupported]
     return {
         "evidence_ids": ev_ids,
         "cited_ids": cited,
         "unknown_ids": unknown,
         "ungrounded_nodes": ungrounded,
+        "unsupported_citations": unsupported,
+        "citation_rate": round(citing / len(items), 4) if items else None,
+        "citation_support": round(1 - len(unsupported) / citations, 4) if citations else None,
+        "derived": derived,
         "flagged": flagged,
-        "grounded": not flagged,
+        "grounded": not flagged and not derived and bool(ev_ids),
     }
 
 
@@ -130,7 +209,8 @@ def check_grounding(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             [] if (runtime.context or Context()).mode == "llm_only" else state.get("selected_evidence") or []
         )
         chain, mind_map = state.get("inference_chain") or [], state.get("mind_map")
-        report = grounding_report(evidence, chain, mind_map)
+        derived = bool((state.get("flags") or {}).get("fallback_parse"))
+        report = grounding_report(evidence, chain, mind_map, derived=derived)
         chain, mind_map = drop_unknown_ids(chain, mind_map, set(report["evidence_ids"]))
     return {
         "grounding": report,

@@ -81,6 +81,14 @@ class Context:
     budget_tokens: int = field(
         default=800, metadata={"description": "Token budget of the evidence block given to the LLM."}
     )
+    answer_schema: Literal["grounded", "free"] = field(
+        default="grounded",
+        metadata={
+            "description": "grounded = the answer's schema is built from the evidence shown: every step "
+            "and mind-map node cites a shown id, conclusions are chosen from evidence entities; free = "
+            "MindMap's prompt with a fixed schema (citations optional)."
+        },
+    )
     evidence_renderer: Literal["template", "llm"] = field(
         default="template",
         metadata={

@@ -40,6 +40,7 @@ def prepare_run(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     return {
         "question": question,
         "run_id": run_id,
+        "mode": ctx.mode,
         "language": services.resolve_language(ctx, question),
         "store_uri": ctx.store or default_store_uri(),
         "hypothesis": "",
@@ -47,6 +48,8 @@ def prepare_run(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         "mentions": [],
         "linked_entities": [],
         "selected_evidence": [],
+        "conclusions": {},
+        "own_knowledge": [],
         "feedback": {},
         "path_evidence": RESET,
         "neighbor_evidence": RESET,

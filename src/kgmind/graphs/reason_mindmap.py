@@ -1,10 +1,13 @@
 """Node ``reason_mindmap``: MindMap's final call — answer, inference chain and mind map.
 
-The evidence is shown delimited and quoted as the assistant's own retrieved
-knowledge; the model combines it with its own knowledge. The output follows
-:class:`~kgmind.prompts.schemas.MindMapAnswer`; tiny models that miss the schema are
-read by the tolerant parser. Without evidence (``llm_only`` or nothing linked) the
-same prompt says so and the answer comes from the LLM alone.
+By default (``Context.answer_schema="grounded"``) the output schema is built from the
+evidence shown (:mod:`kgmind.prompts.grounded`): every step and mind-map node cites a
+shown id, and the conclusions are evidence entities; the model's own points go to a
+separate field. With ``"free"`` the evidence is shown as the assistant's own retrieved
+knowledge in MindMap's prompt and the fixed :class:`~kgmind.prompts.schemas.MindMapAnswer`
+schema leaves citing to the model. Tiny models that miss the schema are read by the
+tolerant parser. Without evidence (``llm_only`` or nothing linked) the prompt says so
+and the answer comes from the LLM alone.
 """
 
 from __future__ import annotations
@@ -22,11 +25,12 @@ from kgmind.graphs.context import Context
 from kgmind.graphs.state import State
 from kgmind.llm import invoke_structured
 from kgmind.models import Evidence, normalize_name
+from kgmind.prompts.grounded import build_answer_schema, grounded_prompt, render_conclusions
 from kgmind.prompts.mindmap import NO_EVIDENCE_EN, NO_EVIDENCE_ZH, mindmap_prompt
 from kgmind.prompts.parsing import parse_mindmap_answer
-from kgmind.prompts.schemas import InferenceStep, MindMapAnswer, MindMapNode
+from kgmind.prompts.schemas import GroundedAnswer, InferenceStep, MindMapAnswer, MindMapNode
 
-__all__ = ["answer_with_evidence", "derive_structure", "reason_mindmap", "run_reasoning"]
+__all__ = ["answer_schema", "answer_with_evidence", "derive_structure", "reason_mindmap", "run_reasoning"]
 
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+")
 
@@ -75,10 +79,36 @@ def derive_structure(answer: MindMapAnswer, question: str, evidence: Sequence[Ev
     return answer
 
 
+def _parse_grounded(text: str) -> GroundedAnswer:
+    """The tolerant parser for grounded answers: MindMap's, read into the grounded model."""
+    return GroundedAnswer.model_validate(parse_mindmap_answer(text).model_dump())
+
+
+def _dedupe_ids(answer: MindMapAnswer) -> MindMapAnswer:
+    """The answer with each step's and node's cited ids made unique (a grammar cannot forbid repeats)."""
+
+    def node(n: MindMapNode) -> MindMapNode:
+        ids = list(dict.fromkeys(n.evidence_ids))
+        return n.model_copy(update={"evidence_ids": ids, "children": [node(c) for c in n.children]})
+
+    steps = [
+        s.model_copy(update={"evidence_ids": list(dict.fromkeys(s.evidence_ids))})
+        for s in answer.inference_chain
+    ]
+    return answer.model_copy(update={"inference_chain": steps, "mind_map": node(answer.mind_map)})
+
+
+def answer_schema(evidence: Sequence[Evidence], ctx: Context) -> dict[str, Any]:
+    """The per-question JSON schema of a grounded answer (entity types read from the run's store)."""
+    return build_answer_schema(evidence, services.entity_types(ctx.store, evidence))
+
+
 def run_reasoning(
     node: str, messages: Sequence[BaseMessage], evidence: Sequence[Evidence], ctx: Context, question: str = ""
 ) -> dict[str, Any]:
     """Make the reasoning call and turn its output into state updates (shared by both reasoners).
+
+    With ``ctx.answer_schema == "grounded"`` the model is held to :func:`answer_schema`.
 
     Args:
         node: Node name (timings, run names).
@@ -88,18 +118,21 @@ def run_reasoning(
         question: The question (root of a derived mind map).
 
     Returns:
-        ``answer``, ``inference_chain``, ``mind_map``, one LLM call, timing, flags.
+        ``answer``, ``inference_chain``, ``mind_map``, ``conclusions``, ``own_knowledge``,
+        one LLM call, timing, flags.
 
     """
     timings: dict[str, float] = {}
     ids = [e.id for e in evidence]
+    grounded = ctx.answer_schema == "grounded"
     with services.timed(node, timings):
         result = invoke_structured(
             services.get_llm(ctx, "reason"),
-            MindMapAnswer,
+            GroundedAnswer if grounded else MindMapAnswer,
             messages,
-            parse_mindmap_answer,
+            _parse_grounded if grounded else parse_mindmap_answer,
             config={"run_name": f"{node}_llm", "metadata": {"kgmind_evidence_ids": ids}},
+            json_schema=answer_schema(evidence, ctx) if grounded else None,
         )
     out: MindMapAnswer = result.value
     if result.used_fallback:
@@ -108,10 +141,23 @@ def run_reasoning(
         said = [s.step for s in out.inference_chain if s.step.strip()]
         out = out.model_copy(update={"summary": " ".join(said) or out.mind_map.label})
     services.trace_evidence(f"{node}.evidence", evidence)
+    out = _dedupe_ids(out)
+    answer = out.summary.strip()
+    conclusions: dict[str, list[str]] = {}
+    own: list[str] = []
+    if isinstance(out, GroundedAnswer):
+        conclusions = out.conclusion_map()
+        own = [p.strip() for p in out.own_knowledge if p.strip()]
+        chosen = render_conclusions(conclusions, services.resolve_language(ctx, question))
+        answer = f"{answer}\n{chosen}".strip() if chosen else answer
     return {
-        "answer": out.summary.strip(),
-        "inference_chain": [s.model_dump() for s in out.inference_chain],
+        "answer": answer,
+        "inference_chain": [
+            s.model_dump(exclude=None if s.about else {"about"}) for s in out.inference_chain
+        ],
         "mind_map": out.mind_map.model_dump(),
+        "conclusions": conclusions,
+        "own_knowledge": own,
         "llm_calls": 1,
         "timings_ms": timings,
         "flags": {"fallback_parse": result.used_fallback, "no_kg_evidence": not evidence},
@@ -138,7 +184,8 @@ def answer_with_evidence(
     """
     language = language or services.resolve_language(ctx, question)
     block = evidence_block(evidence) or (NO_EVIDENCE_ZH if language == "zh" else NO_EVIDENCE_EN)
-    messages = mindmap_prompt(language).format_messages(question=question, evidence=block)
+    prompt = grounded_prompt(language) if ctx.answer_schema == "grounded" else mindmap_prompt(language)
+    messages = prompt.format_messages(question=question, evidence=block)
     return run_reasoning("reason_mindmap", messages, evidence, ctx, question)
 
 

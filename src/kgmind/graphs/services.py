@@ -24,6 +24,7 @@ from kgmind.tools.store import GraphStore
 __all__ = [
     "detect_language",
     "emit",
+    "entity_types",
     "extract_mentions",
     "get_graph_index",
     "get_linker",
@@ -84,6 +85,14 @@ def get_llm(ctx: Context, purpose: str = "reason", max_tokens: int | None = None
 
     name = ctx.hypothesis_model if purpose == "hypothesis" and ctx.hypothesis_model else ctx.model
     return with_max_tokens(get_chat_model(name), max_tokens or ctx.max_tokens)
+
+
+def entity_types(store_uri: str | None, evidence: Sequence[Evidence]) -> dict[str, str]:
+    """``normalize_name(name) -> type`` of the entities the evidence shows (one lookup; none without ids)."""
+    from kgmind.models import normalize_name
+
+    ids = sorted({i for ev in evidence for i in ev.entity_ids})
+    return {normalize_name(e.name): e.type for e in get_store(store_uri).get_entities(ids)} if ids else {}
 
 
 def get_graph_index(store: GraphStore) -> Any:

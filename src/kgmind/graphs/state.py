@@ -80,6 +80,8 @@ class Answer(TypedDict, total=False):
     answer: str
     inference_chain: list[dict[str, Any]]
     mind_map: dict[str, Any]
+    conclusions: dict[str, list[str]]
+    own_knowledge: list[str]
     selected_evidence: list[Evidence]
     linked_entities: list[LinkedEntity]
     grounding: dict[str, Any]
@@ -109,6 +111,10 @@ class State(TypedDict, total=False):
         answer: Final answer text (the summary).
         inference_chain: ``[{step, evidence_ids}]``.
         mind_map: ``{label, evidence_ids, children}`` tree.
+        conclusions: Grounded answers' chosen evidence entities by field
+            (``diagnoses``/``tests``/``medications`` or ``conclusions``).
+        own_knowledge: Points the model added from its own knowledge (never cited).
+        mode: The run's mode (feedback credits KGCoT chains in ``kgcot`` mode).
         grounding: The grounding report (``flagged`` lists every unsupported item).
         feedback: The rating and the weight changes it caused.
         llm_calls: LLM calls made by the run (summed).
@@ -135,6 +141,9 @@ class State(TypedDict, total=False):
     answer: str
     inference_chain: list[dict[str, Any]]
     mind_map: dict[str, Any]
+    conclusions: dict[str, list[str]]
+    own_knowledge: list[str]
+    mode: str
     grounding: dict[str, Any]
     feedback: dict[str, Any]
     llm_calls: Annotated[int, add_count]

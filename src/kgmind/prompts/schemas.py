@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-__all__ = ["HypothesisOut", "InferenceStep", "MindMapAnswer", "MindMapNode"]
+__all__ = ["GroundedAnswer", "HypothesisOut", "InferenceStep", "MindMapAnswer", "MindMapNode"]
 
 
 class HypothesisOut(BaseModel):
@@ -25,6 +25,7 @@ class InferenceStep(BaseModel):
     evidence_ids: list[str] = Field(
         default_factory=list, description="Ids of the evidence used, e.g. P1, N2."
     )
+    about: str = Field(default="", description="The evidence entity the step is about (grounded answers).")
 
 
 class MindMapNode(BaseModel):
@@ -46,3 +47,29 @@ class MindMapAnswer(BaseModel):
         default_factory=lambda: MindMapNode(label="answer"),
         description="Output 3: the mind map (a tree) of the reasoning.",
     )
+
+
+class GroundedAnswer(MindMapAnswer):
+    """The evidence-constrained answer (:mod:`kgmind.prompts.grounded`): MindMap's outputs plus conclusions.
+
+    The per-question JSON schema restricts ids and conclusions to what the evidence
+    shows; this model only reads the result, so it is the same for every question.
+    """
+
+    diagnoses: list[str] = Field(default_factory=list, description="Diagnoses chosen from the evidence.")
+    tests: list[str] = Field(default_factory=list, description="Tests chosen from the evidence.")
+    medications: list[str] = Field(default_factory=list, description="Medications chosen from the evidence.")
+    conclusions: list[str] = Field(default_factory=list, description="Conclusions (non-medical KGs).")
+    own_knowledge: list[str] = Field(
+        default_factory=list, description="Points from the model's own knowledge, not from the evidence."
+    )
+
+    def conclusion_map(self) -> dict[str, list[str]]:
+        """The non-empty conclusion fields, by name."""
+        fields = {
+            "diagnoses": self.diagnoses,
+            "tests": self.tests,
+            "medications": self.medications,
+            "conclusions": self.conclusions,
+        }
+        return {k: list(v) for k, v in fields.items() if v}
