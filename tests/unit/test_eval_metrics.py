@@ -82,19 +82,12 @@ def test_answer_entity_recall():
     assert mt.answer_entity_recall("Take insulin.", [("insulin",), ("biopsy",)]) == 0.5
 
 
-def test_grounding_flags():
-    flags = mt.grounding_flags(
-        "You have gout [N1]; take colchicine [P9].",
-        ["N1", "P1"],
-        "[N1] Gout possible cure colchicine",
-        ["Gout", "Colchicine", "Allopurinol"],
+def test_unsupported_entities():
+    found = mt.unsupported_entities(
+        ["Gout", "Colchicine", "Allopurinol"], "[N1] Gout possible cure colchicine"
     )
-    assert flags["cites"] is True
-    assert flags["invalid_citations"] == ["P9"]
-    assert flags["unsupported_entities"] == ["Allopurinol"]
-    assert flags["grounded"] is False
-    ok = mt.grounding_flags("Gout [N1].", ["N1"], "[N1] Gout", ["Gout"])
-    assert ok["grounded"] is True
+    assert found == ["Allopurinol"]
+    assert mt.unsupported_entities(["Fever"], "", question="I have a fever") == []
 
 
 def test_extract_choice_and_accuracy():

@@ -55,7 +55,6 @@ __all__ = [
     "get_token_encoder",
     "gold_disease_hit",
     "greedy_match_f1",
-    "grounding_flags",
     "has_cjk",
     "local_minilm_path",
     "mean",
@@ -65,6 +64,7 @@ __all__ = [
     "rouge_l",
     "set_agreement",
     "summarize",
+    "unsupported_entities",
 ]
 
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
@@ -288,42 +288,15 @@ def greedy_match_f1(candidate: np.ndarray, reference: np.ndarray) -> tuple[float
     return p, rec, f
 
 
-_CITATION = re.compile(r"\b([PNCKD])(\d{1,3})\b")
+def unsupported_entities(answer_entities: Iterable[str], evidence_text: str, question: str = "") -> list[str]:
+    """Entities an answer names that neither the evidence shown nor the question names.
 
-
-def grounding_flags(
-    answer: str,
-    evidence_ids: Sequence[str],
-    evidence_text: str,
-    answer_entities: Iterable[str],
-    question: str = "",
-) -> dict[str, Any]:
-    """Flag how an answer uses its evidence.
-
-    Args:
-        answer: The generated answer.
-        evidence_ids: Citation ids of the evidence shown (``P1``, ``N2``…).
-        evidence_text: The rendered evidence shown to the LLM.
-        answer_entities: Vocabulary entities found in the answer.
-        question: The question (entities it names count as grounded).
-
-    Returns:
-        ``cites`` (the answer cites at least one id), ``invalid_citations`` (cited ids
-        not shown), ``unsupported_entities`` (answer entities in neither evidence nor
-        question) and ``grounded`` (cites, no invalid citation, no unsupported entity).
-
+    Citations are judged by the graph's grounding check
+    (:func:`kgmind.graphs.check_grounding.grounding_report`); this counts what the
+    answer adds beyond what it was shown.
     """
-    cited = {m.group(0) for m in _CITATION.finditer(answer)}
-    shown = set(evidence_ids)
-    invalid = sorted(cited - shown)
     context = normalize_name(evidence_text + "\n" + question)
-    unsupported = sorted({e for e in answer_entities if not name_in_text(e, context)})
-    return {
-        "cites": bool(cited & shown),
-        "invalid_citations": invalid,
-        "unsupported_entities": unsupported,
-        "grounded": bool(cited & shown) and not invalid and not unsupported,
-    }
+    return sorted({e for e in answer_entities if not name_in_text(e, context)})
 
 
 _CHOICE = re.compile(r"(?<![A-Za-z])([A-E])(?![A-Za-z])")

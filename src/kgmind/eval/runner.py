@@ -374,11 +374,12 @@ def _own_mentions(question: str, res: Resources) -> list[Mention]:
 
 def _run_one(
     name: str, item: EvalItem, ents: Sequence[Mention | str], res: Resources, budget: int
-) -> tuple[MethodResult, float]:
+) -> tuple[MethodResult, float, float]:
+    """Run one method on one item: ``(result, non-LLM ms, wall ms)``."""
     t0 = time.perf_counter()
     result = METHODS[name].func(question_text(item), ents, res, budget)
     wall_ms = (time.perf_counter() - t0) * 1000.0
-    return result, max(0.0, wall_ms - result.llm_ms)
+    return result, max(0.0, wall_ms - result.llm_ms), wall_ms
 
 
 def _score(
@@ -409,16 +410,19 @@ def _answer_metrics(
         row["accuracy"] = 1.0 if pred == item.answer_key else 0.0
         return
     row["answer_entity_recall"] = mt.answer_entity_recall(answer, item.gold)
+    ans_ents = [e.name for e in vocab.matcher.find(answer)] if vocab is not None else []
+    if item.gold_names:
+        row["answer_precision"] = mt.evidence_precision(ans_ents, item.gold_names)
     if item.reference:
         row["rouge_l"] = mt.rouge_l(answer, item.reference)
         row["bleu4"] = mt.bleu4(answer, item.reference)
         if bertscore:
             row["bertscore_f1"] = mt.bertscore_f1(answer, item.reference)
-    ans_ents = [e.name for e in vocab.matcher.find(answer)] if vocab is not None else []
-    flags = mt.grounding_flags(answer, [e.id for e in result.evidence], row["_text"], ans_ents, item.question)
-    row["grounded"] = 1.0 if flags["grounded"] else 0.0
-    row["cites"] = 1.0 if flags["cites"] else 0.0
-    row["unsupported_entities"] = float(len(flags["unsupported_entities"]))
+    report = result.grounding
+    row["grounded"] = 1.0 if report.get("grounded") else 0.0
+    row["citation_rate"] = report.get("citation_rate")
+    row["citation_support"] = report.get("citation_support")
+    row["unsupported_entities"] = float(len(mt.unsupported_entities(ans_ents, row["_text"], item.question)))
 
 
 _MEAN_KEYS = (
@@ -426,11 +430,13 @@ _MEAN_KEYS = (
     "gold_disease_hit",
     "evidence_precision",
     "answer_entity_recall",
+    "answer_precision",
     "rouge_l",
     "bleu4",
     "bertscore_f1",
     "grounded",
-    "cites",
+    "citation_rate",
+    "citation_support",
     "unsupported_entities",
     "accuracy",
 )
@@ -446,6 +452,10 @@ def _summarize(rows: list[dict[str, Any]], lat: list[float], errors: int, first_
     out["llm_calls_mean"] = mt.mean(r["llm_calls"] for r in rows)
     out["latency_ms_p50"] = mt.percentile(lat, 50)
     out["latency_ms_p95"] = mt.percentile(lat, 95)
+    if any("answer" in r for r in rows):  # with an LLM: the whole question, LLM calls included
+        walls = [r["wall_ms"] for r in rows]
+        out["wall_ms_p50"] = mt.percentile(walls, 50)
+        out["wall_ms_p95"] = mt.percentile(walls, 95)
     out["scored"] = len(rows)
     out["rows_with_gold"] = sum(1 for r in rows if r["evidence_recall"] is not None)
     out["rows_with_gold_disease"] = sum(1 for r in rows if r["gold_disease_hit"] is not None)
@@ -528,7 +538,7 @@ def run_eval(
                 first_error = f"{type(exc).__name__}: {exc}"
             for item, ents in zip(items, entity_lists, strict=True):
                 try:
-                    result, ms = _run_one(name, item, ents, res, cfg.budget)
+                    result, ms, wall_ms = _run_one(name, item, ents, res, cfg.budget)
                 except Exception as exc:  # noqa: BLE001 - one failing item must not stop the run
                     errors += 1
                     first_error = first_error or f"{type(exc).__name__}: {exc}"
@@ -538,6 +548,7 @@ def run_eval(
                 row = _score(item, result, res, vocab)
                 row["llm_calls"] = result.llm_calls
                 row["latency_ms"] = ms
+                row["wall_ms"] = wall_ms
                 if res.model is not None:
                     answer = result.answer
                     if answer is None:  # a baseline: its evidence answered by the shipped prompt
