@@ -12,6 +12,8 @@ LLM the full graph answers (the shipped reasoning prompt); without one
 ==================  =========================================================================
 ``llm_only``        the graph in ``llm_only`` mode: no evidence.
 ``kgmind``          the graph in ``full`` mode (HyKGE + MindMap + KGCoT evidence).
+``kgmind_free``     ``kgmind`` with ``answer_schema="free"``: MindMap's prompt and a fixed
+                    schema, citations left to the model (the answer before grounding).
 ``kgmind_mindmap``  the graph in ``mindmap`` mode (paths + neighbours, δ-linking).
 ``kgmind_hykge``    the graph in ``hykge`` mode (reranked chains).
 ``kgcot``           the graph in ``kgcot`` mode (KGCoT weighted-DFS chains).
@@ -36,11 +38,14 @@ evidence is answered with the shipped reasoning prompt
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from langchain_core.callbacks import BaseCallbackHandler
 
 from kgmind.eval.datasets import default_path
 from kgmind.graphs.context import Context, Mode
@@ -65,10 +70,14 @@ EntityInput = Mention | str
 GRAPH_MODES: dict[str, Mode] = {
     "llm_only": "llm_only",
     "kgmind": "full",
+    "kgmind_free": "full",
     "kgmind_mindmap": "mindmap",
     "kgmind_hykge": "hykge",
     "kgcot": "kgcot",
 }
+
+#: Context fields a graph-run method sets beside its mode (an ablation of a shipped default).
+GRAPH_OVERRIDES: dict[str, dict[str, Any]] = {"kgmind_free": {"answer_schema": "free"}}
 
 #: Graph nodes whose time is LLM time (subtracted from the non-LLM latency).
 LLM_NODES: tuple[str, ...] = ("generate_hypothesis", "reason_mindmap", "reason_kgcot")
@@ -106,6 +115,56 @@ class MethodResult:
     flags: dict[str, bool] = field(default_factory=dict)
 
 
+class LLMCallLog(BaseCallbackHandler):
+    """Where an evaluation's LLM seconds go: per call, its name, seconds, prompt and generated tokens.
+
+    Tokens are counted by the local model's own tokenizer when the model is llama.cpp
+    (``tokens_by="llama"``), else by the budget's approximate counter (``"approx"``);
+    the prompt count covers the messages' text, not the chat template's few tokens.
+    """
+
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+        self._open: dict[Any, tuple[str, float, str]] = {}
+        self._lock = threading.Lock()
+        self.tokenize: Callable[[str], int] | None = None
+
+    def count(self, text: str) -> int:
+        """Tokens of ``text`` (see the class docstring)."""
+        return self.tokenize(text) if self.tokenize else int(aggregate.count_tokens(text))
+
+    def on_chat_model_start(
+        self, serialized: dict[str, Any], messages: list[list[Any]], *, run_id: Any, **kwargs: Any
+    ) -> None:
+        """Open a call: its name and the prompt text."""
+        text = "\n".join(str(getattr(m, "content", m)) for batch in messages for m in batch)
+        with self._lock:
+            self._open[run_id] = (str(kwargs.get("name") or "llm"), time.perf_counter(), text)
+
+    def on_llm_end(self, response: Any, *, run_id: Any, **kwargs: Any) -> None:
+        """Close a call: seconds, prompt and generated tokens."""
+        with self._lock:
+            opened = self._open.pop(run_id, None)
+        if opened is None:
+            return
+        name, t0, prompt = opened
+        out = "".join(g.text or str(getattr(g, "message", "")) for gens in response.generations for g in gens)
+        record = {
+            "name": name,
+            "seconds": time.perf_counter() - t0,
+            "prompt_tokens": self.count(prompt),
+            "output_tokens": self.count(out),
+        }
+        with self._lock:
+            self.calls.append(record)
+
+    def take(self) -> list[dict[str, Any]]:
+        """The calls logged since the last take."""
+        with self._lock:
+            calls, self.calls = self.calls, []
+        return calls
+
+
 class Resources:
     """Lazily built, cached heavy objects shared by all methods of one evaluation.
 
@@ -133,6 +192,8 @@ class Resources:
     ) -> None:
         self.store_uri = store_uri
         self.context_overrides = dict(context_overrides or {})
+        self.llm_log = LLMCallLog()
+        self.callbacks: list[Any] = [self.llm_log]
         self.docs_dir = Path(docs_dir) if docs_dir else default_path("docs")
         self.model = model
         self.max_tokens = max_tokens
@@ -146,7 +207,7 @@ class Resources:
         return self._cache[key]
 
     # -- the product -------------------------------------------------------------
-    def context(self, mode: Mode, budget: int) -> Context:
+    def context(self, mode: Mode, budget: int, **overrides: Any) -> Context:
         """The :class:`Context` a graph-run method uses: the defaults, plus the run's model and budget."""
         kwargs: dict[str, Any] = {
             "mode": mode,
@@ -160,7 +221,7 @@ class Resources:
             kwargs["model"] = self.model
         if self.max_tokens is not None:
             kwargs["max_tokens"] = self.max_tokens
-        return Context(**{**kwargs, **self.context_overrides})
+        return Context(**{**kwargs, **self.context_overrides, **overrides})
 
     def graph(self) -> Any:
         """The compiled graph: the full one with an LLM, the retrieval half without."""
@@ -175,9 +236,15 @@ class Resources:
 
     def answer(self, question: str, evidence: Sequence[Evidence]) -> dict[str, Any]:
         """Answer ``evidence`` with the shipped reasoning prompt (the baselines' answer call)."""
+        from langchain_core.runnables import RunnableLambda
+
         from kgmind.graphs.reason_mindmap import answer_with_evidence
 
-        return answer_with_evidence(question, evidence, self.context("full", 0))
+        ctx = self.context("full", 0)
+        call: RunnableLambda[Any, dict[str, Any]] = RunnableLambda(
+            lambda _: answer_with_evidence(question, evidence, ctx), name="baseline_answer"
+        )
+        return dict(call.invoke(None, config={"callbacks": self.callbacks}))
 
     def chat(self) -> Any:
         """The chat model for the baselines' own calls (HyKGE's hypothesis)."""
@@ -321,7 +388,12 @@ def _mention_texts(entities: Sequence[EntityInput]) -> list[str]:
 
 
 def run_graph(
-    mode: Mode, question: str, entities: Sequence[EntityInput], res: Resources, budget: int
+    mode: Mode,
+    question: str,
+    entities: Sequence[EntityInput],
+    res: Resources,
+    budget: int,
+    overrides: dict[str, Any] | None = None,
 ) -> MethodResult:
     """Run the compiled graph in ``mode`` on one question, as a user's call would.
 
@@ -334,6 +406,7 @@ def run_graph(
             that NER itself.
         res: Shared resources (store, model, seed).
         budget: Evidence token budget (``Context.budget_tokens``).
+        overrides: Context fields set for this method (see :data:`GRAPH_OVERRIDES`).
 
     Returns:
         The selected evidence, the run's LLM calls and LLM time and, with an LLM, the
@@ -346,7 +419,9 @@ def run_graph(
     mentions = [e for e in entities if isinstance(e, str) and e.strip()]
     if mentions:
         payload["entities"] = mentions
-    out = res.graph().invoke(payload, context=res.context(mode, budget))
+    out = res.graph().invoke(
+        payload, config={"callbacks": res.callbacks}, context=res.context(mode, budget, **(overrides or {}))
+    )
     timings = out.get("timings_ms") or {}
     result = MethodResult(
         evidence=list(out.get("selected_evidence") or []),
@@ -366,12 +441,16 @@ def run_graph(
     return result
 
 
-def _graph_method(mode: Mode) -> Callable[[str, Sequence[EntityInput], Resources, int], MethodResult]:
-    def method(question: str, entities: Sequence[EntityInput], res: Resources, budget: int) -> MethodResult:
-        return run_graph(mode, question, entities, res, budget)
+def _graph_method(name: str) -> Callable[[str, Sequence[EntityInput], Resources, int], MethodResult]:
+    mode, overrides = GRAPH_MODES[name], GRAPH_OVERRIDES.get(name)
 
-    method.__name__ = f"graph_{mode}"
-    method.__doc__ = f"The compiled kgmind graph in ``{mode}`` mode."
+    def method(question: str, entities: Sequence[EntityInput], res: Resources, budget: int) -> MethodResult:
+        return run_graph(mode, question, entities, res, budget, overrides)
+
+    method.__name__ = f"graph_{name}"
+    method.__doc__ = f"The compiled kgmind graph in ``{mode}`` mode" + (
+        f" with {overrides}." if overrides else "."
+    )
     return method
 
 
@@ -443,7 +522,10 @@ def _hykge_hypothesis(question: str, res: Resources, out: MethodResult) -> str:
         return ""
     out.llm_calls += 1
     t0 = time.perf_counter()
-    reply = res.chat().invoke(HYKGE_HYPOTHESIS_PROMPT.replace("{question}", question))
+    reply = res.chat().invoke(
+        HYKGE_HYPOTHESIS_PROMPT.replace("{question}", question),
+        config={"callbacks": res.callbacks, "run_name": "hykge_hypothesis_llm"},
+    )
     out.llm_ms += (time.perf_counter() - t0) * 1000.0
     content = getattr(reply, "content", reply)
     return (content if isinstance(content, str) else str(content)).strip()
@@ -483,7 +565,7 @@ class MethodSpec:
 
 def _graph_spec(name: str) -> MethodSpec:
     mode = GRAPH_MODES[name]
-    return MethodSpec(name, _graph_method(mode), uses_kg=mode != "llm_only", graph_mode=mode)
+    return MethodSpec(name, _graph_method(name), uses_kg=mode != "llm_only", graph_mode=mode)
 
 
 #: Every method, in report order.
@@ -499,12 +581,15 @@ METHODS: dict[str, MethodSpec] = {
         _graph_spec("kgcot"),
         _graph_spec("kgmind_mindmap"),
         _graph_spec("kgmind_hykge"),
+        _graph_spec("kgmind_free"),
         _graph_spec("kgmind"),
     )
 }
 
-#: What ``--methods all`` runs: every method but the graph's single-tool modes.
-DEFAULT_METHODS: tuple[str, ...] = tuple(n for n in METHODS if n not in ("kgmind_mindmap", "kgmind_hykge"))
+#: What ``--methods all`` runs: every method but the graph's single-tool modes and ablations.
+DEFAULT_METHODS: tuple[str, ...] = tuple(
+    n for n in METHODS if n not in ("kgmind_mindmap", "kgmind_hykge", "kgmind_free")
+)
 
 
 def resolve_methods(spec: str) -> list[str]:

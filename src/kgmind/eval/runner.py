@@ -366,6 +366,20 @@ def _llm_cache(cfg: EvalConfig) -> Any:
     return SQLiteCache(database_path=str(path))
 
 
+def _llama_token_counter(model: str) -> Callable[[str], int] | None:
+    """The local model's own token count, for the LLM call log (``None`` for other models)."""
+    from kgmind.llm import LOCAL_MODELS, get_chat_model
+
+    if model not in LOCAL_MODELS:
+        return None
+    client = get_chat_model(model).client  # type: ignore[attr-defined]
+
+    def count(text: str) -> int:
+        return len(client.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+
+    return count
+
+
 def _own_mentions(question: str, res: Resources) -> list[Mention]:
     from kgmind.retrievers.ner import extract_mentions
 
@@ -442,6 +456,22 @@ _MEAN_KEYS = (
 )
 
 
+def llm_call_summary(calls: Sequence[dict[str, Any]], questions: int) -> dict[str, dict[str, float]]:
+    """Where the LLM seconds went, per call name: calls per question, seconds, prompt and output tokens."""
+    by_name: dict[str, list[dict[str, Any]]] = {}
+    for c in calls:
+        by_name.setdefault(str(c["name"]), []).append(c)
+    return {
+        name: {
+            "calls_per_question": round(len(cs) / max(questions, 1), 3),
+            "seconds_mean": round(mt.mean(c["seconds"] for c in cs) or 0.0, 3),
+            "prompt_tokens_mean": round(mt.mean(c["prompt_tokens"] for c in cs) or 0.0, 1),
+            "output_tokens_mean": round(mt.mean(c["output_tokens"] for c in cs) or 0.0, 1),
+        }
+        for name, cs in sorted(by_name.items())
+    }
+
+
 def _summarize(rows: list[dict[str, Any]], lat: list[float], errors: int, first_error: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key in _MEAN_KEYS:
@@ -456,6 +486,9 @@ def _summarize(rows: list[dict[str, Any]], lat: list[float], errors: int, first_
         walls = [r["wall_ms"] for r in rows]
         out["wall_ms_p50"] = mt.percentile(walls, 50)
         out["wall_ms_p95"] = mt.percentile(walls, 95)
+    detail = llm_call_summary([c for r in rows for c in r.get("llm_detail") or []], len(rows))
+    if detail:
+        out["llm_detail"] = detail
     out["scored"] = len(rows)
     out["rows_with_gold"] = sum(1 for r in rows if r["evidence_recall"] is not None)
     out["rows_with_gold_disease"] = sum(1 for r in rows if r["gold_disease_hit"] is not None)
@@ -498,6 +531,8 @@ def run_eval(
     res = Resources(
         store_uri=store_uri, docs_dir=cfg.docs, model=model, max_tokens=cfg.max_tokens, seed=cfg.seed
     )
+    if model is not None:
+        res.llm_log.tokenize = _llama_token_counter(model)
     vocab: gd.Vocabulary | None = None
     if cfg.dataset == "genmedgpt5k":
         vocab = gd.load_emckg_vocabulary(cfg.vocab)
@@ -534,6 +569,7 @@ def run_eval(
             first_error = ""
             try:  # warm-up: builds lazy indexes and models outside the timings
                 _run_one(name, items[0], entity_lists[0], res, cfg.budget)
+                res.llm_log.take()
             except Exception as exc:  # noqa: BLE001 - reported per method
                 first_error = f"{type(exc).__name__}: {exc}"
             for item, ents in zip(items, entity_lists, strict=True):
@@ -561,6 +597,7 @@ def run_eval(
                     _answer_metrics(item, row, result, answer, vocab, cfg.bertscore)
                 row["id"] = item.id
                 row["notes"] = result.notes
+                row["llm_detail"] = res.llm_log.take()
                 rows.append(row)
                 lat.append(ms)
                 if on_advance:
@@ -594,6 +631,7 @@ def run_eval(
                         peak = max(peak, tracemalloc.get_traced_memory()[1])
                 finally:
                     tracemalloc.stop()
+                    res.llm_log.take()
                 results[name]["peak_mem_mb"] = round(peak / 2**20, 3)
     finally:
         set_llm_cache(previous_cache)

@@ -158,7 +158,7 @@ def emit(event: dict[str, Any]) -> None:
         from langgraph.config import get_stream_writer
 
         get_stream_writer()(event)
-    except RuntimeError:  # called outside a runnable context (unit tests)
+    except (RuntimeError, KeyError):  # outside a graph run (unit tests, a plain Runnable)
         pass
 
 
