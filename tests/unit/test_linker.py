@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from entity_fakes import EntityListStore
-from kgmind.models import Entity
+from kgmind.models import Entity, Mention
 from kgmind.retrievers import embeddings, entity_index, linker
-from kgmind.retrievers.embeddings import HashEmbedder, detect_language, get_embedder, model_for_language
+from kgmind.retrievers.embeddings import HashEmbedder, get_embedder, model_for_language
 from kgmind.retrievers.entity_index import (
     EntityIndex,
     build_entity_index,
@@ -19,8 +19,8 @@ from kgmind.retrievers.entity_index import (
     get_entity_index,
     resolve_model,
 )
-from kgmind.models import Mention
 from kgmind.retrievers.linker import DEFAULT_THRESHOLD, EntityLinker, get_linker, key_variants
+from kgmind.text import detect_language
 
 FakeStore = EntityListStore
 

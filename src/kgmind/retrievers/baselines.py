@@ -23,8 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from kgmind.models import Entity, Relation
-from kgmind.models import Evidence
+from kgmind.models import Entity, Evidence, Relation
 from kgmind.retrievers.exploration import (
     DISEASE_MARK,
     PATHS_PER_SEGMENT,

@@ -47,8 +47,7 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
-from kgmind.models import KnowledgeDoc
-from kgmind.models import Evidence
+from kgmind.models import Evidence, KnowledgeDoc
 from kgmind.retrievers.graph_index import GraphIndex, IndexPath
 
 T = TypeVar("T")

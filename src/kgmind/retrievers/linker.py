@@ -18,10 +18,9 @@ from typing import Literal
 
 import numpy as np
 
-from kgmind.models import normalize_name
+from kgmind.models import LinkedEntity, Mention, normalize_name
 from kgmind.retrievers.embeddings import Embedder, VectorCache, get_embedder
 from kgmind.retrievers.entity_index import EntityIndex, get_entity_index, resolve_model
-from kgmind.models import LinkedEntity, Mention
 from kgmind.tools.store import GraphStore
 
 __all__ = [
