@@ -1,7 +1,8 @@
 """Every Cypher statement the Neo4j backend sends, as named module-level constants.
 
 Rules: query text is fixed at import time and never built by formatting or
-concatenation; every value travels as a ``$parameter``. Labels and relationship types
+concatenation; every value travels as a ``$parameter``. The one exception is the hop
+bound of the shortest-path templates (see :mod:`kgmind.tools.cypher`). Labels and relationship types
 that depend on data use Cypher's dynamic labels/types (``SET n:$(expr)``,
 ``MERGE (a)-[r:$(expr)]->(b)``), which need **Neo4j 5.26 or newer** (Cypher 5 or 25).
 
@@ -246,110 +247,11 @@ RETURN labels(n) AS labels
 """
 
 # -- shortest paths ----------------------------------------------------------------------
-# The variable-length bound cannot be a parameter, so there is one fixed statement per
-# supported bound, selected by integer key (never by formatting).
+# The variable-length bound cannot be a parameter: these are templates whose
+# ``__MAX_HOPS__`` token :func:`kgmind.tools.cypher.with_hop_bound` replaces by a
+# validated int (the only run-time completion of query text).
 
-PATHS_DIRECTED_1 = """
-MATCH p = allShortestPaths((a:Entity {id: $source})-[*..1]->(b:Entity {id: $target}))
-WITH p, [n IN nodes(p) | n.id] AS node_ids, [r IN relationships(p) | r.id] AS rel_ids
-ORDER BY node_ids, rel_ids
-LIMIT $limit
-RETURN node_ids AS nodes,
-       [r IN relationships(p) | {id: r.id, head: startNode(r).id, type: toLower(type(r)),
-        tail: endNode(r).id, weight: r.weight, source: r.source}] AS relations
-"""
-PATHS_DIRECTED_2 = """
-MATCH p = allShortestPaths((a:Entity {id: $source})-[*..2]->(b:Entity {id: $target}))
-WITH p, [n IN nodes(p) | n.id] AS node_ids, [r IN relationships(p) | r.id] AS rel_ids
-ORDER BY node_ids, rel_ids
-LIMIT $limit
-RETURN node_ids AS nodes,
-       [r IN relationships(p) | {id: r.id, head: startNode(r).id, type: toLower(type(r)),
-        tail: endNode(r).id, weight: r.weight, source: r.source}] AS relations
-"""
-PATHS_DIRECTED_3 = """
-MATCH p = allShortestPaths((a:Entity {id: $source})-[*..3]->(b:Entity {id: $target}))
-WITH p, [n IN nodes(p) | n.id] AS node_ids, [r IN relationships(p) | r.id] AS rel_ids
-ORDER BY node_ids, rel_ids
-LIMIT $limit
-RETURN node_ids AS nodes,
-       [r IN relationships(p) | {id: r.id, head: startNode(r).id, type: toLower(type(r)),
-        tail: endNode(r).id, weight: r.weight, source: r.source}] AS relations
-"""
-PATHS_DIRECTED_4 = """
-MATCH p = allShortestPaths((a:Entity {id: $source})-[*..4]->(b:Entity {id: $target}))
-WITH p, [n IN nodes(p) | n.id] AS node_ids, [r IN relationships(p) | r.id] AS rel_ids
-ORDER BY node_ids, rel_ids
-LIMIT $limit
-RETURN node_ids AS nodes,
-       [r IN relationships(p) | {id: r.id, head: startNode(r).id, type: toLower(type(r)),
-        tail: endNode(r).id, weight: r.weight, source: r.source}] AS relations
-"""
-PATHS_DIRECTED_5 = """
-MATCH p = allShortestPaths((a:Entity {id: $source})-[*..5]->(b:Entity {id: $target}))
-WITH p, [n IN nodes(p) | n.id] AS node_ids, [r IN relationships(p) | r.id] AS rel_ids
-ORDER BY node_ids, rel_ids
-LIMIT $limit
-RETURN node_ids AS nodes,
-       [r IN relationships(p) | {id: r.id, head: startNode(r).id, type: toLower(type(r)),
-        tail: endNode(r).id, weight: r.weight, source: r.source}] AS relations
-"""
-PATHS_DIRECTED_6 = """
-MATCH p = allShortestPaths((a:Entity {id: $source})-[*..6]->(b:Entity {id: $target}))
-WITH p, [n IN nodes(p) | n.id] AS node_ids, [r IN relationships(p) | r.id] AS rel_ids
-ORDER BY node_ids, rel_ids
-LIMIT $limit
-RETURN node_ids AS nodes,
-       [r IN relationships(p) | {id: r.id, head: startNode(r).id, type: toLower(type(r)),
-        tail: endNode(r).id, weight: r.weight, source: r.source}] AS relations
-"""
-PATHS_UNDIRECTED_1 = """
-MATCH p = allShortestPaths((a:Entity {id: $source})-[*..1]-(b:Entity {id: $target}))
-WITH p, [n IN nodes(p) | n.id] AS node_ids, [r IN relationships(p) | r.id] AS rel_ids
-ORDER BY node_ids, rel_ids
-LIMIT $limit
-RETURN node_ids AS nodes,
-       [r IN relationships(p) | {id: r.id, head: startNode(r).id, type: toLower(type(r)),
-        tail: endNode(r).id, weight: r.weight, source: r.source}] AS relations
-"""
-PATHS_UNDIRECTED_2 = """
-MATCH p = allShortestPaths((a:Entity {id: $source})-[*..2]-(b:Entity {id: $target}))
-WITH p, [n IN nodes(p) | n.id] AS node_ids, [r IN relationships(p) | r.id] AS rel_ids
-ORDER BY node_ids, rel_ids
-LIMIT $limit
-RETURN node_ids AS nodes,
-       [r IN relationships(p) | {id: r.id, head: startNode(r).id, type: toLower(type(r)),
-        tail: endNode(r).id, weight: r.weight, source: r.source}] AS relations
-"""
-PATHS_UNDIRECTED_3 = """
-MATCH p = allShortestPaths((a:Entity {id: $source})-[*..3]-(b:Entity {id: $target}))
-WITH p, [n IN nodes(p) | n.id] AS node_ids, [r IN relationships(p) | r.id] AS rel_ids
-ORDER BY node_ids, rel_ids
-LIMIT $limit
-RETURN node_ids AS nodes,
-       [r IN relationships(p) | {id: r.id, head: startNode(r).id, type: toLower(type(r)),
-        tail: endNode(r).id, weight: r.weight, source: r.source}] AS relations
-"""
-PATHS_UNDIRECTED_4 = """
-MATCH p = allShortestPaths((a:Entity {id: $source})-[*..4]-(b:Entity {id: $target}))
-WITH p, [n IN nodes(p) | n.id] AS node_ids, [r IN relationships(p) | r.id] AS rel_ids
-ORDER BY node_ids, rel_ids
-LIMIT $limit
-RETURN node_ids AS nodes,
-       [r IN relationships(p) | {id: r.id, head: startNode(r).id, type: toLower(type(r)),
-        tail: endNode(r).id, weight: r.weight, source: r.source}] AS relations
-"""
-PATHS_UNDIRECTED_5 = """
-MATCH p = allShortestPaths((a:Entity {id: $source})-[*..5]-(b:Entity {id: $target}))
-WITH p, [n IN nodes(p) | n.id] AS node_ids, [r IN relationships(p) | r.id] AS rel_ids
-ORDER BY node_ids, rel_ids
-LIMIT $limit
-RETURN node_ids AS nodes,
-       [r IN relationships(p) | {id: r.id, head: startNode(r).id, type: toLower(type(r)),
-        tail: endNode(r).id, weight: r.weight, source: r.source}] AS relations
-"""
-PATHS_UNDIRECTED_6 = """
-MATCH p = allShortestPaths((a:Entity {id: $source})-[*..6]-(b:Entity {id: $target}))
+_PATHS_RETURN = """
 WITH p, [n IN nodes(p) | n.id] AS node_ids, [r IN relationships(p) | r.id] AS rel_ids
 ORDER BY node_ids, rel_ids
 LIMIT $limit
@@ -358,25 +260,17 @@ RETURN node_ids AS nodes,
         tail: endNode(r).id, weight: r.weight, source: r.source}] AS relations
 """
 
-#: Directed shortest-path statements by maximum hop count.
-PATHS_DIRECTED: dict[int, str] = {
-    1: PATHS_DIRECTED_1,
-    2: PATHS_DIRECTED_2,
-    3: PATHS_DIRECTED_3,
-    4: PATHS_DIRECTED_4,
-    5: PATHS_DIRECTED_5,
-    6: PATHS_DIRECTED_6,
-}
+#: All shortest directed paths ``$source`` → ``$target`` (template: hop bound).
+PATHS_DIRECTED = (
+    "MATCH p = allShortestPaths((a:Entity {id: $source})-[*..__MAX_HOPS__]->(b:Entity {id: $target}))"
+    + _PATHS_RETURN
+)
 
-#: Undirected shortest-path statements by maximum hop count.
-PATHS_UNDIRECTED: dict[int, str] = {
-    1: PATHS_UNDIRECTED_1,
-    2: PATHS_UNDIRECTED_2,
-    3: PATHS_UNDIRECTED_3,
-    4: PATHS_UNDIRECTED_4,
-    5: PATHS_UNDIRECTED_5,
-    6: PATHS_UNDIRECTED_6,
-}
+#: All shortest paths between ``$source`` and ``$target`` ignoring direction (template).
+PATHS_UNDIRECTED = (
+    "MATCH p = allShortestPaths((a:Entity {id: $source})-[*..__MAX_HOPS__]-(b:Entity {id: $target}))"
+    + _PATHS_RETURN
+)
 
 # -- feedback (all run inside one write transaction) ------------------------------------
 
