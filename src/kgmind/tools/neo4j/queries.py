@@ -153,37 +153,35 @@ RETURN r.id AS id, h.id AS head, toLower(type(r)) AS type, t.id AS tail, r.weigh
 ORDER BY id
 """
 
-#: Outgoing edges of ``$ids``; ``$types`` (lower snake) or null for all; at most ``$limit``.
-NEIGHBORS_OUT = """
-MATCH (h:Entity)-[r]->(t:Entity)
-WHERE h.id IN $ids AND ($types IS NULL OR toLower(type(r)) IN $types)
+#: The shared tail of the neighbor statements: one row per edge, in the protocol's order.
+_NEIGHBORS_RETURN = """
 RETURN r.id AS id, h.id AS head, toLower(type(r)) AS type, t.id AS tail, r.weight AS weight,
        r.source AS source
 ORDER BY head, type, weight DESC, tail
 LIMIT $limit
 """
+
+#: Outgoing edges of ``$ids``; ``$types`` (lower snake) or null for all; at most ``$limit``.
+NEIGHBORS_OUT = (
+    "MATCH (h:Entity)-[r]->(t:Entity) WHERE h.id IN $ids AND ($types IS NULL OR toLower(type(r)) IN $types)"
+    + _NEIGHBORS_RETURN
+)
 
 #: Incoming edges of ``$ids``.
-NEIGHBORS_IN = """
-MATCH (h:Entity)-[r]->(t:Entity)
-WHERE t.id IN $ids AND ($types IS NULL OR toLower(type(r)) IN $types)
-RETURN r.id AS id, h.id AS head, toLower(type(r)) AS type, t.id AS tail, r.weight AS weight,
-       r.source AS source
-ORDER BY head, type, weight DESC, tail
-LIMIT $limit
-"""
+NEIGHBORS_IN = (
+    "MATCH (h:Entity)-[r]->(t:Entity) WHERE t.id IN $ids AND ($types IS NULL OR toLower(type(r)) IN $types)"
+    + _NEIGHBORS_RETURN
+)
 
 #: Edges touching ``$ids`` in either direction (each edge once).
-NEIGHBORS_BOTH = """
+NEIGHBORS_BOTH = (
+    """
 MATCH (x:Entity)-[r]-(:Entity)
 WHERE x.id IN $ids AND ($types IS NULL OR toLower(type(r)) IN $types)
 WITH DISTINCT r
-WITH r, startNode(r) AS h, endNode(r) AS t
-RETURN r.id AS id, h.id AS head, toLower(type(r)) AS type, t.id AS tail, r.weight AS weight,
-       r.source AS source
-ORDER BY head, type, weight DESC, tail
-LIMIT $limit
-"""
+WITH r, startNode(r) AS h, endNode(r) AS t"""
+    + _NEIGHBORS_RETURN
+)
 
 #: Every outgoing edge of one node (KGCoT's DFS step).
 OUT_EDGES = """
