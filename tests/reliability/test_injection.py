@@ -234,11 +234,16 @@ class RecordingDriver:
 
 
 def _neo4j_constants() -> set[str]:
+    """Every queries.py statement; a hop-bound template with each bound the store may use."""
+    from kgmind.tools.cypher import HOPS, with_hop_bound
     from kgmind.tools.neo4j import queries as q
+    from kgmind.tools.neo4j.store import MAX_PATH_HOPS
 
     out: set[str] = set()
     for value in vars(q).values():
-        if isinstance(value, str):
+        if isinstance(value, str) and HOPS in value:
+            out.update(with_hop_bound(value, h, most=MAX_PATH_HOPS) for h in range(1, MAX_PATH_HOPS + 1))
+        elif isinstance(value, str):
             out.add(value)
         elif isinstance(value, tuple | list):
             out.update(v for v in value if isinstance(v, str))
@@ -314,6 +319,10 @@ def test_neo4j_feedback_with_hostile_ids_is_parameterised() -> None:
 # -- static guarantees: no query text is ever built from values --------------------------------
 
 _QUERY_METHODS = {"execute", "run", "execute_query"}
+
+#: The one audited completion of query text (kgmind/tools/cypher.py): it puts a
+#: validated int hop bound into a queries.py template (see the tests below).
+_AUDITED_BUILDERS = {"with_hop_bound"}
 
 
 def _queries_modules() -> list[Path]:
@@ -404,6 +413,10 @@ def _query_arg(call: ast.Call) -> ast.AST | None:
 
 
 def _ok_query_expr(node: ast.AST, mod_aliases: set[str], const_names: set[str], local_ok: set[str]) -> bool:
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _AUDITED_BUILDERS:
+        template = node.args[0] if node.args else None  # with_hop_bound(q.A if directed else q.B, hops, …)
+        parts = [template.body, template.orelse] if isinstance(template, ast.IfExp) else [template]
+        return all(p is not None and _ok_query_expr(p, mod_aliases, const_names, local_ok) for p in parts)
     if isinstance(node, ast.Attribute):
         return isinstance(node.value, ast.Name) and node.value.id in mod_aliases
     if isinstance(node, ast.Subscript):  # q.PATHS_DIRECTED[hops]
@@ -571,6 +584,10 @@ def test_the_scanner_catches_formatted_queries(tmp_path: Path) -> None:
         "    tx.run('MATCH (e) WHERE e.name = {}'.format(name))\n"
         "    conn.execute(q.GET_ENTITIES + ' WHERE x = ' + name)\n"
         "    conn.execute(q.GET_ENTITIES, {'ids': [name]})\n"
+        "    conn.execute(with_hop_bound(f'MATCH ({name}) -[*..__MAX_HOPS__]-()', 2, most=6))\n"
+        "    conn.execute(with_hop_bound(q.PATHS_DIRECTED, 2, most=6) + name)\n"
+        "    conn.execute(other_builder(q.PATHS_DIRECTED, name))\n"
+        "    conn.execute(with_hop_bound(q.PATHS_DIRECTED, 2, most=6))\n"
         "NAME = 'x'\n"
         "driver.execute_query('MATCH (n {name: \"' + NAME + '\"}) RETURN n')\n",
         encoding="utf-8",
@@ -582,4 +599,26 @@ def test_the_scanner_catches_formatted_queries(tmp_path: Path) -> None:
         bad = _violations(src)
     finally:
         SRC = old
-    assert len(bad) == 5, bad
+    assert len(bad) == 8, bad
+
+
+def test_the_audited_hop_builder_only_takes_a_small_int() -> None:
+    """``with_hop_bound`` is the scan's one exception: it must refuse anything but an int bound."""
+    from kgmind.tools.cypher import HOPS, with_hop_bound
+    from kgmind.tools.ladybug import queries as lq
+    from kgmind.tools.neo4j import queries as nq
+
+    templates = [v for m in (lq, nq) for v in vars(m).values() if isinstance(v, str) and HOPS in v]
+    assert len(templates) == 4
+    for template in templates:
+        filled = with_hop_bound(template, 3, most=6)
+        assert filled == template.replace(HOPS, "3") and HOPS not in filled
+        for bad in ["3", "1]-() DETACH DELETE n //", 3.0, True, 0, 7, -1, None]:
+            with pytest.raises(ValueError):
+                with_hop_bound(template, bad, most=6)  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        with_hop_bound("MATCH (n) RETURN n", 3, most=6)  # not a template
+    tree = ast.parse((SRC / "tools" / "cypher.py").read_text(encoding="utf-8"))
+    (builder,) = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    returns = [ast.unparse(n.value) for n in ast.walk(builder) if isinstance(n, ast.Return) and n.value]
+    assert returns == ["template.replace(HOPS, str(max_hops))"]  # the only text it produces

@@ -151,6 +151,26 @@ def test_fit_budget_lets_later_short_items_in() -> None:
     assert fit_budget([long, short], budget_tokens=10) == [short]
 
 
+def test_fit_budget_leading_run_with_whitespace_tokens() -> None:
+    """The evaluation's rule: stop at the first miss; a too-long first item is cut to whole words."""
+    evs = [Evidence(kind="doc", text=t) for t in ("a b c", "d e", "f g h i", "j")]
+    exact = {"tokenizer": str.split, "id_overhead": 0, "stop_at_first_miss": True}
+    assert [e.text for e in fit_budget(evs, 6, **exact)] == ["a b c", "d e"]
+    assert fit_budget(evs, 100, **exact) == evs
+    (cut,) = fit_budget([Evidence(kind="doc", text="w1 w2 w3 w4 w5")], 3, **exact)
+    assert cut.text == "w1 w2 w3" and cut.meta["truncated"] is True
+    (zh,) = fit_budget([Evidence(kind="doc", text="感冒发烧咳嗽")], 4 + ID_OVERHEAD)
+    assert zh.text == "感冒发烧" and zh.meta["truncated"] is True
+    assert fit_budget([], 5, **exact) == []
+
+
+def test_fit_budget_counts_what_render_shows() -> None:
+    evs = [Evidence(kind="doc", text="x"), Evidence(kind="doc", text="y")]
+    got = fit_budget(evs, 6, render=lambda ev: ev.text * 3, tokenizer=list, id_overhead=0)
+    assert got == evs
+    assert fit_budget(evs, 5, render=lambda ev: ev.text * 3, tokenizer=list, id_overhead=0) == evs[:1]
+
+
 def test_number_evidence_per_kind_in_order() -> None:
     kinds = ["neighbor", "path", "neighbor", "chain", "kgcot", "doc", "path"]
     got = number_evidence([Evidence(kind=k) for k in kinds])  # type: ignore[arg-type]

@@ -49,9 +49,11 @@ def test_mean_and_percentile():
     assert mt.percentile([], 50) is None
 
 
-def test_approx_tokens():
-    assert mt.approx_tokens("hello world 你好") == math.ceil(2 * 1.3) + 2
-    assert mt.approx_tokens("") == 0
+def test_one_token_counter():
+    from kgmind.retrievers.aggregate import count_tokens
+
+    assert count_tokens("hello world 你好") == math.ceil(2 * 1.3) + 2
+    assert count_tokens("") == 0
 
 
 def test_greedy_match_f1_hand_value():

@@ -11,7 +11,7 @@ import pytest
 from entity_fakes import EntityListStore
 from kgmind.models import Entity, Mention
 from kgmind.retrievers import embeddings, entity_index, linker
-from kgmind.retrievers.embeddings import HashEmbedder, detect_language, get_embedder, model_for_language
+from kgmind.retrievers.embeddings import HashEmbedder, get_embedder, model_for_language
 from kgmind.retrievers.entity_index import (
     EntityIndex,
     build_entity_index,
@@ -20,6 +20,7 @@ from kgmind.retrievers.entity_index import (
     resolve_model,
 )
 from kgmind.retrievers.linker import DEFAULT_THRESHOLD, EntityLinker, get_linker, key_variants
+from kgmind.text import detect_language
 
 FakeStore = EntityListStore
 

@@ -6,13 +6,15 @@ import math
 
 import pytest
 
+from kgmind.text import has_cjk
 from kgmind.tools.scoring import (
     BleuScorer,
     EntityRecallScorer,
     RougeLScorer,
     Scorer,
-    is_chinese,
     rate,
+    rouge_l,
+    rouge_tokens,
 )
 
 
@@ -56,9 +58,12 @@ def test_rouge_l_hand_computed() -> None:
     assert s.score("Fever, COUGH!", "fever cough") == pytest.approx(1.0)
 
 
-def test_rouge_l_chinese_tokenised_with_jieba() -> None:
-    # jieba words [头痛, 发热, 咳嗽] vs [发热, 头痛, 咳嗽]: LCS 2 → F = 2/3
+def test_rouge_l_chinese_tokenised_per_character() -> None:
+    assert rouge_tokens("Fever 头痛, COUGH") == ["fever", "头", "痛", "cough"]
+    # characters 头痛发热咳嗽 vs 发热头痛咳嗽: LCS 4 of 6 → F = 2/3
     assert RougeLScorer().score("头痛 发热 咳嗽", "发热 头痛 咳嗽") == pytest.approx(2 / 3)
+    # 高血压 vs 高血压病: LCS 3, P = 1, R = 3/4 (a jieba split would score it 0)
+    assert rouge_l("高血压", "高血压病") == pytest.approx(2 * 0.75 / 1.75)
     assert RougeLScorer().score("糖尿病的症状是口渴", "糖尿病的症状是口渴") == pytest.approx(1.0)
     # rouge-score's own tokenizer drops CJK characters entirely
     assert RougeLScorer(language="en").score("头痛 发热 咳嗽", "发热 头痛 咳嗽") == 0.0
@@ -94,7 +99,7 @@ def test_rate_rejects_bad_thresholds() -> None:
 
 
 def test_language_detection_and_bad_language() -> None:
-    assert is_chinese("what is 糖尿病")
-    assert not is_chinese("diabetes", "insulin")
+    assert has_cjk("what is 糖尿病")
+    assert not has_cjk("diabetes insulin")
     with pytest.raises(ValueError):
         BleuScorer(language="fr")  # type: ignore[arg-type]

@@ -26,14 +26,15 @@ Evidence metrics (per question; the harness averages them)
   (:meth:`kgmind.eval.gold.NameMatcher.find`); ``None`` when the evidence names none.
 
 Answer metrics: gold-entity recall in the answer (the same rule), ROUGE-L F1
-(``rouge-score``), BLEU-4 (``sacrebleu``, 0..1), BERTScore F1 by greedy matching of
-token embeddings (:func:`greedy_match_f1`), grounding flags, and choice accuracy.
+(:func:`kgmind.tools.scoring.rouge_l`: rouge-score with Chinese split per character,
+the same scale as the auto-feedback thresholds), BLEU-4 (``sacrebleu``, 0..1),
+BERTScore F1 by greedy matching of token embeddings (:func:`greedy_match_f1`),
+grounding flags, and choice accuracy.
 """
 
 from __future__ import annotations
 
 import functools
-import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -41,11 +42,12 @@ from typing import Any
 import numpy as np
 
 from kgmind.models import normalize_name
+from kgmind.text import has_cjk
+from kgmind.tools.scoring import BleuScorer, rouge_l
 
 __all__ = [
     "TokenEncoder",
     "answer_entity_recall",
-    "approx_tokens",
     "bertscore_f1",
     "bleu4",
     "choice_accuracy",
@@ -66,14 +68,6 @@ __all__ = [
     "summarize",
     "unsupported_entities",
 ]
-
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_WORD = re.compile(r"[A-Za-z0-9]+(?:['’][A-Za-z]+)?")
-
-
-def has_cjk(text: str) -> bool:
-    """Return True when ``text`` contains a CJK ideograph."""
-    return bool(_CJK.search(text))
 
 
 @functools.lru_cache(maxsize=65536)
@@ -188,16 +182,6 @@ def set_agreement(predicted: Iterable[str], reference: Iterable[str]) -> dict[st
     }
 
 
-def approx_tokens(text: str) -> int:
-    """Approximate token count: ceil(1.3 × English words) + 1 per CJK character.
-
-    The fallback when :func:`kgmind.retrievers.aggregate.count_tokens` is missing.
-    """
-    cjk = len(_CJK.findall(text))
-    words = len(_WORD.findall(_CJK.sub(" ", text)))
-    return math.ceil(words * 1.3) + cjk
-
-
 def mean(values: Iterable[float | None]) -> float | None:
     """Mean of the values that are not ``None`` (``None`` if there are none)."""
     vals = [float(v) for v in values if v is not None]
@@ -214,52 +198,15 @@ def percentile(values: Sequence[float], q: float) -> float | None:
 # -- answer metrics -----------------------------------------------------------------
 
 
-def _zh_or_word_tokens(text: str) -> list[str]:
-    """Tokens for ROUGE: CJK characters one by one, other text as lower-cased words."""
-    out: list[str] = []
-    for m in re.finditer(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[A-Za-z0-9]+", text):
-        out.append(m.group(0).lower())
-    return out
-
-
-class _Tokenizer:
-    def tokenize(self, text: str) -> list[str]:
-        return _zh_or_word_tokens(text)
-
-
-@functools.lru_cache(maxsize=2)
-def _rouge_scorer(cjk: bool) -> Any:
-    from rouge_score import rouge_scorer
-
-    if cjk:
-        return rouge_scorer.RougeScorer(["rougeL"], tokenizer=_Tokenizer())
-    return rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False)
-
-
-def rouge_l(prediction: str, reference: str) -> float:
-    """ROUGE-L F1 (``rouge-score``); Chinese text is tokenised by character.
-
-    Returns:
-        F1 in [0, 1]; 0.0 when either side is empty.
-
-    """
-    if not prediction.strip() or not reference.strip():
-        return 0.0
-    cjk = has_cjk(prediction) or has_cjk(reference)
-    return float(_rouge_scorer(cjk).score(reference, prediction)["rougeL"].fmeasure)
-
-
 def bleu4(prediction: str, reference: str) -> float:
     """Sentence BLEU-4 (``sacrebleu``, default smoothing) scaled to [0, 1].
 
-    Chinese text uses sacrebleu's ``zh`` tokenizer, other text ``13a``.
+    :class:`kgmind.tools.scoring.BleuScorer`: Chinese text uses sacrebleu's ``zh``
+    tokenizer, other text ``13a``.
     """
     if not prediction.strip() or not reference.strip():
         return 0.0
-    import sacrebleu
-
-    tok = "zh" if has_cjk(prediction) or has_cjk(reference) else "13a"
-    return float(sacrebleu.sentence_bleu(prediction, [reference], tokenize=tok).score) / 100.0
+    return BleuScorer().score(prediction, reference)
 
 
 def greedy_match_f1(candidate: np.ndarray, reference: np.ndarray) -> tuple[float, float, float]:

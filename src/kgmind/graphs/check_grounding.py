@@ -27,7 +27,7 @@ from kgmind.graphs.context import Context
 from kgmind.graphs.state import State
 from kgmind.models import Evidence, normalize_name
 from kgmind.prompts.grounded import evidence_names
-from kgmind.retrievers.aggregate import is_cjk
+from kgmind.text import has_cjk
 
 __all__ = [
     "check_grounding",
@@ -94,7 +94,7 @@ def names_in(texts: Sequence[str], names: Sequence[str]) -> bool:
         key = normalize_name(name)
         if not key:
             continue
-        shortest = 2 if is_cjk(key) else MIN_NAME_CHARS
+        shortest = 2 if has_cjk(key) else MIN_NAME_CHARS
         if any(key == low or (len(key) >= shortest and key in low) for low in lows):
             return True
     return False

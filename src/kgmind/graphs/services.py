@@ -9,7 +9,6 @@ attached to traced child runs so LangSmith shows which evidence a node handled.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -19,6 +18,7 @@ from langchain_core.runnables import RunnableLambda
 
 from kgmind.graphs.context import Context
 from kgmind.models import Evidence, LinkedEntity, Mention
+from kgmind.text import detect_language
 from kgmind.tools.store import GraphStore
 
 __all__ = [
@@ -38,8 +38,6 @@ __all__ = [
 
 #: Default-store URIs whose demo KG import was already checked in this process.
 _demo_ready: set[str] = set()
-
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
 
 def get_store(uri: str | None) -> GraphStore:
@@ -134,17 +132,6 @@ def link_mentions(
     if threshold is None:
         return list(linker.link(list(mentions), top_k=top_k, max_entities=max_entities))
     return list(linker.link(list(mentions), top_k=top_k, threshold=threshold, max_entities=max_entities))
-
-
-def detect_language(text: str) -> str:
-    """``zh`` when CJK characters dominate ``text``, else ``en``."""
-    try:
-        from kgmind.retrievers.embeddings import detect_language as _detect
-    except ImportError:  # pragma: no cover - the retrievers always ship
-        cjk = len(_CJK.findall(text))
-        latin = len(re.findall(r"[A-Za-z]", text))
-        return "zh" if cjk and cjk >= 0.3 * (cjk + latin) else "en"
-    return str(_detect(text))
 
 
 def resolve_language(ctx: Context, question: str) -> str:

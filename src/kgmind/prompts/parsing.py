@@ -1,7 +1,7 @@
 """Tolerant parsers for LLM text that missed the schema (tiny local models do).
 
-Each parser tries, in order: a JSON object anywhere in the text (code fences and
-surrounding chatter ignored, single quotes and trailing commas repaired), then the
+Each parser tries, in order: a JSON object anywhere in the text (``json-repair``:
+code fences and chatter ignored, quotes, commas and truncation repaired), then the
 sectioned plain-text layout the prompts describe ("Output1: …", "Summary:",
 bulleted/indented mind maps). They never raise: the worst case is the whole text as
 the answer with empty structure.
@@ -13,13 +13,13 @@ import json
 import re
 from typing import Any
 
+import json_repair
+
 from kgmind.prompts.schemas import HypothesisOut, InferenceStep, MindMapAnswer, MindMapNode
 
 __all__ = ["extract_json", "find_evidence_ids", "parse_hypothesis", "parse_mindmap_answer"]
 
 _ID = re.compile(r"(?<![A-Za-z0-9])([PNCKD]\d{1,3})(?![0-9])")
-_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)
-_TRAILING_COMMA = re.compile(r",\s*([}\]])")
 
 
 def find_evidence_ids(text: str) -> list[str]:
@@ -30,94 +30,24 @@ def find_evidence_ids(text: str) -> list[str]:
     return list(seen)
 
 
-def _balanced_objects(text: str) -> list[str]:
-    out: list[str] = []
-    stack: list[str] = []
-    start = -1
-    in_str = False
-    esc = False
-    for i, ch in enumerate(text):
-        if in_str:
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
-            elif ch == '"':
-                in_str = False
-            continue
-        if ch == '"' and stack:
-            in_str = True
-        elif ch == "{" or (ch == "[" and stack):
-            if not stack:
-                start = i
-            stack.append("}" if ch == "{" else "]")
-        elif stack and ch == stack[-1]:
-            stack.pop()
-            if not stack:
-                out.append(text[start : i + 1])
-    if stack and start >= 0:  # truncated output (max_tokens): close the string and what is open
-        tail = (text[start:] + ('"' if in_str else "")).rstrip()
-        while True:
-            trimmed = re.sub(r"[,:]\s*$", "", tail)
-            if stack[-1] == "}":  # inside an object a trailing bare string is a key without value
-                trimmed = re.sub(r'(?<=[{,])\s*"(?:[^"\\]|\\.)*"\s*$', "", trimmed)
-            if trimmed == tail:
-                break
-            tail = trimmed.rstrip()
-        out.append(tail + "".join(reversed(stack)))
-    return out
-
-
-def _drop_unmatched_closers(text: str) -> str:
-    """Remove ``]``/``}`` that close nothing open (tiny models write ``["P1"]]``)."""
-    out: list[str] = []
-    stack: list[str] = []
-    in_str = esc = False
-    for ch in text:
-        if in_str:
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
-            elif ch == '"':
-                in_str = False
-            out.append(ch)
-            continue
-        if ch == '"':
-            in_str = True
-        elif ch in "[{":
-            stack.append("]" if ch == "[" else "}")
-        elif ch in "]}":
-            if not stack or stack[-1] != ch:
-                continue
-            stack.pop()
-        out.append(ch)
-    return "".join(out)
-
-
 def extract_json(text: str) -> dict[str, Any] | None:
-    """Return the largest JSON object found in ``text`` (after light repairs), or None."""
-    candidates: list[str] = [m.group(1) for m in _FENCE.finditer(text)]
-    candidates.append(text)
-    candidates.append(_drop_unmatched_closers(text))
-    best: dict[str, Any] | None = None
-    for cand in candidates:
-        for obj in _balanced_objects(cand):
-            for attempt in (
-                obj,
-                _TRAILING_COMMA.sub(r"\1", obj),
-                _TRAILING_COMMA.sub(r"\1", obj.replace("'", '"')),
-            ):
-                try:
-                    value = json.loads(attempt)
-                except ValueError:
-                    continue
-                if isinstance(value, dict) and (
-                    best is None or len(json.dumps(value)) > len(json.dumps(best))
-                ):
-                    best = value
-                break
-    return best
+    """Return the largest JSON object in ``text``, repaired by ``json-repair``, or None.
+
+    ``json-repair`` skips chatter and code fences, fixes single quotes, trailing commas
+    and stray closers, and closes output cut off at ``max_tokens``.
+    """
+    try:
+        value = json_repair.loads(text)
+    except (ValueError, RecursionError):  # the parsers never raise; plain text is tried next
+        return None
+    found = (
+        [value]
+        if isinstance(value, dict)
+        else [v for v in value if isinstance(v, dict)]
+        if isinstance(value, list)
+        else []
+    )
+    return max(found, key=lambda d: len(json.dumps(d)), default=None)
 
 
 def _as_list_of_str(value: Any) -> list[str]:

@@ -34,7 +34,6 @@ Token counts are an approximation (no tokenizer can be downloaded offline):
 from __future__ import annotations
 
 import math
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
@@ -44,6 +43,7 @@ import numpy as np
 
 from kgmind.models import EVIDENCE_PREFIX, Evidence
 from kgmind.retrievers.embeddings import VectorCache
+from kgmind.text import CJK, detect_language
 
 if TYPE_CHECKING:
     from kgmind.retrievers.entity_index import EntityIndex
@@ -60,7 +60,6 @@ __all__ = [
     "default_reranker",
     "fit_budget",
     "format_evidence",
-    "is_cjk",
     "number_evidence",
     "prune_redundant",
     "render_evidence",
@@ -68,8 +67,6 @@ __all__ = [
 ]
 
 Tokenizer = Callable[[str], Sequence[Any]]
-
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3000-\u303f\uff00-\uffef]")
 
 #: Tokens added per item for its citation id (``"N12: "``).
 ID_OVERHEAD = 2
@@ -113,18 +110,14 @@ MAX_NOTE_WORDS = 40
 
 
 # -- text helpers --------------------------------------------------------------------
-def is_cjk(text: str) -> bool:
-    """Whether CJK characters make up at least a third of the non-space characters."""
-    n_chars = 0 if text.isascii() else len("".join(text.split()))
-    if not n_chars:  # blank, or ASCII only (no CJK possible)
-        return False
-    return len(_CJK.findall(text)) * 3 >= n_chars
+def _is_zh(text: str) -> bool:
+    return detect_language(text) == "zh"
 
 
 def chunk_text(text: str, lc: int = 10, oc: int = 4) -> list[str]:
     """Split text into overlapping windows (HyKGE eq. 8).
 
-    English text is split into words, Chinese text (see :func:`is_cjk`) into
+    English text is split into words, Chinese text (see :func:`kgmind.text.detect_language`) into
     characters (whitespace dropped). Windows hold ``lc`` units and start every
     ``lc - oc`` units; the last window ends at the last unit.
 
@@ -141,7 +134,7 @@ def chunk_text(text: str, lc: int = 10, oc: int = 4) -> list[str]:
     """
     if lc < 1 or not 0 <= oc < lc:
         raise ValueError("chunk_text needs lc >= 1 and 0 <= oc < lc")
-    cjk = is_cjk(text)
+    cjk = _is_zh(text)
     units = [c for c in text if not c.isspace()] if cjk else text.split()
     if not units:
         return []
@@ -168,14 +161,14 @@ def count_tokens(text: str, tokenizer: Tokenizer | None = None) -> int:
     """
     if tokenizer is not None:
         return len(tokenizer(text))
-    n_cjk = len(_CJK.findall(text))
-    rest = _CJK.sub(" ", text)
+    n_cjk = len(CJK.findall(text))
+    rest = CJK.sub(" ", text)
     return n_cjk + math.ceil(1.3 * len(rest.split()))
 
 
 def _truncate(text: str, limit: int = MAX_NOTE_WORDS) -> str:
     text = " ".join(text.split())
-    if is_cjk(text):
+    if _is_zh(text):
         return text if len(text) <= 2 * limit else text[: 2 * limit] + "…"
     words = text.split()
     return text if len(words) <= limit else " ".join(words[:limit]) + " …"
@@ -240,7 +233,7 @@ def render_evidence(ev: Evidence) -> str:
     """
     if not ev.triples:
         return ev.text.strip()
-    zh = is_cjk("".join(h + t for h, _, t in ev.triples))
+    zh = _is_zh("".join(h + t for h, _, t in ev.triples))
     clauses = _clauses(ev.triples, zh)
     sentence = "；".join(clauses) + "。" if zh else ", and ".join(clauses) + "."  # names keep their case
     notes: list[str] = []
@@ -594,45 +587,98 @@ def fit_budget(
     evidence: Sequence[Evidence],
     budget_tokens: int,
     *,
+    render: Callable[[Evidence], str] | None = None,
     tokenizer: Tokenizer | None = None,
+    id_overhead: int = ID_OVERHEAD,
+    stop_at_first_miss: bool = False,
     truncate: bool = True,
 ) -> list[Evidence]:
-    """Keep items in order while they fit the token budget.
+    """Keep items in order while their rendered total fits the token budget.
 
-    Each item costs ``count_tokens(text) + ID_OVERHEAD``. An item that does not fit is
-    skipped (later, shorter ones may still fit); with ``truncate`` a neighbor line is
-    first cut to the longest prefix of its tails that fits (lines with one head only).
+    Each item costs ``count_tokens(render(item)) + id_overhead``. An item that does
+    not fit is skipped, so later, shorter ones may still fit; ``stop_at_first_miss``
+    keeps only the leading run instead (the evaluation's baselines, whose units are
+    ordered documents). With ``truncate``:
+
+    * a neighbor line (one head, many tails) that does not fit is first cut to the
+      longest prefix of its tails that does;
+    * if nothing at all fits, the first item is kept with its rendered text cut to
+      the longest run of whole words (Chinese: characters) that fits, marked
+      ``meta["truncated"] = True``, so a caller never gets nothing only because its
+      first unit is long. Its ``text`` is then that cut rendering.
 
     Args:
-        evidence: Rendered items in rank order.
+        evidence: Items in rank order.
         budget_tokens: Token budget for all items together.
+        render: The text the LLM sees for an item (default: its ``text``).
         tokenizer: Optional exact tokenizer for :func:`count_tokens`.
-        truncate: Cut neighbor lines at the budget edge.
+        id_overhead: Tokens added per item for its citation id (``"N12: "``).
+        stop_at_first_miss: Stop at the first item that does not fit.
+        truncate: Cut neighbor lines at the budget edge, and the first item when
+            nothing fits.
 
     Returns:
         The kept (possibly cut) items, in order.
     """
+    show = render or _text_of
+
+    def cost(ev: Evidence) -> int:
+        return count_tokens(show(ev), tokenizer) + id_overhead
+
     out: list[Evidence] = []
     used = 0
     for ev in evidence:
-        cost = count_tokens(ev.text, tokenizer) + ID_OVERHEAD
-        if used + cost <= budget_tokens:
+        if used + cost(ev) <= budget_tokens:
             out.append(ev)
-            used += cost
+            used += cost(ev)
             continue
-        if truncate and _cuttable(ev):
-            lo, hi, best = 1, len(ev.triples) - 1, None
-            while lo <= hi:  # longest prefix that fits
-                mid = (lo + hi) // 2
-                cand = _cut_line(ev, mid)
-                if used + count_tokens(cand.text, tokenizer) + ID_OVERHEAD <= budget_tokens:
-                    best, lo = cand, mid + 1
-                else:
-                    hi = mid - 1
-            if best is not None:
-                out.append(best)
-                used += count_tokens(best.text, tokenizer) + ID_OVERHEAD
+        best = _longest_fitting_line(ev, budget_tokens - used, cost) if truncate else None
+        if best is not None:
+            out.append(best)
+            used += cost(best)
+        if stop_at_first_miss:
+            break
+    if not out and evidence and truncate:
+        first = _cut_to_words(evidence[0], show(evidence[0]), budget_tokens - id_overhead, tokenizer)
+        if first is not None:
+            out.append(first)
     return out
+
+
+def _text_of(ev: Evidence) -> str:
+    return ev.text
+
+
+def _longest_fitting_line(ev: Evidence, room: int, cost: Callable[[Evidence], int]) -> Evidence | None:
+    """``ev`` cut to the most tails whose cost fits ``room`` (neighbor lines only), else None."""
+    if not _cuttable(ev):
+        return None
+    lo, hi, best = 1, len(ev.triples) - 1, None
+    while lo <= hi:  # longest prefix that fits
+        mid = (lo + hi) // 2
+        cand = _cut_line(ev, mid)
+        if cost(cand) <= room:
+            best, lo = cand, mid + 1
+        else:
+            hi = mid - 1
+    return best
+
+
+def _cut_to_words(ev: Evidence, text: str, room: int, tokenizer: Tokenizer | None) -> Evidence | None:
+    """A copy of ``ev`` whose text is the longest whole-word prefix of ``text`` within ``room`` tokens."""
+    zh = _is_zh(text)
+    units = [c for c in text if not c.isspace()] if zh else text.split()
+    sep = "" if zh else " "
+    lo, hi = 0, len(units)
+    while lo < hi:  # the longest prefix within the room
+        mid = (lo + hi + 1) // 2
+        if count_tokens(sep.join(units[:mid]), tokenizer) <= room:
+            lo = mid
+        else:
+            hi = mid - 1
+    if lo == 0:
+        return None
+    return ev.model_copy(update={"text": sep.join(units[:lo]), "meta": {**ev.meta, "truncated": True}})
 
 
 def number_evidence(evidence: Sequence[Evidence]) -> list[Evidence]:

@@ -21,7 +21,6 @@ import contextlib
 import functools
 import hashlib
 import os
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -38,7 +37,6 @@ __all__ = [
     "MiniLMEmbedder",
     "VectorCache",
     "default_threads",
-    "detect_language",
     "embedding_dtype",
     "get_embedder",
     "l2_normalize",
@@ -47,8 +45,6 @@ __all__ = [
 
 #: Names accepted by :func:`get_embedder`.
 EMBEDDER_NAMES: tuple[str, ...] = ("minilm", "e5", "hash")
-
-Language = Literal["en", "zh"]
 
 
 @runtime_checkable
@@ -494,29 +490,6 @@ def get_embedder(name: str) -> Embedder:
     if name == "hash":
         return HashEmbedder()
     raise ValueError(f"unknown embedding model {name!r}: use one of {', '.join(EMBEDDER_NAMES)}")
-
-
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002a6df]")
-_LATIN = re.compile(r"[A-Za-z]")
-
-
-def detect_language(text: str) -> Language:
-    """Guess whether ``text`` is Chinese or English.
-
-    A CJK character carries about as much as a short word, so the text counts as
-    Chinese when CJK characters make up at least 30% of its CJK + Latin letters.
-
-    Args:
-        text: Any text.
-
-    Returns:
-        ``"zh"`` if CJK characters dominate, else ``"en"``.
-    """
-    cjk = len(_CJK.findall(text))
-    if cjk == 0:
-        return "en"
-    latin = len(_LATIN.findall(text))
-    return "zh" if cjk >= 0.3 * (cjk + latin) else "en"
 
 
 def model_for_language(lang: str) -> str:

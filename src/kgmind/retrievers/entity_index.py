@@ -28,8 +28,9 @@ from typing import Any
 import numpy as np
 
 from kgmind.models import Entity, normalize_name
-from kgmind.retrievers.embeddings import Embedder, detect_language, get_embedder, model_for_language
+from kgmind.retrievers.embeddings import Embedder, get_embedder, model_for_language
 from kgmind.settings import kgmind_home
+from kgmind.text import detect_language
 from kgmind.tools.store import GraphStore
 
 __all__ = [

@@ -34,8 +34,8 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from kgmind.models import Entity, Mention, normalize_name
-from kgmind.retrievers.embeddings import detect_language
 from kgmind.retrievers.linker import EntityLinker, get_linker, key_variants
+from kgmind.text import CJK, detect_language, has_cjk
 from kgmind.tools.store import GraphStore
 
 __all__ = [
@@ -119,16 +119,11 @@ ZH_STOPWORDS: frozenset[str] = frozenset(_ZH_STOP_TEXT.split())
 
 _PUNCT = string.punctuation + "，。！？；：、（）【】《》“”‘’「」…—·～　"
 _NUMERIC = re.compile(r"^[\d\s.,%/:+\-×x]+$")
-_CJK_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _WS = re.compile(r"\s+")
 
 
-def _is_cjk(ch: str) -> bool:
-    return bool(_CJK_CHAR.match(ch))
-
-
 def _is_word_char(ch: str) -> bool:
-    return ch.isalnum() and not _is_cjk(ch)
+    return ch.isalnum() and not has_cjk(ch)
 
 
 def clean_mention(text: str, *, max_chars: int = 64, max_words: int = 8) -> str | None:
@@ -152,7 +147,7 @@ def clean_mention(text: str, *, max_chars: int = 64, max_words: int = 8) -> str 
     key = normalize_name(s)
     if key in EN_STOPWORDS or key in ZH_STOPWORDS:
         return None
-    cjk = len(_CJK_CHAR.findall(s))
+    cjk = len(CJK.findall(s))
     letters = sum(ch.isalpha() for ch in s)
     if cjk:
         if len(s) < 2 or len(s) > min(max_chars, 24):
@@ -249,7 +244,7 @@ class Gazetteer:
             self._automaton.add_word(key, (key, tuple(ids)))
         if keys:
             self._automaton.make_automaton()
-        self._cjk_words = [k for k in exact if any(_is_cjk(c) for c in k)]
+        self._cjk_words = [k for k in exact if any(has_cjk(c) for c in k)]
         self._tokenizer: Any = None
         self._tk_lock = threading.Lock()
 
@@ -257,7 +252,7 @@ class Gazetteer:
     def _keep_key(key: str, min_chars: int) -> bool:
         if not key or key in EN_STOPWORDS or key in ZH_STOPWORDS or _NUMERIC.match(key):
             return False
-        if any(_is_cjk(c) for c in key):
+        if any(has_cjk(c) for c in key):
             return len(key) >= 2
         return len(key) >= min_chars
 
@@ -296,7 +291,7 @@ class Gazetteer:
             return []
         norm, offsets = _normalize_with_offsets(text)
         bounds: set[int] | None = None
-        if any(_is_cjk(c) for c in norm):
+        if any(has_cjk(c) for c in norm):
             bounds = {0}
             pos = 0
             for tok in self.cut(norm):
@@ -344,9 +339,9 @@ class Gazetteer:
         if _is_word_char(last) and end < len(norm) and _is_word_char(norm[end]):
             return False
         if bounds is not None:
-            if _is_cjk(first) and start not in bounds:
+            if has_cjk(first) and start not in bounds:
                 return False
-            if _is_cjk(last) and end not in bounds:
+            if has_cjk(last) and end not in bounds:
                 return False
         return True
 

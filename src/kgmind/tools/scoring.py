@@ -5,14 +5,17 @@ rating to update edge weights. A :class:`Scorer` returns a score in [0, 1] (BLEU
 divided by 100 so every scorer shares the scale); :func:`rate` maps a score to
 ``excellent`` / ``poor`` / ``None`` with two thresholds.
 
-Chinese is handled explicitly: BLEU uses sacrebleu's ``zh`` tokenizer (one token per CJK
-character), ROUGE-L tokenises with jieba first (rouge-score's default tokenizer drops
-every non-ASCII character, which would score any two Chinese texts 0).
+Chinese is handled explicitly, and the same way in both scores: one token per CJK
+character. BLEU uses sacrebleu's ``zh`` tokenizer; ROUGE-L (:func:`rouge_l`, the one
+ROUGE-L of the package: the evaluation reports it too, so the auto-feedback thresholds
+sit on the reported scale) splits each CJK ideograph into its own token and other text
+into lower-cased ASCII letter/digit runs. rouge-score's default tokenizer would drop
+every non-ASCII character and score any two Chinese texts 0; characters rather than
+jieba words keep the score independent of a segmentation dictionary.
 """
 
 from __future__ import annotations
 
-import logging
 import math
 import re
 from collections.abc import Iterable
@@ -20,25 +23,26 @@ from functools import lru_cache
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from kgmind.models import normalize_name
+from kgmind.text import CJK, has_cjk
 
 __all__ = [
     "BleuScorer",
     "EntityRecallScorer",
     "RougeLScorer",
     "Scorer",
-    "is_chinese",
     "rate",
+    "rouge_l",
+    "rouge_tokens",
 ]
 
 Language = Literal["en", "zh"]
 
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_WORD = re.compile(r"\w")
+_ASCII_WORD = re.compile(r"[a-z0-9]+")
+_ROUGE_TOKEN = re.compile(CJK.pattern + r"|[a-z0-9]+")
 
 
-def is_chinese(*texts: str) -> bool:
-    """Return whether any of ``texts`` contains a CJK ideograph."""
-    return any(_CJK.search(t) for t in texts)
+def _any_cjk(*texts: str) -> bool:
+    return any(has_cjk(t) for t in texts)
 
 
 @runtime_checkable
@@ -74,33 +78,64 @@ class BleuScorer:
         """Return sentence BLEU-4 of ``answer`` against ``reference`` in [0, 1]."""
         import sacrebleu
 
-        lang = self.language or ("zh" if is_chinese(answer, reference) else "en")
+        lang = self.language or ("zh" if _any_cjk(answer, reference) else "en")
         tok = "zh" if lang == "zh" else "13a"
         result = sacrebleu.sentence_bleu(answer, [reference], tokenize=tok, smooth_method=self.smooth_method)
         return float(result.score) / 100.0
 
 
-@lru_cache(maxsize=1)
-def _jieba() -> Any:
-    import jieba
+def rouge_tokens(text: str, *, cjk: bool = True) -> list[str]:
+    """ROUGE tokens: each CJK ideograph alone, other text as lower-cased ASCII letter/digit runs.
 
-    jieba.setLogLevel(logging.WARNING)
-    return jieba
+    Without CJK this is rouge-score's default tokenizer without stemming.
+
+    Args:
+        text: Any text.
+        cjk: Keep CJK ideographs (``False``: drop them, as rouge-score does).
+    """
+    return (_ROUGE_TOKEN if cjk else _ASCII_WORD).findall(text.lower())
 
 
-class _JiebaTokenizer:
-    """rouge-score tokenizer: jieba words, lower-cased, punctuation and spaces dropped."""
+class _RougeTokenizer:
+    """The ``tokenize`` object rouge-score expects, over :func:`rouge_tokens`."""
+
+    def __init__(self, cjk: bool) -> None:
+        self.cjk = cjk
 
     def tokenize(self, text: str) -> list[str]:
-        return [t.lower() for t in _jieba().lcut(text) if _WORD.search(t)]
+        return rouge_tokens(text, cjk=self.cjk)
+
+
+@lru_cache(maxsize=2)
+def _rouge_scorer(cjk: bool) -> Any:
+    from rouge_score import rouge_scorer
+
+    return rouge_scorer.RougeScorer(["rougeL"], tokenizer=_RougeTokenizer(cjk))
+
+
+def rouge_l(prediction: str, reference: str, *, cjk: bool = True) -> float:
+    """ROUGE-L F-measure (rouge-score) over :func:`rouge_tokens`: Chinese per character.
+
+    Args:
+        prediction: The answer.
+        reference: The reference answer.
+        cjk: Count CJK characters (``False``: ASCII words only).
+
+    Returns:
+        F1 in [0, 1]; 0.0 when either side is blank.
+    """
+    if not prediction.strip() or not reference.strip():
+        return 0.0
+    result = _rouge_scorer(cjk).score(reference, prediction)  # (target, prediction)
+    return float(result["rougeL"].fmeasure)
 
 
 class RougeLScorer:
-    """ROUGE-L F-measure (rouge-score); Chinese text is tokenised with jieba first.
+    """ROUGE-L F-measure as a :class:`Scorer` (:func:`rouge_l`; Chinese per character).
 
     Args:
-        language: ``en``, ``zh`` or ``None`` to pick ``zh`` whenever the answer or the
-            reference contains CJK characters.
+        language: ``en`` to score ASCII words only; ``zh`` or ``None`` (default) to
+            count CJK characters too (mixed text needs no language switch).
 
     """
 
@@ -110,23 +145,10 @@ class RougeLScorer:
         if language not in (None, "en", "zh"):
             raise ValueError(f"language must be 'en', 'zh' or None, got {language!r}")
         self.language = language
-        self._scorers: dict[str, Any] = {}
-
-    def _scorer(self, lang: str) -> Any:
-        scorer = self._scorers.get(lang)
-        if scorer is None:
-            from rouge_score import rouge_scorer
-
-            tokenizer = _JiebaTokenizer() if lang == "zh" else None
-            scorer = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False, tokenizer=tokenizer)
-            self._scorers[lang] = scorer
-        return scorer
 
     def score(self, answer: str, reference: str) -> float:
         """Return the ROUGE-L F-measure of ``answer`` against ``reference`` in [0, 1]."""
-        lang = self.language or ("zh" if is_chinese(answer, reference) else "en")
-        result = self._scorer(lang).score(reference, answer)  # (target, prediction)
-        return float(result["rougeL"].fmeasure)
+        return rouge_l(answer, reference, cjk=self.language != "en")
 
 
 class EntityRecallScorer:

@@ -25,6 +25,7 @@ __all__ = [
     "StoreStats",
     "StoreUnavailableError",
     "WeightRule",
+    "trivial_paths",
 ]
 
 Direction = Literal["out", "in", "both"]
@@ -56,6 +57,23 @@ class GraphPath(BaseModel):
 
     nodes: list[str]
     relations: list[Relation]
+
+
+def trivial_paths(
+    store: GraphStore, source: str, target: str, max_hops: int, limit: int
+) -> list[GraphPath] | None:
+    """The answer of :meth:`GraphStore.paths` when no search is needed, else ``None``.
+
+    Every backend answers these cases alike: nothing for ``limit <= 0``, a negative or
+    zero bound, or an unknown source; the single empty path for ``source == target``.
+    """
+    if limit <= 0 or max_hops < 0 or not store.get_entities([source]):
+        return []
+    if source == target:
+        return [GraphPath(nodes=[source], relations=[])]
+    if max_hops == 0:
+        return []
+    return None
 
 
 class StoreStats(BaseModel):

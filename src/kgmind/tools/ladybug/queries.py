@@ -1,7 +1,9 @@
 """Every Cypher statement the LadybugDB backend runs, as named constants.
 
 Values always travel as ``$parameters`` (bulk rows as a pyarrow table parameter for
-``COPY … FROM $data``); no query text is ever built from values at run time.
+``COPY … FROM $data``); no query text is ever built from values at run time. The one
+completion is the hop bound of the shortest-path templates (see
+:mod:`kgmind.tools.cypher`).
 
 Schema (created idempotently when a store opens):
 
@@ -46,6 +48,8 @@ __all__ = [
     "GET_RELATIONS",
     "INSERT_AUDIT",
     "OUT_EDGES",
+    "PATHS_DIRECTED",
+    "PATHS_UNDIRECTED",
     "RELATION_HEADS",
     "RESET_WEIGHTS",
     "ROLLBACK",
@@ -56,8 +60,6 @@ __all__ = [
     "SCHEMA",
     "SET_META",
     "SIBLING_EDGES",
-    "STEP_BOTH",
-    "STEP_OUT",
     "UPDATE_ENTITIES",
     "UPDATE_RELATION_SOURCES",
     "UPDATE_WEIGHTS",
@@ -151,12 +153,20 @@ OUT_EDGES = (
     + _REL_RETURN
     + " ORDER BY r.type, r.weight DESC, t.id, r.id"
 )
-#: One BFS step: every edge leaving the frontier ``$ids`` (index seek per id).
-STEP_OUT = "UNWIND $ids AS x MATCH (h:Entity {id: x})-[r:REL]->(t:Entity) RETURN " + _REL_RETURN
-#: One undirected BFS step: every edge touching the frontier ``$ids``.
-STEP_BOTH = (
-    "UNWIND $ids AS x MATCH (h:Entity {id: x})-[r:REL]->(t:Entity) RETURN " + _REL_RETURN + " UNION "
-    "UNWIND $ids AS x MATCH (h:Entity)-[r:REL]->(t:Entity {id: x}) RETURN " + _REL_RETURN
+# Shortest paths: LadybugDB's native ALL SHORTEST search. The bound cannot be a
+# parameter, so these are templates whose ``__MAX_HOPS__`` token
+# :func:`kgmind.tools.cypher.with_hop_bound` replaces by a validated int. Each row is
+# one path: the ids of its inner nodes and of its relations, in path order.
+_PATH_IDS = " RETURN properties(nodes(r), 'id'), properties(rels(r), 'id')"
+#: All shortest directed paths ``$source`` → ``$target`` (template: hop bound).
+PATHS_DIRECTED = (
+    "MATCH (a:Entity {id: $source})-[r:REL* ALL SHORTEST 1..__MAX_HOPS__]->(b:Entity {id: $target})"
+    + _PATH_IDS
+)
+#: All shortest paths between ``$source`` and ``$target`` ignoring direction (template).
+PATHS_UNDIRECTED = (
+    "MATCH (a:Entity {id: $source})-[r:REL* ALL SHORTEST 1..__MAX_HOPS__]-(b:Entity {id: $target})"
+    + _PATH_IDS
 )
 GET_RELATIONS = "MATCH (h:Entity)-[r:REL]->(t:Entity) WHERE r.id IN $ids RETURN " + _REL_RETURN
 GET_DOCS = "UNWIND $ids AS x MATCH (d:Doc {id: x}) RETURN d.id, d.entity_id, d.text"

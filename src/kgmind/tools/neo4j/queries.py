@@ -1,7 +1,8 @@
 """Every Cypher statement the Neo4j backend sends, as named module-level constants.
 
 Rules: query text is fixed at import time and never built by formatting or
-concatenation; every value travels as a ``$parameter``. Labels and relationship types
+concatenation; every value travels as a ``$parameter``. The one exception is the hop
+bound of the shortest-path templates (see :mod:`kgmind.tools.cypher`). Labels and relationship types
 that depend on data use Cypher's dynamic labels/types (``SET n:$(expr)``,
 ``MERGE (a)-[r:$(expr)]->(b)``), which need **Neo4j 5.26 or newer** (Cypher 5 or 25).
 
@@ -152,37 +153,35 @@ RETURN r.id AS id, h.id AS head, toLower(type(r)) AS type, t.id AS tail, r.weigh
 ORDER BY id
 """
 
-#: Outgoing edges of ``$ids``; ``$types`` (lower snake) or null for all; at most ``$limit``.
-NEIGHBORS_OUT = """
-MATCH (h:Entity)-[r]->(t:Entity)
-WHERE h.id IN $ids AND ($types IS NULL OR toLower(type(r)) IN $types)
+#: The shared tail of the neighbor statements: one row per edge, in the protocol's order.
+_NEIGHBORS_RETURN = """
 RETURN r.id AS id, h.id AS head, toLower(type(r)) AS type, t.id AS tail, r.weight AS weight,
        r.source AS source
 ORDER BY head, type, weight DESC, tail
 LIMIT $limit
 """
+
+#: Outgoing edges of ``$ids``; ``$types`` (lower snake) or null for all; at most ``$limit``.
+NEIGHBORS_OUT = (
+    "MATCH (h:Entity)-[r]->(t:Entity) WHERE h.id IN $ids AND ($types IS NULL OR toLower(type(r)) IN $types)"
+    + _NEIGHBORS_RETURN
+)
 
 #: Incoming edges of ``$ids``.
-NEIGHBORS_IN = """
-MATCH (h:Entity)-[r]->(t:Entity)
-WHERE t.id IN $ids AND ($types IS NULL OR toLower(type(r)) IN $types)
-RETURN r.id AS id, h.id AS head, toLower(type(r)) AS type, t.id AS tail, r.weight AS weight,
-       r.source AS source
-ORDER BY head, type, weight DESC, tail
-LIMIT $limit
-"""
+NEIGHBORS_IN = (
+    "MATCH (h:Entity)-[r]->(t:Entity) WHERE t.id IN $ids AND ($types IS NULL OR toLower(type(r)) IN $types)"
+    + _NEIGHBORS_RETURN
+)
 
 #: Edges touching ``$ids`` in either direction (each edge once).
-NEIGHBORS_BOTH = """
+NEIGHBORS_BOTH = (
+    """
 MATCH (x:Entity)-[r]-(:Entity)
 WHERE x.id IN $ids AND ($types IS NULL OR toLower(type(r)) IN $types)
 WITH DISTINCT r
-WITH r, startNode(r) AS h, endNode(r) AS t
-RETURN r.id AS id, h.id AS head, toLower(type(r)) AS type, t.id AS tail, r.weight AS weight,
-       r.source AS source
-ORDER BY head, type, weight DESC, tail
-LIMIT $limit
-"""
+WITH r, startNode(r) AS h, endNode(r) AS t"""
+    + _NEIGHBORS_RETURN
+)
 
 #: Every outgoing edge of one node (KGCoT's DFS step).
 OUT_EDGES = """
@@ -246,110 +245,11 @@ RETURN labels(n) AS labels
 """
 
 # -- shortest paths ----------------------------------------------------------------------
-# The variable-length bound cannot be a parameter, so there is one fixed statement per
-# supported bound, selected by integer key (never by formatting).
+# The variable-length bound cannot be a parameter: these are templates whose
+# ``__MAX_HOPS__`` token :func:`kgmind.tools.cypher.with_hop_bound` replaces by a
+# validated int (the only run-time completion of query text).
 
-PATHS_DIRECTED_1 = """
-MATCH p = allShortestPaths((a:Entity {id: $source})-[*..1]->(b:Entity {id: $target}))
-WITH p, [n IN nodes(p) | n.id] AS node_ids, [r IN relationships(p) | r.id] AS rel_ids
-ORDER BY node_ids, rel_ids
-LIMIT $limit
-RETURN node_ids AS nodes,
-       [r IN relationships(p) | {id: r.id, head: startNode(r).id, type: toLower(type(r)),
-        tail: endNode(r).id, weight: r.weight, source: r.source}] AS relations
-"""
-PATHS_DIRECTED_2 = """
-MATCH p = allShortestPaths((a:Entity {id: $source})-[*..2]->(b:Entity {id: $target}))
-WITH p, [n IN nodes(p) | n.id] AS node_ids, [r IN relationships(p) | r.id] AS rel_ids
-ORDER BY node_ids, rel_ids
-LIMIT $limit
-RETURN node_ids AS nodes,
-       [r IN relationships(p) | {id: r.id, head: startNode(r).id, type: toLower(type(r)),
-        tail: endNode(r).id, weight: r.weight, source: r.source}] AS relations
-"""
-PATHS_DIRECTED_3 = """
-MATCH p = allShortestPaths((a:Entity {id: $source})-[*..3]->(b:Entity {id: $target}))
-WITH p, [n IN nodes(p) | n.id] AS node_ids, [r IN relationships(p) | r.id] AS rel_ids
-ORDER BY node_ids, rel_ids
-LIMIT $limit
-RETURN node_ids AS nodes,
-       [r IN relationships(p) | {id: r.id, head: startNode(r).id, type: toLower(type(r)),
-        tail: endNode(r).id, weight: r.weight, source: r.source}] AS relations
-"""
-PATHS_DIRECTED_4 = """
-MATCH p = allShortestPaths((a:Entity {id: $source})-[*..4]->(b:Entity {id: $target}))
-WITH p, [n IN nodes(p) | n.id] AS node_ids, [r IN relationships(p) | r.id] AS rel_ids
-ORDER BY node_ids, rel_ids
-LIMIT $limit
-RETURN node_ids AS nodes,
-       [r IN relationships(p) | {id: r.id, head: startNode(r).id, type: toLower(type(r)),
-        tail: endNode(r).id, weight: r.weight, source: r.source}] AS relations
-"""
-PATHS_DIRECTED_5 = """
-MATCH p = allShortestPaths((a:Entity {id: $source})-[*..5]->(b:Entity {id: $target}))
-WITH p, [n IN nodes(p) | n.id] AS node_ids, [r IN relationships(p) | r.id] AS rel_ids
-ORDER BY node_ids, rel_ids
-LIMIT $limit
-RETURN node_ids AS nodes,
-       [r IN relationships(p) | {id: r.id, head: startNode(r).id, type: toLower(type(r)),
-        tail: endNode(r).id, weight: r.weight, source: r.source}] AS relations
-"""
-PATHS_DIRECTED_6 = """
-MATCH p = allShortestPaths((a:Entity {id: $source})-[*..6]->(b:Entity {id: $target}))
-WITH p, [n IN nodes(p) | n.id] AS node_ids, [r IN relationships(p) | r.id] AS rel_ids
-ORDER BY node_ids, rel_ids
-LIMIT $limit
-RETURN node_ids AS nodes,
-       [r IN relationships(p) | {id: r.id, head: startNode(r).id, type: toLower(type(r)),
-        tail: endNode(r).id, weight: r.weight, source: r.source}] AS relations
-"""
-PATHS_UNDIRECTED_1 = """
-MATCH p = allShortestPaths((a:Entity {id: $source})-[*..1]-(b:Entity {id: $target}))
-WITH p, [n IN nodes(p) | n.id] AS node_ids, [r IN relationships(p) | r.id] AS rel_ids
-ORDER BY node_ids, rel_ids
-LIMIT $limit
-RETURN node_ids AS nodes,
-       [r IN relationships(p) | {id: r.id, head: startNode(r).id, type: toLower(type(r)),
-        tail: endNode(r).id, weight: r.weight, source: r.source}] AS relations
-"""
-PATHS_UNDIRECTED_2 = """
-MATCH p = allShortestPaths((a:Entity {id: $source})-[*..2]-(b:Entity {id: $target}))
-WITH p, [n IN nodes(p) | n.id] AS node_ids, [r IN relationships(p) | r.id] AS rel_ids
-ORDER BY node_ids, rel_ids
-LIMIT $limit
-RETURN node_ids AS nodes,
-       [r IN relationships(p) | {id: r.id, head: startNode(r).id, type: toLower(type(r)),
-        tail: endNode(r).id, weight: r.weight, source: r.source}] AS relations
-"""
-PATHS_UNDIRECTED_3 = """
-MATCH p = allShortestPaths((a:Entity {id: $source})-[*..3]-(b:Entity {id: $target}))
-WITH p, [n IN nodes(p) | n.id] AS node_ids, [r IN relationships(p) | r.id] AS rel_ids
-ORDER BY node_ids, rel_ids
-LIMIT $limit
-RETURN node_ids AS nodes,
-       [r IN relationships(p) | {id: r.id, head: startNode(r).id, type: toLower(type(r)),
-        tail: endNode(r).id, weight: r.weight, source: r.source}] AS relations
-"""
-PATHS_UNDIRECTED_4 = """
-MATCH p = allShortestPaths((a:Entity {id: $source})-[*..4]-(b:Entity {id: $target}))
-WITH p, [n IN nodes(p) | n.id] AS node_ids, [r IN relationships(p) | r.id] AS rel_ids
-ORDER BY node_ids, rel_ids
-LIMIT $limit
-RETURN node_ids AS nodes,
-       [r IN relationships(p) | {id: r.id, head: startNode(r).id, type: toLower(type(r)),
-        tail: endNode(r).id, weight: r.weight, source: r.source}] AS relations
-"""
-PATHS_UNDIRECTED_5 = """
-MATCH p = allShortestPaths((a:Entity {id: $source})-[*..5]-(b:Entity {id: $target}))
-WITH p, [n IN nodes(p) | n.id] AS node_ids, [r IN relationships(p) | r.id] AS rel_ids
-ORDER BY node_ids, rel_ids
-LIMIT $limit
-RETURN node_ids AS nodes,
-       [r IN relationships(p) | {id: r.id, head: startNode(r).id, type: toLower(type(r)),
-        tail: endNode(r).id, weight: r.weight, source: r.source}] AS relations
-"""
-PATHS_UNDIRECTED_6 = """
-MATCH p = allShortestPaths((a:Entity {id: $source})-[*..6]-(b:Entity {id: $target}))
+_PATHS_RETURN = """
 WITH p, [n IN nodes(p) | n.id] AS node_ids, [r IN relationships(p) | r.id] AS rel_ids
 ORDER BY node_ids, rel_ids
 LIMIT $limit
@@ -358,25 +258,17 @@ RETURN node_ids AS nodes,
         tail: endNode(r).id, weight: r.weight, source: r.source}] AS relations
 """
 
-#: Directed shortest-path statements by maximum hop count.
-PATHS_DIRECTED: dict[int, str] = {
-    1: PATHS_DIRECTED_1,
-    2: PATHS_DIRECTED_2,
-    3: PATHS_DIRECTED_3,
-    4: PATHS_DIRECTED_4,
-    5: PATHS_DIRECTED_5,
-    6: PATHS_DIRECTED_6,
-}
+#: All shortest directed paths ``$source`` → ``$target`` (template: hop bound).
+PATHS_DIRECTED = (
+    "MATCH p = allShortestPaths((a:Entity {id: $source})-[*..__MAX_HOPS__]->(b:Entity {id: $target}))"
+    + _PATHS_RETURN
+)
 
-#: Undirected shortest-path statements by maximum hop count.
-PATHS_UNDIRECTED: dict[int, str] = {
-    1: PATHS_UNDIRECTED_1,
-    2: PATHS_UNDIRECTED_2,
-    3: PATHS_UNDIRECTED_3,
-    4: PATHS_UNDIRECTED_4,
-    5: PATHS_UNDIRECTED_5,
-    6: PATHS_UNDIRECTED_6,
-}
+#: All shortest paths between ``$source`` and ``$target`` ignoring direction (template).
+PATHS_UNDIRECTED = (
+    "MATCH p = allShortestPaths((a:Entity {id: $source})-[*..__MAX_HOPS__]-(b:Entity {id: $target}))"
+    + _PATHS_RETURN
+)
 
 # -- feedback (all run inside one write transaction) ------------------------------------
 

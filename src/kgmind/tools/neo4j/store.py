@@ -52,6 +52,7 @@ from kgmind.models import (
     merge_entities,
     normalize_name,
 )
+from kgmind.tools.cypher import with_hop_bound
 from kgmind.tools.neo4j import queries as q
 from kgmind.tools.store import (
     Direction,
@@ -61,6 +62,7 @@ from kgmind.tools.store import (
     StoreStats,
     StoreUnavailableError,
     WeightRule,
+    trivial_paths,
 )
 
 __all__ = ["BATCH_SIZE", "MAX_PATH_HOPS", "Neo4jStore", "type_label"]
@@ -68,8 +70,8 @@ __all__ = ["BATCH_SIZE", "MAX_PATH_HOPS", "Neo4jStore", "type_label"]
 #: Rows per ``UNWIND $rows`` statement in a bulk load.
 BATCH_SIZE = 5000
 
-#: Longest shortest path :meth:`Neo4jStore.paths` searches (one statement per bound).
-MAX_PATH_HOPS = max(q.PATHS_DIRECTED)
+#: Longest shortest path :meth:`Neo4jStore.paths` searches (a longer bound is clamped).
+MAX_PATH_HOPS = 6
 
 #: Id of the single ``(:KgmindMeta)`` node that holds the content version.
 META_ID = "kgmind"
@@ -462,14 +464,11 @@ class Neo4jStore:
         ``source == target`` gives the single empty path. ``max_hops`` above
         :data:`MAX_PATH_HOPS` (6) is searched as 6.
         """
-        if limit <= 0 or max_hops < 0 or not self.get_entities([source]):
-            return []
-        if source == target:
-            return [GraphPath(nodes=[source], relations=[])]
-        if max_hops == 0:
-            return []
+        trivial = trivial_paths(self, source, target, max_hops, limit)
+        if trivial is not None:
+            return trivial
         hops = min(int(max_hops), MAX_PATH_HOPS)
-        query = q.PATHS_DIRECTED[hops] if directed else q.PATHS_UNDIRECTED[hops]
+        query = with_hop_bound(q.PATHS_DIRECTED if directed else q.PATHS_UNDIRECTED, hops, most=MAX_PATH_HOPS)
         recs = self._read(query, {"source": source, "target": target, "limit": int(limit)}, "paths")
         return [
             GraphPath(nodes=list(rec["nodes"]), relations=[_relation(r) for r in rec["relations"]])
