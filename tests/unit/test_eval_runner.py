@@ -188,3 +188,22 @@ def test_calibration_membership_is_a_stable_hash():
     assert abs(share - 1 / CALIB_ONE_IN) < 0.02
     assert in_calibration("17", {"17"})
     assert [in_calibration(i, set()) for i in ids[:50]] == [in_calibration(i, set()) for i in ids[:50]]
+
+
+def test_interleaved_run_visits_every_method_per_item_and_scores_the_same(tmp_path, monkeypatch):
+    items, _ = build_items(_genmed())
+    llm = _use(monkeypatch, _oracle(items))
+    by_method = run_eval(
+        _genmed(methods="llm_only,bm25_doc", llm="scripted", llm_cache=str(tmp_path / "a.sqlite"))
+    )
+    llm.calls.clear()
+    cfg = _genmed(methods="llm_only,bm25_doc", llm="scripted", llm_cache=str(tmp_path / "b.sqlite"))
+    cfg.interleave = True
+    interleaved = run_eval(cfg)
+    for name in ("llm_only", "bm25_doc"):
+        for key in ("answer_entity_recall", "rouge_l", "evidence_recall"):
+            assert interleaved["methods"][name].get(key) == by_method["methods"][name].get(key)
+    # after the two warm-up calls, each question is answered by both methods before the next one
+    asked = [next(it.question for it in items if it.question in c) for c in llm.calls[2:]]
+    firsts = list(dict.fromkeys(asked))
+    assert firsts == [it.question for it in items][: len(firsts)]

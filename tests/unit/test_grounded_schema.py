@@ -107,7 +107,7 @@ def test_no_evidence_schema_has_no_id_fields() -> None:
     schema = build_answer_schema([], TYPES)
     assert "evidence_ids" not in json.dumps(schema) and "$defs" not in schema
     assert schema["properties"]["inference_chain"]["items"]["properties"] == {
-        "step": {"type": "string", "minLength": 1, "maxLength": 160}
+        "step": {"type": "string", "minLength": 1, "maxLength": 120}
     }
     assert list(schema["properties"])[-1] == "summary"
 

@@ -72,6 +72,17 @@ def eval_command(
         int | None,
         typer.Option(min=1, help="Most tokens the LLM generates per call (default: the model's)."),
     ] = None,
+    interleave: Annotated[
+        bool,
+        typer.Option(help="Run every method on an item before the next item (fair wall-time ratios)."),
+    ] = False,
+    llm_cache: Annotated[
+        Path | None,
+        typer.Option(
+            help="SQLite LLM cache (default $KGMIND_HOME/llm_cache/langchain.sqlite); "
+            "a new file times every call."
+        ),
+    ] = None,
 ) -> None:
     """Run the evaluation of DATASET and write/print the results."""
     from kgmind.eval.report import to_json, write_results
@@ -105,6 +116,8 @@ def eval_command(
         bertscore=bertscore,
         threads=threads,
         max_tokens=max_tokens,
+        llm_cache=s(llm_cache),
+        interleave=interleave,
     )
     if progress:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn

@@ -39,6 +39,7 @@ from kgmind.eval.methods import (
     evidence_text,
     resolve_methods,
 )
+from kgmind.graphs.check_grounding import grounding_report
 from kgmind.models import Mention
 from kgmind.settings import kgmind_home
 
@@ -133,6 +134,7 @@ class EvalConfig:
     memory_sample: int = 20
     bertscore: bool = True
     llm_cache: str | None = None
+    interleave: bool = False
     threads: int | None = None
     max_tokens: int | None = None
 
@@ -359,8 +361,12 @@ def default_llm_cache_path() -> Path:
 
 def _llm_cache(cfg: EvalConfig) -> Any:
     """LangChain's SQLite LLM cache for this run (keyed by prompt and model settings, max_tokens included)."""
+    import warnings
+
     from langchain_community.cache import SQLiteCache
 
+    # its lookups warn on every hit that a default will change; the cache holds only our own outputs
+    warnings.filterwarnings("ignore", message="The default value of `allowed_objects`", module="langchain")
     path = Path(cfg.llm_cache) if cfg.llm_cache else default_llm_cache_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     return SQLiteCache(database_path=str(path))
@@ -454,6 +460,42 @@ _MEAN_KEYS = (
     "unsupported_entities",
     "accuracy",
 )
+
+
+def _eval_item(
+    name: str,
+    item: EvalItem,
+    ents: Sequence[Mention | str],
+    res: Resources,
+    cfg: EvalConfig,
+    vocab: gd.Vocabulary | None,
+) -> dict[str, Any]:
+    """Run method ``name`` on one item (and, with an LLM, answer it) and score it: one result row."""
+    result, ms, wall_ms = _run_one(name, item, ents, res, cfg.budget)
+    row = _score(item, result, res, vocab)
+    row["llm_calls"] = result.llm_calls
+    row["latency_ms"] = ms
+    row["wall_ms"] = wall_ms
+    if res.model is not None:
+        answer = result.answer
+        if answer is None:  # a baseline: its evidence answered by the shipped prompt
+            t0 = time.perf_counter()
+            answered = res.answer(question_text(item), result.evidence)
+            row["wall_ms"] += (time.perf_counter() - t0) * 1000.0
+            answer = str(answered.get("answer") or "")
+            row["llm_calls"] += 1
+            result.grounding = grounding_report(
+                result.evidence,
+                answered.get("inference_chain") or [],
+                answered.get("mind_map"),
+                derived=bool((answered.get("flags") or {}).get("fallback_parse")),
+            )
+        row["answer"] = answer
+        _answer_metrics(item, row, result, answer, vocab, cfg.bertscore)
+    row["id"] = item.id
+    row["notes"] = result.notes
+    row["llm_detail"] = res.llm_log.take()
+    return row
 
 
 def llm_call_summary(calls: Sequence[dict[str, Any]], questions: int) -> dict[str, dict[str, float]]:
@@ -560,52 +602,42 @@ def run_eval(
     if model is not None:
         set_llm_cache(_llm_cache(cfg))
     try:
+        rows_of: dict[str, list[dict[str, Any]]] = {name: [] for name in runnable}
+        lat_of: dict[str, list[float]] = {name: [] for name in runnable}
+        errors_of: dict[str, int] = dict.fromkeys(runnable, 0)
+        first_error_of: dict[str, str] = dict.fromkeys(runnable, "")
         for name in runnable:
             if on_start:
                 on_start(name, len(items))
-            rows: list[dict[str, Any]] = []
-            lat: list[float] = []
-            errors = 0
-            first_error = ""
             try:  # warm-up: builds lazy indexes and models outside the timings
                 _run_one(name, items[0], entity_lists[0], res, cfg.budget)
-                res.llm_log.take()
             except Exception as exc:  # noqa: BLE001 - reported per method
-                first_error = f"{type(exc).__name__}: {exc}"
-            for item, ents in zip(items, entity_lists, strict=True):
-                try:
-                    result, ms, wall_ms = _run_one(name, item, ents, res, cfg.budget)
-                except Exception as exc:  # noqa: BLE001 - one failing item must not stop the run
-                    errors += 1
-                    first_error = first_error or f"{type(exc).__name__}: {exc}"
-                    if on_advance:
-                        on_advance(name)
-                    continue
-                row = _score(item, result, res, vocab)
-                row["llm_calls"] = result.llm_calls
-                row["latency_ms"] = ms
-                row["wall_ms"] = wall_ms
-                if res.model is not None:
-                    answer = result.answer
-                    if answer is None:  # a baseline: its evidence answered by the shipped prompt
-                        t0 = time.perf_counter()
-                        answered = res.answer(question_text(item), result.evidence)
-                        row["llm_ms"] = (time.perf_counter() - t0) * 1000.0
-                        answer = str(answered.get("answer") or "")
-                        row["llm_calls"] += 1
-                    row["answer"] = answer
-                    _answer_metrics(item, row, result, answer, vocab, cfg.bertscore)
-                row["id"] = item.id
-                row["notes"] = result.notes
-                row["llm_detail"] = res.llm_log.take()
-                rows.append(row)
-                lat.append(ms)
-                if on_advance:
-                    on_advance(name)
+                first_error_of[name] = f"{type(exc).__name__}: {exc}"
+            res.llm_log.take()
+        order = (
+            [(name, i) for i in range(len(items)) for name in runnable]
+            if cfg.interleave
+            else [(name, i) for name in runnable for i in range(len(items))]
+        )
+        for name, i in order:
+            item, ents = items[i], entity_lists[i]
+            try:
+                row = _eval_item(name, item, ents, res, cfg, vocab)
+            except Exception as exc:  # noqa: BLE001 - one failing item must not stop the run
+                errors_of[name] += 1
+                first_error_of[name] = first_error_of[name] or f"{type(exc).__name__}: {exc}"
+                res.llm_log.take()
+            else:
+                rows_of[name].append(row)
+                lat_of[name].append(row["latency_ms"])
+            if on_advance:
+                on_advance(name)
+        for name in runnable:
+            rows = rows_of[name]
             summary = (
-                _summarize(rows, lat, errors, first_error)
+                _summarize(rows, lat_of[name], errors_of[name], first_error_of[name])
                 if rows
-                else {"errors": errors, "first_error": first_error, "scored": 0}
+                else {"errors": errors_of[name], "first_error": first_error_of[name], "scored": 0}
             )
             notes = sorted({n for r in rows for n in r["notes"]})
             if notes:

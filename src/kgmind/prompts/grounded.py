@@ -53,13 +53,13 @@ MEDICAL_CONCLUSIONS: dict[str, str] = {"diagnoses": "disease", "tests": "test", 
 
 #: Bounds that keep a small model's answer short (generated tokens are most of the wall time).
 MAX_STEPS = 3
-MAX_NODES = 4
-MAX_LEAVES = 2
+MAX_NODES = 3
+MAX_LEAVES = 1
 MAX_PER_CONCLUSION = 3
 MAX_OWN = 2
-STEP_CHARS = 160
-SUMMARY_CHARS = 480
-OWN_CHARS = 120
+STEP_CHARS = 120
+SUMMARY_CHARS = 360
+OWN_CHARS = 100
 
 
 def evidence_names(ev: Evidence) -> list[str]:
@@ -126,8 +126,8 @@ def build_answer_schema(
         A JSON schema (draft 2020-12 subset that llama.cpp's converter and the API models'
         structured output accept). With evidence: ``inference_chain`` (1..3 steps, each
         ``{evidence_ids: [one shown id], about: an entity of that item, step}``),
-        ``mind_map`` (a root whose 1..4 children are evidence entities citing an item
-        that names them, each with up to 2 such leaves), the conclusion fields (enums of
+        ``mind_map`` (a root whose 1..3 children are evidence entities citing an item
+        that names them, each with up to 1 such leaf), the conclusion fields (enums of
         evidence names), ``own_knowledge`` and ``summary`` last. Without evidence: the same
         shape with free-text steps, labels and conclusions and no id fields.
 

@@ -2,19 +2,37 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["GroundedAnswer", "HypothesisOut", "InferenceStep", "MindMapAnswer", "MindMapNode"]
+
+
+#: Bounds of the hypothesis call. A grammar-held small model otherwise repeats its answer up
+#: to the token cap and never reaches the entity list (measured on the 0.5B local model).
+HYPOTHESIS_CHARS = 360
+MAX_HYPOTHESIS_ENTITIES = 8
+ENTITY_CHARS = 48
 
 
 class HypothesisOut(BaseModel):
     """HyKGE hypothesis output plus the entities it names (doubles as LLM NER)."""
 
-    hypothesis: str = Field(description="A short expert answer to the question from your own knowledge.")
+    # a grammar from this schema always writes the entity list (a default alone would make it optional)
+    model_config = ConfigDict(json_schema_extra={"required": ["hypothesis", "entities"]})
+
+    # the bounds are for the model's grammar (JSON schema) only; reading stays lenient
+    hypothesis: str = Field(
+        description="A short expert answer to the question from your own knowledge.",
+        json_schema_extra={"maxLength": HYPOTHESIS_CHARS},
+    )
     entities: list[str] = Field(
         default_factory=list,
         description="The specific entities (diseases, symptoms, tests, drugs, …) named in the question "
         "and in the hypothesis.",
+        json_schema_extra={
+            "maxItems": MAX_HYPOTHESIS_ENTITIES,
+            "items": {"type": "string", "maxLength": ENTITY_CHARS},
+        },
     )
 
 
