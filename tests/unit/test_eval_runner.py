@@ -203,7 +203,6 @@ def test_interleaved_run_visits_every_method_per_item_and_scores_the_same(tmp_pa
     for name in ("llm_only", "bm25_doc"):
         for key in ("answer_entity_recall", "rouge_l", "evidence_recall"):
             assert interleaved["methods"][name].get(key) == by_method["methods"][name].get(key)
-    # after the two warm-up calls, each question is answered by both methods before the next one
-    asked = [next(it.question for it in items if it.question in c) for c in llm.calls[2:]]
-    firsts = list(dict.fromkeys(asked))
-    assert firsts == [it.question for it in items][: len(firsts)]
+    # each question is answered by both methods before the next one (cache hits make no call)
+    asked = [next(i for i, it in enumerate(items) if it.question in c) for c in llm.calls[2:]]
+    assert len(asked) > 2 and asked == sorted(asked)
