@@ -203,3 +203,19 @@ def test_mermaid_renderers_escape_labels() -> None:
         {"answer": "<b>x</b>", "mind_map": {"label": "m"}, "evidence": [], "grounding": {"flagged": ["P9"]}}
     )
     assert "&lt;b&gt;x&lt;/b&gt;" in page and "P9" in page
+
+
+def test_live_stream_writes_the_llm_output_per_node(cli_world: dict[str, Any]) -> None:
+    import io
+
+    from kgmind.cli.ask import run_question
+    from kgmind.graphs.context import Context
+
+    live = io.StringIO()
+    ctx = Context(model="fake:live", store="ladybug:/unused")
+    result = run_question("fever?", ctx, progress=False, live=live)
+    text = live.getvalue()
+    assert "[generate_hypothesis]" in text  # the node whose model produced the tokens
+    assert "[live]" in text  # the fake model's tokens reached the stream
+    quiet = run_question("fever?", ctx, progress=False)
+    assert quiet["evidence"] == result["evidence"]

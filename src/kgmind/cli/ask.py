@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import sys
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TextIO, cast
 
 import typer
+from langgraph.types import StreamMode
 from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
@@ -99,13 +101,17 @@ def _print_result(result: Mapping[str, Any]) -> None:
     )
 
 
-def run_question(question: str, context: Any, *, progress: bool = True) -> dict[str, Any]:
+def run_question(
+    question: str, context: Any, *, progress: bool = True, live: TextIO | None = None
+) -> dict[str, Any]:
     """Run the persistent graph on ``question`` (thread id = run id) and return :func:`result_dict`.
 
     Args:
         question: The question.
         context: A :class:`kgmind.graphs.context.Context`.
-        progress: Print per-node progress on stderr.
+        progress: Print each node's time on stderr as it ends.
+        live: Where to write the LLM's tokens as they are generated (the CLI passes
+            stderr when it is a terminal); ``None``: not streamed.
 
     Returns:
         The run's result dict.
@@ -116,10 +122,25 @@ def run_question(question: str, context: Any, *, progress: bool = True) -> dict[
     run_id = uuid.uuid4().hex
     g = compile_persistent()
     config: Any = {"configurable": {"thread_id": run_id}}
-    for mode, chunk in g.stream(
-        {"question": question}, config, context=context, stream_mode=["custom", "updates"]
-    ):
-        if progress and mode == "custom" and isinstance(chunk, dict) and chunk.get("status") == "end":
+    modes: list[StreamMode] = ["custom", "updates"]
+    if live is not None:
+        modes.append("messages")
+    streaming_node = ""
+    for mode, chunk in g.stream({"question": question}, config, context=context, stream_mode=modes):
+        if mode == "messages" and live is not None:
+            message, meta = cast(tuple[Any, dict[str, Any]], chunk)
+            node = str(meta.get("langgraph_node", ""))
+            text = message.content if isinstance(message.content, str) else ""
+            if text:
+                if node != streaming_node:
+                    live.write(f"\n[{node}] ")
+                    streaming_node = node
+                live.write(text)
+                live.flush()
+        elif progress and mode == "custom" and isinstance(chunk, dict) and chunk.get("status") == "end":
+            if streaming_node and live is not None:
+                live.write("\n")
+                streaming_node = ""
             err_console.print(f"[dim]✓ {chunk.get('node')} {chunk.get('ms', 0):.0f} ms[/]", highlight=False)
     return result_dict(g.get_state(config).values)
 
@@ -151,8 +172,9 @@ def ask(
 
         ensure_demo_store(None)
     ctx = Context(mode=mode, model=model, store=store, max_tokens=max_tokens)  # type: ignore[arg-type]
+    live = sys.stderr if sys.stderr.isatty() and not (quiet or as_json) else None
     try:
-        result = run_question(question, ctx, progress=not quiet)
+        result = run_question(question, ctx, progress=not quiet, live=live)
     except LocalModelUnavailableError as exc:
         raise CliError(str(exc)) from exc
     except (TimeoutError, ConnectionError) as exc:

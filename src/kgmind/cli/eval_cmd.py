@@ -77,10 +77,10 @@ def eval_command(
         typer.Option(help="Run every method on an item before the next item (fair wall-time ratios)."),
     ] = False,
     llm_cache: Annotated[
-        Path | None,
+        str | None,
         typer.Option(
-            help="SQLite LLM cache (default $KGMIND_HOME/llm_cache/langchain.sqlite); "
-            "a new file times every call."
+            help="SQLite LLM cache file (default $KGMIND_HOME/llm_cache/langchain.sqlite), or 'off' "
+            "so that every call runs and is timed."
         ),
     ] = None,
 ) -> None:
@@ -116,7 +116,7 @@ def eval_command(
         bertscore=bertscore,
         threads=threads,
         max_tokens=max_tokens,
-        llm_cache=s(llm_cache),
+        llm_cache=llm_cache,
         interleave=interleave,
     )
     if progress:

@@ -599,8 +599,10 @@ def run_eval(
     results: dict[str, Any] = {}
     all_rows: dict[str, list[dict[str, Any]]] = {}
     previous_cache = get_llm_cache()
-    if model is not None:
+    if model is not None and cfg.llm_cache != "off":
         set_llm_cache(_llm_cache(cfg))
+    elif model is not None:  # every call runs: timings of the whole product
+        set_llm_cache(None)
     try:
         rows_of: dict[str, list[dict[str, Any]]] = {name: [] for name in runnable}
         lat_of: dict[str, list[float]] = {name: [] for name in runnable}

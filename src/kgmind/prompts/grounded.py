@@ -58,7 +58,7 @@ MAX_LEAVES = 1
 MAX_PER_CONCLUSION = 3
 MAX_OWN = 2
 STEP_CHARS = 120
-SUMMARY_CHARS = 360
+SUMMARY_CHARS = 300
 OWN_CHARS = 100
 
 
@@ -242,13 +242,12 @@ GROUNDED_EN = ChatPromptTemplate.from_messages(
         (
             "human",
             'Patient input: {question}\n\n<evidence>\n"""\n{evidence}\n"""\n</evidence>\n\n'
-            "Reply in JSON. inference_chain: your reasoning, one step per evidence line you use: its id, "
-            'the entity it is about, and what it tells about this patient, e.g. {{"evidence_ids": ["N1"], '
-            '"about": "Pneumonia", "step": "Fever with cough points to pneumonia."}}. mind_map: the '
-            "patient's problem as the root label, the key entities as children, each with an id that "
-            "names it. Then the conclusions (diagnoses, tests, medications, or conclusions), chosen from "
-            "the evidence. own_knowledge: at most two points from your own knowledge that the evidence "
-            "does not give. summary: the answer to the patient, written from the chosen conclusions.",
+            "Reply in JSON. inference_chain: one step per evidence line you use: its id, the entity it is "
+            'about, and what it tells about this patient, e.g. {{"evidence_ids": ["N1"], "about": '
+            '"Pneumonia", "step": "Fever with cough points to pneumonia."}}. mind_map: the main problem '
+            "as the root, the key entities as children. Then the diagnoses, tests and medications (or "
+            "conclusions) you choose from the evidence. own_knowledge: at most two points the evidence "
+            "does not give. summary: two or three sentences to the patient with your choices.",
         ),
     ]
 )
@@ -263,13 +262,11 @@ GROUNDED_ZH = ChatPromptTemplate.from_messages(
         (
             "human",
             '患者输入：{question}\n\n<evidence>\n"""\n{evidence}\n"""\n</evidence>\n\n'
-            "用JSON回答。inference_chain：你的推理，每用一条证据写一步：它的编号、它所涉及的实体，"
-            '以及它对这位患者说明了什么，例如 {{"evidence_ids": ["N1"], "about": "肺炎", '
-            '"step": "发热伴咳嗽提示肺炎。"}}。'
-            "mind_map：以患者的问题为根标签，关键实体为子节点，每个子节点带上一个提到它的证据编号。"
-            "然后是从证据中选出的结论（diagnoses、tests、medications 或 conclusions）。"
-            "own_knowledge：最多两条证据没有给出、来自你自己知识的要点。"
-            "summary：根据所选结论写给患者的回答。",
+            "用JSON回答。inference_chain：每用一条证据写一步：它的编号、它涉及的实体、它对这位患者说明了什么，"
+            '例如 {{"evidence_ids": ["N1"], "about": "肺炎", "step": "发热伴咳嗽提示肺炎。"}}。'
+            "mind_map：以主要问题为根，关键实体为子节点。"
+            "然后是你从证据中选出的诊断、检查和药物（或 conclusions）。"
+            "own_knowledge：最多两条证据没有给出的要点。summary：用两三句话告诉患者你的选择。",
         ),
     ]
 )
