@@ -44,11 +44,14 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         mp.undo()
 
 
-def _ask(mode: str) -> dict[str, Any]:
+QUESTION_ZH = "我发烧咳嗽三天了，可能是什么病？应该吃什么药？"
+
+
+def _ask(mode: str, question: str = QUESTION) -> dict[str, Any]:
     from kgmind.cli import app
 
     res = CliRunner().invoke(
-        app, ["ask", QUESTION, "--mode", mode, "--model", "local", "--json", "--quiet", "--max-tokens", "256"]
+        app, ["ask", question, "--mode", mode, "--model", "local", "--json", "--quiet", "--max-tokens", "384"]
     )
     assert res.exit_code == 0, res.output
     return json.loads(res.stdout)
@@ -70,6 +73,39 @@ def _check(out: dict[str, Any]) -> None:
         cited.update(step.get("evidence_ids") or [])
     assert cited <= ids
     assert set(out["grounding"]["cited_ids"]) >= cited
+    # the grounded schema: every step and mind-map node cites a shown id
+    assert out["inference_chain"] and all(s["evidence_ids"] for s in out["inference_chain"])
+    assert all(c["evidence_ids"] for c in mind_map.get("children") or [])
+    assert out["grounding"]["citation_rate"] == 1.0 and out["flags"]["fallback_parse"] is False
+
+
+def _rate(run_id: str) -> dict[str, Any]:
+    from kgmind.cli import app
+
+    res = CliRunner().invoke(app, ["feedback", run_id, "--rating", "excellent", "--json"])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
+def test_rating_a_grounded_answer_moves_weights_once(home: Path) -> None:
+    from kgmind.cli import app
+
+    out = _ask("full")
+    _check(out)
+    first = _rate(out["run_id"])
+    assert first["credit"] == "cited" and first["changes"] >= 1
+    weights = CliRunner().invoke(app, ["kg", "weights", "--json"])
+    assert weights.exit_code == 0, weights.output
+    changed = {row["relation_id"] for row in json.loads(weights.stdout) if row["delta"] != 0}
+    assert changed and changed <= set(first["relation_ids"])
+    again = _rate(out["run_id"])
+    assert again["already_applied"] is True and again["changes"] == 0
+
+
+def test_chinese_question_is_grounded_and_rated(home: Path) -> None:
+    out = _ask("full", QUESTION_ZH)
+    _check(out)
+    assert _rate(out["run_id"])["changes"] >= 1
 
 
 def test_full_mode_two_llm_calls(home: Path) -> None:

@@ -461,6 +461,11 @@ _default_rerankers: OrderedDict[int, EntityVectorReranker] = OrderedDict()
 _default_lock = threading.Lock()
 
 
+#: What the default reranker does with the question (see :class:`EntityVectorReranker`); fitted on
+#: the calibration split by ``benchmarks/calibrate_reranker.py``.
+DEFAULT_QUESTION_MODE: Literal["ignore", "embed", "anchors"] = "ignore"
+
+
 def default_reranker(evidence: Sequence[Evidence]) -> EntityVectorReranker | None:
     """The :class:`EntityVectorReranker` for ``evidence``, or ``None`` when no index fits.
 
@@ -476,7 +481,7 @@ def default_reranker(evidence: Sequence[Evidence]) -> EntityVectorReranker | Non
     with _default_lock:
         rr = _default_rerankers.get(id(index))
         if rr is None or rr.index is not index:
-            rr = EntityVectorReranker(index)
+            rr = EntityVectorReranker(index, question=DEFAULT_QUESTION_MODE)
             _default_rerankers[id(index)] = rr
             while len(_default_rerankers) > 8:
                 _default_rerankers.popitem(last=False)
