@@ -77,6 +77,7 @@ class Answer(TypedDict, total=False):
 
     run_id: str
     question: str
+    hypothesis: str
     answer: str
     inference_chain: list[dict[str, Any]]
     mind_map: dict[str, Any]
