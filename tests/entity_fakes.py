@@ -25,7 +25,9 @@ class EntityListStore:
         return iter(list(self.entities))
 
     def fingerprint(self) -> str:
-        return f"{len(self.entities)}:{self.version}"
+        """Changes with the content, as a real store's does (caches are keyed by URI + fingerprint)."""
+        ids = "|".join(sorted(e.id for e in self.entities))
+        return f"{len(self.entities)}:{self.version}:{hash(ids)}"
 
     def get_entities(self, ids: Sequence[str]) -> list[Entity]:
         by_id = {e.id: e for e in self.entities}

@@ -18,7 +18,7 @@ import os
 import re
 import tempfile
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -28,7 +28,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
-from pydantic import BaseModel
+from pydantic import BaseModel, PrivateAttr
 
 from kgmind.settings import kgmind_home
 
@@ -201,6 +201,36 @@ def ensure_local_model(name: str = "local", home: Path | None = None) -> Path:
 
 
 @functools.cache
+def _locked_llama_class() -> Any:
+    """``ChatLlamaCpp`` whose calls hold a per-model lock: llama.cpp is not thread-safe.
+
+    LangGraph runs branches and concurrent requests in threads, and one cached model
+    serves them all; copies made by :func:`with_max_tokens` share the lock (pydantic
+    copies private attributes shallowly), so every call into one llama.cpp context is
+    serialised. Streaming holds the lock until the stream ends.
+    """
+    try:
+        from langchain_community.chat_models import ChatLlamaCpp
+    except ImportError as exc:  # pragma: no cover - depends on extras
+        raise LocalModelUnavailableError(
+            "the local model needs llama-cpp-python: pip install 'kgmind[local]'"
+        ) from exc
+
+    class LockedChatLlamaCpp(ChatLlamaCpp):
+        _call_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+        def _generate(self, *args: Any, **kwargs: Any) -> ChatResult:
+            with self._call_lock:
+                return super()._generate(*args, **kwargs)
+
+        def _stream(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
+            with self._call_lock:
+                yield from super()._stream(*args, **kwargs)
+
+    return LockedChatLlamaCpp
+
+
+@functools.cache
 def get_chat_model(name: str = "local") -> BaseChatModel:
     """Return the chat model called ``name`` (cached: one instance per name and process).
 
@@ -221,13 +251,7 @@ def get_chat_model(name: str = "local") -> BaseChatModel:
     if name in LOCAL_MODELS:
         path = ensure_local_model(name)
         try:
-            from langchain_community.chat_models import ChatLlamaCpp
-        except ImportError as exc:  # pragma: no cover - depends on extras
-            raise LocalModelUnavailableError(
-                "the local model needs llama-cpp-python: pip install 'kgmind[local]'"
-            ) from exc
-        try:
-            return ChatLlamaCpp(
+            return _locked_llama_class()(
                 model_path=str(path),
                 n_ctx=LOCAL_N_CTX,
                 n_batch=512,

@@ -120,3 +120,31 @@ def test_mindmap_mode(home: Path) -> None:
     _check(out)
     assert {e["kind"] for e in out["evidence"]} <= {"path", "neighbor"}
     assert out["llm_calls"] == 2
+
+
+def test_two_threads_share_the_real_model_and_match_a_serial_run(home: Path) -> None:
+    """One cached llama.cpp model and the real embedder serve two threads at once (the model's lock)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kgmind.demo import ensure_demo_store
+    from kgmind.graphs.context import Context
+    from kgmind.graphs.pipeline import graph
+
+    ensure_demo_store(None)
+    ctx = Context(model="local", max_tokens=192)
+    questions = [QUESTION, "My joints are swollen and stiff every morning. Which tests and drugs help?"]
+
+    def run(q: str) -> tuple[Any, ...]:
+        out = graph.invoke({"question": q}, context=ctx)
+        return (
+            out["answer"],
+            out["inference_chain"],
+            [e.id for e in out["selected_evidence"]],
+            [le.entity_id for le in out["linked_entities"]],
+        )
+
+    serial = [run(q) for q in questions]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        concurrent = list(pool.map(run, questions))
+    assert concurrent == serial
+    assert serial[0][2] != serial[1][2]  # different questions, different evidence: the check can fail

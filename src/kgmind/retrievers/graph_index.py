@@ -407,6 +407,7 @@ _cache: dict[str, GraphIndex] = {}
 
 
 _checked_at: dict[str, float] = {}
+_key_locks: dict[str, threading.Lock] = {}
 
 
 def get_graph_index(store: IndexableStore, *, recheck_s: float = 0.0) -> GraphIndex:
@@ -430,13 +431,17 @@ def get_graph_index(store: IndexableStore, *, recheck_s: float = 0.0) -> GraphIn
         gi = _cache.get(store.uri)
         if gi is not None and recheck_s > 0 and now - _checked_at.get(store.uri, -math.inf) < recheck_s:
             return gi
+        key_lock = _key_locks.setdefault(store.uri, threading.Lock())
     fp = store.fingerprint()
-    with _cache_lock:
-        gi = _cache.get(store.uri)
+    with key_lock:  # one build per store at a time; other stores' lookups are not blocked
+        with _cache_lock:
+            gi = _cache.get(store.uri)
         if gi is None or gi.fingerprint != fp:
             gi = GraphIndex(store.iter_entities(), store.iter_relations(), uri=store.uri, fingerprint=fp)
-            _cache[store.uri] = gi
-        _checked_at[store.uri] = now
+            with _cache_lock:
+                _cache[store.uri] = gi
+        with _cache_lock:
+            _checked_at[store.uri] = now
         return gi
 
 

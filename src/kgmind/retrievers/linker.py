@@ -289,32 +289,37 @@ class EntityLinker:
 
 
 _lock = threading.Lock()
-_linkers: dict[tuple[int, str, str], EntityLinker] = {}
+_linkers: dict[tuple[str, str], EntityLinker] = {}
 
 
 def get_linker(store: GraphStore, model: str | None = None) -> EntityLinker:
     """The cached :class:`EntityLinker` of ``store`` and ``model`` (``None``/``auto``: by KG language).
+
+    Linkers are keyed by store URI and model. A cached linker serves only the very store
+    object it was built on (it holds that object, so no other object can share its
+    ``id``); a store reopened under the same URI gets a new linker, whose entity index
+    comes from the index cache (keyed by URI, model and fingerprint). Building a linker
+    is cheap (its index loads lazily), so it happens under the cache lock.
 
     Args:
         store: The knowledge graph.
         model: Embedding model name or ``None``.
 
     Returns:
-        The linker (one per store object and model).
+        The linker.
     """
     requested = model or "auto"
-    key = (id(store), store.uri, requested)
     with _lock:
-        linker = _linkers.get(key)
-    if linker is not None:
+        linker = _linkers.get((store.uri, requested))
+    if linker is not None and linker.store is store:
         return linker
     resolved = resolve_model(store, model)
     with _lock:
-        linker = _linkers.get((id(store), store.uri, resolved))
-        if linker is None:
+        linker = _linkers.get((store.uri, resolved))
+        if linker is None or linker.store is not store:
             linker = EntityLinker(store, resolved)
-            _linkers[(id(store), store.uri, resolved)] = linker
-        _linkers[key] = linker
+            _linkers[(store.uri, resolved)] = linker
+        _linkers[(store.uri, requested)] = linker
         return linker
 
 

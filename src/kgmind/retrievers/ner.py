@@ -273,16 +273,19 @@ class Gazetteer:
 
     @classmethod
     def for_store(cls, store: GraphStore) -> Gazetteer:
-        """The cached gazetteer of ``store`` (rebuilt when the store fingerprint changes)."""
+        """The cached gazetteer of ``store``: one per URI, rebuilt when the store fingerprint changes.
+
+        Built outside the cache lock (two threads may both build a cold one; the same
+        content either way).
+        """
         fp = store.fingerprint()
-        key = (id(store), store.uri)
         with _gaz_lock:
-            hit = _gazetteers.get(key)
+            hit = _gazetteers.get(store.uri)
             if hit is not None and hit[0] == fp:
                 return hit[1]
         gaz = cls(store.iter_entities())
         with _gaz_lock:
-            _gazetteers[key] = (fp, gaz)
+            _gazetteers[store.uri] = (fp, gaz)
         return gaz
 
     def find_spans(self, text: str) -> list[tuple[int, int, Mention]]:
@@ -347,7 +350,7 @@ class Gazetteer:
 
 
 _gaz_lock = threading.Lock()
-_gazetteers: dict[tuple[int, str], tuple[str, Gazetteer]] = {}
+_gazetteers: dict[str, tuple[str, Gazetteer]] = {}
 
 
 def clear_gazetteer_cache() -> None:
