@@ -313,7 +313,7 @@ def test_nearest_results_are_cached_per_index_and_k():
     store.entities.append(Entity(name="Jaundise", type="symptom"))  # new fingerprint: new index
     assert lk.nearest(["jaundise"], k=1)[0][0] == (Entity(name="Jaundise").id, pytest.approx(1.0, abs=1e-5))
     lk.clear_cache()
-    assert lk._nearest == {} and lk._cache == {}
+    assert lk._nearest == {} and len(lk._cache) == 0
 
 
 @pytest.mark.parametrize(
@@ -370,12 +370,12 @@ def test_vector_cache_is_an_lru_that_never_drops_what_a_call_needs():
     cache = VectorCache(2)
     out = cache.fetch(["a", "bb", "a", "ccc"], compute)  # 3 distinct texts through a 2-entry cache
     assert out.shape == (4, 2) and out[:, 0].tolist() == [1.0, 2.0, 1.0, 3.0]
-    assert calls == [["a", "bb", "ccc"]] and list(cache) == ["bb", "ccc"]
+    assert calls == [["a", "bb", "ccc"]] and "a" not in cache and len(cache) == 2
     cache.fetch(["bb"], compute)  # hit: refreshed to most recent
-    assert calls == [["a", "bb", "ccc"]] and list(cache) == ["ccc", "bb"]
+    assert calls == [["a", "bb", "ccc"]]
     assert cache.missing(["bb", "z", "z"]) == ["z"]
-    cache.put_many(["z"], np.zeros((1, 2)))
-    assert list(cache) == ["bb", "z"]
+    cache.put_many(["z"], np.zeros((1, 2)))  # evicts the least recently used: ccc, not the refreshed bb
+    assert "bb" in cache and "z" in cache and "ccc" not in cache
     with pytest.raises(ValueError, match="one vector per text"):
         cache.put_many(["x", "y"], np.zeros((1, 2)))
     none = VectorCache(0)

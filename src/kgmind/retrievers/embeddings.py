@@ -22,11 +22,11 @@ import functools
 import hashlib
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
+from cachetools import LRUCache
 
 __all__ = [
     "EMBEDDER_NAMES",
@@ -85,37 +85,52 @@ def l2_normalize(vectors: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(arr / norms, dtype=np.float32)
 
 
-class VectorCache(OrderedDict[str, np.ndarray]):
+class VectorCache:
     """A thread-safe LRU of text → vector, shared by every embedding cache in kgmind.
+
+    A ``cachetools.LRUCache`` behind one lock; only the methods below reach it, so no
+    inherited mapping method can bypass the lock.
 
     Args:
         size: Vectors kept (``0``: nothing is kept, :meth:`fetch` still works).
     """
 
     def __init__(self, size: int) -> None:
-        super().__init__()
         self.size = size
+        self._lru: LRUCache[str, np.ndarray] = LRUCache(maxsize=max(size, 1))
         self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._lru)
+
+    def __contains__(self, text: object) -> bool:
+        with self._lock:
+            return text in self._lru
+
+    def clear(self) -> None:
+        """Forget every vector."""
+        with self._lock:
+            self._lru.clear()
 
     def missing(self, texts: Sequence[str]) -> list[str]:
         """The distinct ``texts`` not cached, in first-seen order."""
         with self._lock:
-            return [t for t in dict.fromkeys(texts) if t not in self]
+            return [t for t in dict.fromkeys(texts) if t not in self._lru]
 
     def put_many(self, texts: Sequence[str], vectors: Sequence[np.ndarray] | np.ndarray) -> None:
-        """Cache ``vectors[i]`` for ``texts[i]`` (most recent last), evicting the oldest beyond ``size``.
+        """Cache ``vectors[i]`` for ``texts[i]`` (most recent last), evicting the least recently used.
 
         Raises:
             ValueError: Not one vector per text.
         """
         if len(texts) != len(vectors):
             raise ValueError("one vector per text is needed")
+        if self.size <= 0:
+            return
         with self._lock:
             for t, v in zip(texts, vectors, strict=True):
-                self[t] = np.asarray(v, dtype=np.float32)
-                self.move_to_end(t)
-            while len(self) > self.size:
-                self.popitem(last=False)
+                self._lru[t] = np.asarray(v, dtype=np.float32)
 
     def fetch(self, texts: Sequence[str], compute: Callable[[list[str]], Any]) -> np.ndarray:
         """``(len(texts), dim)`` vectors: cached ones refreshed, the others by one ``compute`` call.
@@ -124,9 +139,7 @@ class VectorCache(OrderedDict[str, np.ndarray]):
         a vector this call still needs.
         """
         with self._lock:
-            found = {t: self[t] for t in texts if t in self}
-            for t in found:
-                self.move_to_end(t)
+            found = {t: self._lru[t] for t in dict.fromkeys(texts) if t in self._lru}  # a hit refreshes
         todo = [t for t in dict.fromkeys(texts) if t not in found]
         if todo:
             fresh = np.asarray(compute(todo), dtype=np.float32)
