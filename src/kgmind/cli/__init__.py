@@ -22,7 +22,10 @@ feedback.register(app)
 
 
 def main() -> None:
-    """Entry point of the ``kgmind`` script."""
+    """Entry point of the ``kgmind`` script: the process-wide thread settings are applied here only."""
+    from kgmind.retrievers.embeddings import configure_threads
+
+    configure_threads()
     app()
 
 

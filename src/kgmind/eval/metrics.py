@@ -301,14 +301,12 @@ class TokenEncoder:
 
     def _load(self) -> None:
         if self._model is None:
-            import torch
             from transformers import AutoModel, AutoTokenizer
 
             path = self.path or local_minilm_path()
             self._tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
             self._model = AutoModel.from_pretrained(path, local_files_only=True)
             self._model.eval()
-            torch.set_grad_enabled(False)
 
     def encode(self, text: str) -> np.ndarray:
         """``(tokens, dim)`` float32 embeddings of ``text`` without special tokens."""

