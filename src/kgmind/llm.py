@@ -217,7 +217,8 @@ def _locked_llama_class() -> Any:
         ) from exc
 
     class LockedChatLlamaCpp(ChatLlamaCpp):
-        _call_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+        # re-entrant: ChatLlamaCpp._generate itself runs through _stream (streaming is its default)
+        _call_lock: threading.RLock = PrivateAttr(default_factory=threading.RLock)
 
         def _generate(self, *args: Any, **kwargs: Any) -> ChatResult:
             with self._call_lock:
