@@ -16,7 +16,7 @@ from kgmind.retrievers.aggregate import aggregate_evidence
 from kgmind.retrievers.baselines import kg_shortest_path, mindmap_neighbors, mindmap_paths, mindmap_retrieve
 from kgmind.retrievers.exploration import hykge_chains, neighbor_evidence, path_evidence, weighted_dfs_chains
 from kgmind.retrievers.graph_index import clear_graph_index_cache, get_graph_index, notify_weight_changes
-from kgmind.tools.exploration import (
+from kgmind.retrievers.tools import (
     EXPLORATION_TOOLS,
     hykge_chains_tool,
     neighbor_evidence_tool,

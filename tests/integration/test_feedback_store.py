@@ -141,7 +141,8 @@ def test_repeated_feedback_is_idempotent(store: GraphStore) -> None:
 
 
 def test_commit_updates_the_cached_graph_index(store: GraphStore) -> None:
-    gi_mod = pytest.importorskip("kgmind.retrievers.graph_index")
+    import kgmind.retrievers.graph_index as gi_mod
+
     gi = gi_mod.get_graph_index(store)
     assert gi.weight(R["flu_fever"]) == 1.0
     apply_feedback(store, "run-gi", "excellent", [R["flu_fever"]])

@@ -47,7 +47,7 @@ def _key(evidence: list[Any]) -> list[tuple[str, str, tuple[str, ...]]]:
 def test_eval_graph_and_retriever_return_the_same_evidence(demo_uri: str, model: str | None) -> None:
     from kgmind.eval.methods import Resources, run_graph
     from kgmind.graphs.pipeline import build_retrieval_graph
-    from kgmind.retrievers.langchain_retriever import KGMindRetriever
+    from kgmind.graphs.retriever import KGMindRetriever
 
     res = Resources(store_uri=demo_uri, model=model)
     ctx = res.context("full", 800)

@@ -46,7 +46,8 @@ def _wait_ok(url: str, proc: subprocess.Popen[bytes], deadline_s: float) -> None
 
 @pytest.fixture
 def studio(tmp_path: Path) -> Iterator[str]:
-    pytest.importorskip("kgmind.demo", reason="the demo KG importer is not available")
+    import kgmind.demo  # noqa: F401 - a broken import must fail, not skip
+
     exe = shutil.which("langgraph")
     if exe is None:
         pytest.skip("langgraph-cli is not installed")

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-import sys
 import threading
-import types
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 import pytest
 
-import kgmind.retrievers as retrievers_pkg
 from kgmind.models import Evidence, WeightChange
 from kgmind.tools import feedback as fb
 from kgmind.tools.store import GraphStore, WeightRule
@@ -80,15 +77,13 @@ def store() -> FakeStore:
 
 @pytest.fixture
 def notified(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[WeightChange]]]:
+    """The weight listeners replaced by one that records (the graph index registers the real one)."""
     calls: list[tuple[str, list[WeightChange]]] = []
-    fake = types.ModuleType("kgmind.retrievers.graph_index")
 
-    def notify_weight_changes(store_uri: str, changes: Sequence[WeightChange]) -> None:
+    def record(store_uri: str, changes: Sequence[WeightChange]) -> None:
         calls.append((store_uri, list(changes)))
 
-    fake.notify_weight_changes = notify_weight_changes  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "kgmind.retrievers.graph_index", fake)
-    monkeypatch.setattr(retrievers_pkg, "graph_index", fake, raising=False)
+    monkeypatch.setattr(fb, "_weight_listeners", [record])
     return calls
 
 
@@ -163,21 +158,17 @@ def test_single_out_edge_and_empty_ids_change_nothing(store: FakeStore, notified
     assert notified == []
 
 
-def test_missing_graph_index_module_is_ignored(store: FakeStore, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "kgmind.retrievers.graph_index", None)  # import → ImportError
-    monkeypatch.delattr(retrievers_pkg, "graph_index", raising=False)
-    assert len(_apply(store, "run", "excellent", ["r5"])) == 1
+def test_the_graph_index_hears_of_committed_changes(store: FakeStore) -> None:
+    from kgmind.retrievers import graph_index
+
+    assert graph_index.notify_weight_changes in fb._weight_listeners  # registered on import, no upward import
 
 
-def test_notify_errors_other_than_import_propagate(store: FakeStore, monkeypatch: pytest.MonkeyPatch) -> None:
-    fake = types.ModuleType("kgmind.retrievers.graph_index")
-
+def test_listener_errors_propagate(store: FakeStore, monkeypatch: pytest.MonkeyPatch) -> None:
     def boom(store_uri: str, changes: Sequence[WeightChange]) -> None:
         raise RuntimeError("index broken")
 
-    fake.notify_weight_changes = boom  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "kgmind.retrievers.graph_index", fake)
-    monkeypatch.setattr(retrievers_pkg, "graph_index", fake, raising=False)
+    monkeypatch.setattr(fb, "_weight_listeners", [boom])
     with pytest.raises(RuntimeError, match="index broken"):
         _apply(store, "run", "excellent", ["r5"])
 

@@ -14,7 +14,7 @@ from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableLambda
 
-from kgmind import llm
+from kgmind import llm, testing
 from kgmind.prompts.parsing import parse_hypothesis, parse_mindmap_answer
 from kgmind.prompts.schemas import HypothesisOut, MindMapAnswer
 
@@ -81,7 +81,7 @@ def test_local_spec_is_pinned() -> None:
 def test_get_chat_model_fake_is_cached_and_deterministic() -> None:
     a = llm.get_chat_model("fake:x")
     assert a is llm.get_chat_model("fake:x")
-    assert isinstance(a, llm.FakeChatModel) and a.tag == "x"
+    assert isinstance(a, testing.FakeChatModel) and a.tag == "x"
     msgs = [SystemMessage(content="s"), HumanMessage(content="Question: what is flu?")]
     r1 = a.with_structured_output(HypothesisOut).invoke(msgs)
     r2 = a.with_structured_output(HypothesisOut).invoke(msgs)

@@ -68,12 +68,9 @@ def build(
 def _open(uri: str | None) -> GraphStore:
     """Open the store at ``uri`` (the demo store, imported on first use, when ``None``)."""
     if uri is None:
-        try:
-            from kgmind.demo import ensure_demo_store
-        except ImportError:
-            pass
-        else:
-            return ensure_demo_store()
+        from kgmind.demo import ensure_demo_store
+
+        return ensure_demo_store()
     from kgmind.tools.factory import open_store
 
     return open_store(uri)

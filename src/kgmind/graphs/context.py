@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from kgmind.retrievers.exploration import PIPELINE
+
 __all__ = ["MODES", "Context", "Mode"]
 
 Mode = Literal["full", "mindmap", "hykge", "kgcot", "llm_only"]
@@ -66,15 +68,23 @@ class Context:
         },
     )
     max_hops: int = field(
-        default=3, metadata={"description": "Maximum path length (edges) between entities."}
+        default=PIPELINE.max_hops, metadata={"description": "Maximum path length (edges) between entities."}
     )
-    max_paths: int = field(default=5, metadata={"description": "Cap on path-based evidence (MindMap P…)."})
-    max_neighbors: int = field(default=5, metadata={"description": "Cap on neighbor-based evidence (N…)."})
+    max_paths: int = field(
+        default=PIPELINE.max_paths, metadata={"description": "Cap on path-based evidence (MindMap P…)."}
+    )
+    max_neighbors: int = field(
+        default=PIPELINE.max_neighbors, metadata={"description": "Cap on neighbor-based evidence (N…)."}
+    )
     max_chains: int = field(
-        default=30, metadata={"description": "Cap on HyKGE chains before reranking (C…)."}
+        default=PIPELINE.max_chains, metadata={"description": "Cap on HyKGE chains before reranking (C…)."}
     )
-    dfs_chains: int = field(default=3, metadata={"description": "KGCoT: number of weighted-DFS chains (K…)."})
-    dfs_depth: int = field(default=3, metadata={"description": "KGCoT: maximum depth of each DFS chain."})
+    dfs_chains: int = field(
+        default=PIPELINE.dfs_chains, metadata={"description": "KGCoT: number of weighted-DFS chains (K…)."}
+    )
+    dfs_depth: int = field(
+        default=PIPELINE.dfs_depth, metadata={"description": "KGCoT: maximum depth of each DFS chain."}
+    )
     seed: int = field(
         default=0, metadata={"description": "Random seed of the weighted DFS (reproducible runs)."}
     )
@@ -107,7 +117,7 @@ class Context:
         default="auto", metadata={"description": "Prompt language; auto detects it from the question."}
     )
     weight_aware: bool = field(
-        default=True,
+        default=PIPELINE.weight_aware,
         metadata={
             "description": "Rank paths and neighbors by learned edge weights (ignored in mindmap mode)."
         },

@@ -31,7 +31,10 @@ def explore_chains(task: ExploreTask, runtime: Runtime[Context]) -> dict[str, An
     with services.timed("explore_chains", timings):
         gi = services.get_graph_index(services.get_store(ctx.store))
         evidence = exploration.hykge_chains(
-            gi, task["entity_ids"], max_hops=min(ctx.max_hops, 3), max_chains=ctx.max_chains
+            gi,
+            task["entity_ids"],
+            max_hops=min(ctx.max_hops, exploration.PIPELINE.max_chain_hops),
+            max_chains=ctx.max_chains,
         )
     services.trace_evidence("explore_chains.evidence", evidence)
     return {"chain_evidence": evidence, "timings_ms": timings}

@@ -34,6 +34,8 @@ def prepare_run(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     question = (state.get("question") or "").strip()
     if not question:
         raise ValueError("the question must not be empty")
+    if not ctx.store:  # the shipped demo KG, imported on first use: the run's one write of this kind
+        services.ensure_default_store()
     info = runtime.execution_info
     run_id = (info.thread_id if info is not None else None) or uuid.uuid4().hex
     services.emit({"node": "prepare_run", "status": "start", "run_id": run_id, "mode": ctx.mode})

@@ -18,12 +18,14 @@ from langchain_core.runnables import RunnableLambda
 
 from kgmind.graphs.context import Context
 from kgmind.models import Evidence, LinkedEntity, Mention
+from kgmind.settings import default_store_uri
 from kgmind.text import detect_language
 from kgmind.tools.store import GraphStore
 
 __all__ = [
     "detect_language",
     "emit",
+    "ensure_default_store",
     "entity_types",
     "extract_mentions",
     "get_graph_index",
@@ -41,7 +43,7 @@ _demo_ready: set[str] = set()
 
 
 def get_store(uri: str | None) -> GraphStore:
-    """Return the store at ``uri``; ``None`` = the default store with the demo KG imported.
+    """Open the store at ``uri`` (``None``: the default store). Opening never writes.
 
     Args:
         uri: A store URI (see :func:`kgmind.tools.factory.open_store`) or None.
@@ -50,21 +52,24 @@ def get_store(uri: str | None) -> GraphStore:
         The (cached) open store.
 
     """
-    if uri:
-        from kgmind.tools.factory import open_store
-
-        return open_store(uri)
-    from kgmind.settings import default_store_uri
-
-    key = default_store_uri()
-    if key not in _demo_ready:
-        from kgmind.demo import ensure_demo_store
-
-        ensure_demo_store(None)  # imports the demo KG once if the store is empty
-        _demo_ready.add(key)
     from kgmind.tools.factory import open_store
 
-    return open_store(key)
+    return open_store(uri or default_store_uri())
+
+
+def ensure_default_store() -> None:
+    """Import the shipped demo KG into the default store if it is empty (once per process and URI).
+
+    The one write a run without a ``store`` may cause; ``prepare_run`` calls it at the
+    start of such a run, so no read path imports anything.
+    """
+    key = default_store_uri()
+    if key in _demo_ready:
+        return
+    from kgmind.demo import ensure_demo_store
+
+    ensure_demo_store(None)
+    _demo_ready.add(key)
 
 
 def get_llm(ctx: Context, purpose: str = "reason", max_tokens: int | None = None) -> Any:

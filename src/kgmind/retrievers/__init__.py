@@ -1,4 +1,4 @@
-"""Entity extraction and linking, graph exploration, reranking and the LangChain retriever."""
+"""Entity extraction and linking, graph exploration and its LangChain tools, reranking and budgeting."""
 
 from kgmind.models import EVIDENCE_PREFIX, Evidence, LinkedEntity, Mention
 

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
@@ -56,8 +57,10 @@ N = TypeVar("N")
 __all__ = [
     "DISEASE_MARK",
     "PATHS_PER_SEGMENT",
+    "PIPELINE",
     "SYMPTOM_RELATION",
     "DocSource",
+    "PipelineSettings",
     "chain_segments",
     "hykge_chains",
     "neighbor_evidence",
@@ -66,6 +69,29 @@ __all__ = [
     "select_diverse",
     "weighted_dfs_chains",
 ]
+
+
+@dataclass(frozen=True)
+class PipelineSettings:
+    """kgmind's exploration defaults: the one place the graph's ``Context`` and the LangChain tools read them.
+
+    The functions below keep the papers' own defaults (MindMap, HyKGE, KGCoT) for the
+    faithful baselines; kgmind's pipeline passes these.
+    """
+
+    max_hops: int = 3
+    max_chain_hops: int = 3  # HyKGE chains: k-hop, capped (pairwise search grows fast)
+    max_paths: int = 5
+    max_neighbors: int = 5
+    max_chains: int = 30
+    dfs_chains: int = 3
+    dfs_depth: int = 3
+    weight_aware: bool = True
+    ranked: bool = True
+
+
+#: The pipeline's exploration defaults (see :class:`PipelineSettings`).
+PIPELINE = PipelineSettings()
 
 #: MindMap: a relation whose type contains this word leads to diseases.
 DISEASE_MARK = "disease"

@@ -32,6 +32,7 @@ from typing import Protocol
 import numpy as np
 
 from kgmind.models import Entity, Relation, WeightChange
+from kgmind.tools.feedback import on_weight_changes
 
 __all__ = [
     "EdgeView",
@@ -445,11 +446,13 @@ def get_graph_index(store: IndexableStore, *, recheck_s: float = 0.0) -> GraphIn
         return gi
 
 
+@on_weight_changes
 def notify_weight_changes(store_uri: str, changes: Sequence[WeightChange]) -> None:
     """Apply committed weight changes to the cached index of ``store_uri`` (if any).
 
-    Called by the feedback tool after :meth:`GraphStore.apply_weight_updates`, because
-    weight changes do not change the store fingerprint.
+    Registered with the feedback tool (:func:`kgmind.tools.feedback.on_weight_changes`),
+    which calls it after each commit, because weight changes do not change the store
+    fingerprint.
 
     Args:
         store_uri: The store's ``uri``.

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +36,7 @@ __all__ = [
     "feedback_key",
     "get_update_edge_weights_tool",
     "normalize_rating",
+    "on_weight_changes",
     "update_edge_weights",  # noqa: F822 - built lazily by the module __getattr__
 ]
 
@@ -136,12 +137,24 @@ def feedback_key(run_id: str, rating: str, relation_ids: Iterable[str]) -> str:
     return "fb" + h.hexdigest()
 
 
+WeightListener = Callable[[str, Sequence[WeightChange]], None]
+
+#: Called with (store URI, committed changes) after every feedback commit. Caches built
+#: from edge weights in higher layers (the retrievers' graph index) register here, so
+#: this module imports nothing above it.
+_weight_listeners: list[WeightListener] = []
+
+
+def on_weight_changes(listener: WeightListener) -> WeightListener:
+    """Register ``listener`` to hear of committed weight changes (once; returns it, usable as a decorator)."""
+    if listener not in _weight_listeners:
+        _weight_listeners.append(listener)
+    return listener
+
+
 def _notify(store_uri: str, changes: Sequence[WeightChange]) -> None:
-    try:
-        from kgmind.retrievers import graph_index
-    except ImportError:
-        return
-    graph_index.notify_weight_changes(store_uri, changes)
+    for listener in list(_weight_listeners):
+        listener(store_uri, changes)
 
 
 def apply_feedback(

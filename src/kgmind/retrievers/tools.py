@@ -1,5 +1,8 @@
 """The graph-exploration functions as LangChain tools (store URI + entity ids in, evidence dicts out).
 
+Their defaults are the pipeline's (:data:`kgmind.retrievers.exploration.PIPELINE`), the
+same the graph's ``Context`` uses, so an agent calling a tool gets what the graph gets.
+
 Each tool opens the store with :func:`kgmind.tools.factory.open_store` (cached per
 URI), takes its cached :class:`~kgmind.retrievers.graph_index.GraphIndex` and runs one
 function of :mod:`kgmind.retrievers.exploration`. The result is a list of
@@ -50,18 +53,27 @@ class ExplorationInput(BaseModel):
 class PathEvidenceInput(ExplorationInput):
     """Arguments of :data:`path_evidence_tool`."""
 
-    max_hops: int = Field(default=5, ge=1, le=8, description="Longest path between consecutive entities.")
-    max_paths: int = Field(default=5, ge=1, le=50, description="How many joined paths to return.")
-    weight_aware: bool = Field(default=False, description="Prefer paths with high learnt edge weights.")
+    max_hops: int = Field(
+        default=ex.PIPELINE.max_hops, ge=1, le=8, description="Longest path between consecutive entities."
+    )
+    max_paths: int = Field(
+        default=ex.PIPELINE.max_paths, ge=1, le=50, description="How many joined paths to return."
+    )
+    weight_aware: bool = Field(
+        default=ex.PIPELINE.weight_aware, description="Prefer paths with high learnt edge weights."
+    )
 
 
 class NeighborEvidenceInput(ExplorationInput):
     """Arguments of :data:`neighbor_evidence_tool`."""
 
-    max_lines: int = Field(default=5, ge=1, le=200, description="How many neighbor lines to return.")
-    weight_aware: bool = Field(default=False, description="Use learnt edge weights.")
+    max_lines: int = Field(
+        default=ex.PIPELINE.max_neighbors, ge=1, le=200, description="How many neighbor lines to return."
+    )
+    weight_aware: bool = Field(default=ex.PIPELINE.weight_aware, description="Use learnt edge weights.")
     ranked: bool = Field(
-        default=False, description="Rank candidate diseases by votes (kgmind) instead of MindMap order."
+        default=ex.PIPELINE.ranked,
+        description="Rank candidate diseases by votes (kgmind) instead of MindMap order.",
     )
     max_tails: int | None = Field(default=None, ge=1, description="Cap on the tails listed per line.")
 
@@ -69,15 +81,19 @@ class NeighborEvidenceInput(ExplorationInput):
 class HykgeChainsInput(ExplorationInput):
     """Arguments of :data:`hykge_chains_tool`."""
 
-    max_hops: int = Field(default=2, ge=1, le=4, description="Longest path between two entities.")
-    max_chains: int = Field(default=30, ge=1, le=500, description="How many chains to return.")
+    max_hops: int = Field(
+        default=ex.PIPELINE.max_chain_hops, ge=1, le=4, description="Longest path between two entities."
+    )
+    max_chains: int = Field(
+        default=ex.PIPELINE.max_chains, ge=1, le=500, description="How many chains to return."
+    )
 
 
 class WeightedDfsInput(ExplorationInput):
     """Arguments of :data:`weighted_dfs_chains_tool`."""
 
-    n_chains: int = Field(default=3, ge=1, le=100, description="Draws per start entity.")
-    max_depth: int = Field(default=3, ge=1, le=8, description="Longest chain in edges.")
+    n_chains: int = Field(default=ex.PIPELINE.dfs_chains, ge=1, le=100, description="Draws per start entity.")
+    max_depth: int = Field(default=ex.PIPELINE.dfs_depth, ge=1, le=8, description="Longest chain in edges.")
     seed: int = Field(default=0, description="Random seed (reproducible draws).")
     with_knowledge: bool = Field(default=True, description="Attach the knowledge behind each edge.")
 
