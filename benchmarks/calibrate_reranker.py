@@ -32,8 +32,10 @@ def main() -> int:
     ap.add_argument("--llm", default="none")
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--store", default=None, help="Store URI (default: kgmind eval's EMCKG-full store).")
     args = ap.parse_args()
 
+    from kgmind.eval.datasets import default_path
     from kgmind.eval.runner import EvalConfig, machine_info, run_eval
     from kgmind.retrievers import aggregate
 
@@ -50,6 +52,8 @@ def main() -> int:
             seed=args.seed,
             memory_sample=0,
             bertscore=False,
+            store=args.store,
+            kg=str(default_path("emckg")) if args.store else None,
         )
         res = run_eval(cfg)["methods"]["kgmind"]
         rows[mode] = {

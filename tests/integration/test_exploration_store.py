@@ -14,7 +14,13 @@ import pytest
 from kgmind.models import Entity, KnowledgeDoc, Relation, entity_id
 from kgmind.retrievers.aggregate import aggregate_evidence
 from kgmind.retrievers.baselines import kg_shortest_path, mindmap_neighbors, mindmap_paths, mindmap_retrieve
-from kgmind.retrievers.exploration import hykge_chains, neighbor_evidence, path_evidence, weighted_dfs_chains
+from kgmind.retrievers.exploration import (
+    PIPELINE,
+    hykge_chains,
+    neighbor_evidence,
+    path_evidence,
+    weighted_dfs_chains,
+)
 from kgmind.retrievers.graph_index import clear_graph_index_cache, get_graph_index, notify_weight_changes
 from kgmind.retrievers.tools import (
     EXPLORATION_TOOLS,
@@ -160,8 +166,9 @@ def test_tools_round_trip(store) -> None:
     args = {"store_uri": store.uri, "entity_ids": ids("Fever", "Rash", "Cough")}
     paths = path_evidence_tool.invoke(args)
     gi = get_graph_index(store)
-    assert [p["relation_ids"] for p in paths] == [
-        ev.relation_ids for ev in path_evidence(gi, args["entity_ids"])
+    pipeline = {"max_hops": PIPELINE.max_hops, "max_paths": PIPELINE.max_paths, "weight_aware": True}
+    assert [p["relation_ids"] for p in paths] == [  # the tool's defaults are the graph's (PIPELINE)
+        ev.relation_ids for ev in path_evidence(gi, args["entity_ids"], **pipeline)
     ]
     lines = neighbor_evidence_tool.invoke({**args, "ranked": True, "max_lines": 3})
     assert len(lines) == 3 and lines[0]["meta"]["disease"] == "Measles"

@@ -13,10 +13,7 @@ from langgraph.types import Send
 from kgmind.graphs import services
 from kgmind.graphs.aggregate_evidence import aggregate_evidence, rewrite_evidence
 from kgmind.graphs.context import Context
-from kgmind.graphs.explore_chains import explore_chains
-from kgmind.graphs.explore_kgcot import explore_kgcot
-from kgmind.graphs.explore_neighbors import explore_neighbors
-from kgmind.graphs.explore_paths import explore_paths
+from kgmind.graphs.explore import explore_chains, explore_kgcot, explore_neighbors, explore_paths
 from kgmind.graphs.plan_exploration import EXPLORATION_NODES, plan_exploration
 from kgmind.models import Evidence, LinkedEntity
 from kgmind.retrievers import aggregate, exploration

@@ -147,6 +147,22 @@ def _from_vocab(
     return gold, diseases
 
 
+def _derived_item(
+    item_id: str, question: str, answer: str, entities: Sequence[str], vocab: gd.Vocabulary
+) -> EvalItem:
+    """An item whose gold is derived from its reference answer (the KG entities it names)."""
+    derived = gd.derive_gold(answer, vocab)
+    return EvalItem(
+        id=item_id,
+        question=question,
+        reference=answer,
+        entities=list(entities),
+        gold=[e.forms for e in derived],
+        gold_names=[e.name for e in derived],
+        gold_diseases=[e.forms for e in derived if e.type == "disease"],
+    )
+
+
 def build_items(cfg: EvalConfig) -> tuple[list[EvalItem], dict[str, Any]]:
     """Build the items of ``cfg.dataset`` / ``cfg.split`` (sampled by ``limit``/``seed``) and gold facts.
 
@@ -216,20 +232,9 @@ def build_items(cfg: EvalConfig) -> tuple[list[EvalItem], dict[str, Any]]:
                     cfg.split == "calib"
                 ):
                     continue
-                derived = gd.derive_gold(d.answer, vocab)
-                if cfg.split != "all" and not derived:
-                    continue
-                items.append(
-                    EvalItem(
-                        id=str(d.id),
-                        question=d.question,
-                        reference=d.answer,
-                        entities=list(d.question_entities),
-                        gold=[e.forms for e in derived],
-                        gold_names=[e.name for e in derived],
-                        gold_diseases=[e.forms for e in derived if e.type == "disease"],
-                    )
-                )
+                item = _derived_item(str(d.id), d.question, d.answer, d.question_entities, vocab)
+                if cfg.split == "all" or item.gold:
+                    items.append(item)
         info["vocabulary"] = {"source": vocab.source, "entities": len(vocab.entities)}
     elif cfg.dataset == "cmcqa":
         info["split_rule"] = (
@@ -239,19 +244,10 @@ def build_items(cfg: EvalConfig) -> tuple[list[EvalItem], dict[str, Any]]:
             vocab = gd.load_cmckg_vocabulary(cfg.vocab)
         except FileNotFoundError:
             vocab = gd.Vocabulary()
-        for q in ds.load_cmcqa(cfg.qa):
-            derived = gd.derive_gold(q.answer, vocab)
-            items.append(
-                EvalItem(
-                    id=str(q.id),
-                    question=q.question,
-                    reference=q.answer,
-                    entities=list(q.question_kg),
-                    gold=[e.forms for e in derived],
-                    gold_names=[e.name for e in derived],
-                    gold_diseases=[e.forms for e in derived if e.type == "disease"],
-                )
-            )
+        items.extend(
+            _derived_item(str(q.id), q.question, q.answer, q.question_kg, vocab)
+            for q in ds.load_cmcqa(cfg.qa)
+        )
     elif cfg.dataset == "explaincpe":
         info["split_rule"] = "every item of the given split file (default test.json); metric: accuracy"
         for c in ds.load_explaincpe(cfg.qa):

@@ -18,10 +18,7 @@ from kgmind.graphs.aggregate_evidence import aggregate_evidence
 from kgmind.graphs.apply_feedback import apply_feedback
 from kgmind.graphs.check_grounding import check_grounding
 from kgmind.graphs.context import Context
-from kgmind.graphs.explore_chains import explore_chains
-from kgmind.graphs.explore_kgcot import explore_kgcot
-from kgmind.graphs.explore_neighbors import explore_neighbors
-from kgmind.graphs.explore_paths import explore_paths
+from kgmind.graphs.explore import explore_chains, explore_kgcot, explore_neighbors, explore_paths
 from kgmind.graphs.extract_entities import extract_entities
 from kgmind.graphs.generate_hypothesis import generate_hypothesis
 from kgmind.graphs.link_entities import link_entities

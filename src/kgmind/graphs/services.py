@@ -10,11 +10,12 @@ attached to traced child runs so LangSmith shows which evidence a node handled.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from langchain_core.runnables import RunnableLambda
+from langgraph.runtime import Runtime
 
 from kgmind.graphs.context import Context
 from kgmind.models import Evidence, LinkedEntity, Mention
@@ -27,6 +28,7 @@ __all__ = [
     "emit",
     "ensure_default_store",
     "entity_types",
+    "explore",
     "extract_mentions",
     "get_graph_index",
     "get_linker",
@@ -70,6 +72,33 @@ def ensure_default_store() -> None:
 
     ensure_demo_store(None)
     _demo_ready.add(key)
+
+
+def explore(
+    node: str,
+    key: str,
+    runtime: Runtime[Context],
+    tool: Callable[[Context, GraphStore, Any], list[Evidence]],
+) -> dict[str, Any]:
+    """Run one exploration tool as a node does: timed, on the run's store and its graph index, traced.
+
+    Args:
+        node: The node's name (timings, progress, trace).
+        key: The state key its evidence goes to (``path_evidence`` …).
+        runtime: The node's LangGraph runtime (its :class:`Context`).
+        tool: ``(ctx, store, graph index) -> evidence``.
+
+    Returns:
+        ``{key: evidence, "timings_ms": {node: ms}}``.
+
+    """
+    ctx = runtime.context or Context()
+    timings: dict[str, float] = {}
+    with timed(node, timings):
+        store = get_store(ctx.store)
+        evidence = tool(ctx, store, get_graph_index(store))
+    trace_evidence(f"{node}.evidence", evidence)
+    return {key: evidence, "timings_ms": timings}
 
 
 def get_llm(ctx: Context, purpose: str = "reason", max_tokens: int | None = None) -> Any:

@@ -20,15 +20,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from kgmind.importers.base import (
-    GraphBuilder,
-    ImportResult,
-    ImportSummary,
-    NoValidRowsError,
-    Parser,
-    ProgressTracker,
-    RowError,
-)
+from kgmind.importers import base as _base
+from kgmind.importers.base import *  # noqa: F403 - the importer building blocks, listed once in base.__all__
+from kgmind.importers.base import ImportResult, ImportSummary, NoValidRowsError, Parser, ProgressTracker
 from kgmind.importers.chatdoctor import parse_chatdoctor
 from kgmind.importers.chinese import parse_qasystem_json, parse_recrawl_json
 from kgmind.importers.demo import demo_kg_path, parse_demo
@@ -40,12 +34,7 @@ __all__ = [
     "FORMATS",
     "INVERSE",
     "RELATION_TYPES",
-    "GraphBuilder",
-    "ImportResult",
-    "ImportSummary",
-    "NoValidRowsError",
-    "ProgressTracker",
-    "RowError",
+    *_base.__all__,
     "check_result",
     "demo_kg_path",
     "get_parser",

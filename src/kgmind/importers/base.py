@@ -42,6 +42,7 @@ __all__ = [
     "NoValidRowsError",
     "ProgressTracker",
     "RowError",
+    "begin_parse",
     "check_path",
     "item_list",
 ]
@@ -163,6 +164,22 @@ def check_path(path: str | Path, *, allow_dir: bool = False) -> Path:
     if p.is_dir() and not allow_dir:
         raise ValueError(f"{p} is a directory; this format reads one file")
     return p
+
+
+def begin_parse(
+    path: str | Path, tracker: ProgressTracker | None, *, allow_dir: bool = False
+) -> tuple[Path, ProgressTracker, GraphBuilder, list[RowError]]:
+    """What every parser starts with: the checked path, a tracker, an empty builder and error list.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist (see :func:`check_path`).
+    """
+    return (
+        check_path(path, allow_dir=allow_dir),
+        tracker or ProgressTracker(enabled=False),
+        GraphBuilder(),
+        [],
+    )
 
 
 def item_list(value: Any) -> list[str]:

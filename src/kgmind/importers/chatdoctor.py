@@ -32,7 +32,7 @@ import ast
 import csv
 from pathlib import Path
 
-from kgmind.importers.base import GraphBuilder, ImportResult, ProgressTracker, RowError, check_path, item_list
+from kgmind.importers.base import ImportResult, ProgressTracker, RowError, begin_parse, item_list
 from kgmind.models import normalize_name
 
 __all__ = ["COLUMN_RELATIONS", "parse_chatdoctor"]
@@ -83,10 +83,7 @@ def parse_chatdoctor(path: str | Path, tracker: ProgressTracker | None = None) -
         ValueError: The header lacks a ``disease`` column or every list column.
 
     """
-    p = check_path(path)
-    tracker = tracker or ProgressTracker(enabled=False)
-    builder = GraphBuilder()
-    errors: list[RowError] = []
+    p, tracker, builder, errors = begin_parse(path, tracker)
     rows = 0
     fname = str(p)
     with p.open(encoding="utf-8-sig", newline="") as fh:

@@ -45,7 +45,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kgmind.importers.base import GraphBuilder, ImportResult, ProgressTracker, RowError, check_path, item_list
+from kgmind.importers.base import (
+    GraphBuilder,
+    ImportResult,
+    ProgressTracker,
+    RowError,
+    begin_parse,
+    item_list,
+)
 from kgmind.importers.vocab import RELATION_TYPES
 from kgmind.models import normalize_name
 
@@ -159,10 +166,7 @@ def parse_qasystem_json(path: str | Path, tracker: ProgressTracker | None = None
         FileNotFoundError: ``path`` does not exist.
 
     """
-    p = check_path(path)
-    tracker = tracker or ProgressTracker(enabled=False)
-    builder = GraphBuilder()
-    errors: list[RowError] = []
+    p, tracker, builder, errors = begin_parse(path, tracker)
     rows = 0
     fname = str(p)
     with p.open(encoding="utf-8-sig") as fh:
@@ -245,11 +249,8 @@ def parse_recrawl_json(path: str | Path, tracker: ProgressTracker | None = None)
         FileNotFoundError: ``path`` does not exist (or is a directory without parts).
 
     """
-    p = check_path(path, allow_dir=True)
-    tracker = tracker or ProgressTracker(enabled=False)
+    p, tracker, builder, errors = begin_parse(path, tracker, allow_dir=True)
     files = recrawl_files(p)
-    builder = GraphBuilder()
-    errors: list[RowError] = []
     rows = 0
     for part in tracker.track(files, len(files), f"recrawl-json {p.name}"):
         fname = str(part)

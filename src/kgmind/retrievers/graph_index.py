@@ -342,8 +342,8 @@ class GraphIndex:
             return []
         out: list[IndexPath] = []
         for m in meet:
-            for fn, fe in self._walk_back(m, preds_f):
-                for bn, be in self._walk_fwd(m, succ_b):
+            for fn, fe in self._walk(m, preds_f, forward=False):
+                for bn, be in self._walk(m, succ_b, forward=True):
                     out.append(IndexPath(tuple(fn) + tuple(bn[1:]), tuple(fe) + tuple(be)))
                     if limit is not None and len(out) >= limit:
                         return out
@@ -378,28 +378,20 @@ class GraphIndex:
         return sum(len(adj[u]) for u in front)
 
     @staticmethod
-    def _walk_back(
-        node: int, preds: dict[int, list[tuple[int, int]]]
+    def _walk(
+        node: int, links: dict[int, list[tuple[int, int]]], *, forward: bool
     ) -> Iterator[tuple[list[int], list[int]]]:
-        """Yield (nodes, edges) of every shortest path from the BFS root to ``node``."""
-        plist = preds[node]
-        if not plist:
-            yield [node], []
-            return
-        for e, u in plist:
-            for nodes, edges in GraphIndex._walk_back(u, preds):
-                yield [*nodes, node], [*edges, e]
+        """Yield (nodes, edges) of every shortest path between the BFS root and ``node``.
 
-    @staticmethod
-    def _walk_fwd(node: int, succ: dict[int, list[tuple[int, int]]]) -> Iterator[tuple[list[int], list[int]]]:
-        """Yield (nodes, edges) of every shortest path from ``node`` to the BFS root."""
-        slist = succ[node]
-        if not slist:
+        ``links`` are the BFS predecessors (``forward=False``: paths root → node) or
+        successors (``forward=True``: paths node → root) recorded per node.
+        """
+        if not links[node]:
             yield [node], []
             return
-        for e, v in slist:
-            for nodes, edges in GraphIndex._walk_fwd(v, succ):
-                yield [node, *nodes], [e, *edges]
+        for e, other in links[node]:
+            for nodes, edges in GraphIndex._walk(other, links, forward=forward):
+                yield ([node, *nodes], [e, *edges]) if forward else ([*nodes, node], [*edges, e])
 
 
 # -- cache -------------------------------------------------------------------------

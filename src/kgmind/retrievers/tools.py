@@ -16,6 +16,7 @@ lists them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from langchain_core.tools import StructuredTool
@@ -111,104 +112,62 @@ def _dump(evidence: list[Evidence]) -> list[dict[str, Any]]:
     return [ev.model_dump(mode="json") for ev in evidence]
 
 
-def _path_evidence(
-    entity_ids: list[str],
-    store_uri: str | None = None,
-    max_hops: int = 5,
-    max_paths: int = 5,
-    weight_aware: bool = False,
-) -> list[dict[str, Any]]:
-    _, gi = _index(store_uri)
-    return _dump(
-        ex.path_evidence(gi, entity_ids, max_hops=max_hops, max_paths=max_paths, weight_aware=weight_aware)
+def _explorer(
+    fn: Callable[..., list[Evidence]], *, knowledge: bool = False
+) -> Callable[..., list[dict[str, Any]]]:
+    """A tool body: open the store and its index, run ``fn`` with the tool's arguments, dump the evidence.
+
+    The defaults live in the argument schemas (:data:`~kgmind.retrievers.exploration.PIPELINE`),
+    not here. ``knowledge``: ``fn`` takes the store (KGCoT's edge knowledge) unless the
+    caller passes ``with_knowledge=False``.
+    """
+
+    def run(entity_ids: list[str], store_uri: str | None = None, **kwargs: Any) -> list[dict[str, Any]]:
+        store, gi = _index(store_uri)
+        if knowledge:
+            kwargs["store"] = store if kwargs.pop("with_knowledge", True) else None
+        return _dump(fn(gi, entity_ids, **kwargs))
+
+    run.__name__ = fn.__name__
+    return run
+
+
+def _tool(
+    name: str, fn: Callable[..., list[Evidence]], schema: type[BaseModel], about: str
+) -> StructuredTool:
+    knowledge = fn is ex.weighted_dfs_chains
+    return StructuredTool.from_function(
+        func=_explorer(fn, knowledge=knowledge), name=name, description=about, args_schema=schema
     )
 
 
-def _neighbor_evidence(
-    entity_ids: list[str],
-    store_uri: str | None = None,
-    max_lines: int = 5,
-    weight_aware: bool = False,
-    ranked: bool = False,
-    max_tails: int | None = None,
-) -> list[dict[str, Any]]:
-    _, gi = _index(store_uri)
-    return _dump(
-        ex.neighbor_evidence(
-            gi, entity_ids, max_lines=max_lines, weight_aware=weight_aware, ranked=ranked, max_tails=max_tails
-        )
-    )
-
-
-def _hykge_chains(
-    entity_ids: list[str],
-    store_uri: str | None = None,
-    max_hops: int = 2,
-    max_chains: int = 30,
-) -> list[dict[str, Any]]:
-    _, gi = _index(store_uri)
-    return _dump(ex.hykge_chains(gi, entity_ids, max_hops=max_hops, max_chains=max_chains))
-
-
-def _weighted_dfs_chains(
-    entity_ids: list[str],
-    store_uri: str | None = None,
-    n_chains: int = 3,
-    max_depth: int = 3,
-    seed: int = 0,
-    with_knowledge: bool = True,
-) -> list[dict[str, Any]]:
-    store, gi = _index(store_uri)
-    return _dump(
-        ex.weighted_dfs_chains(
-            gi,
-            entity_ids,
-            n_chains=n_chains,
-            max_depth=max_depth,
-            seed=seed,
-            store=store if with_knowledge else None,
-        )
-    )
-
-
-path_evidence_tool = StructuredTool.from_function(
-    func=_path_evidence,
-    name="path_evidence",
-    description=(
-        "MindMap path-based evidence: shortest directed KG paths chaining the linked entities "
-        "(returns evidence dicts with triples and relation ids)."
-    ),
-    args_schema=PathEvidenceInput,
+path_evidence_tool = _tool(
+    "path_evidence",
+    ex.path_evidence,
+    PathEvidenceInput,
+    "MindMap path-based evidence: shortest directed KG paths chaining the linked entities "
+    "(returns evidence dicts with triples and relation ids).",
 )
-
-neighbor_evidence_tool = StructuredTool.from_function(
-    func=_neighbor_evidence,
-    name="neighbor_evidence",
-    description=(
-        "MindMap neighbor-based evidence: one line per (entity, relation) listing its neighbors, "
-        "expanding the diseases the entities point to; ranked=True orders diseases by votes."
-    ),
-    args_schema=NeighborEvidenceInput,
+neighbor_evidence_tool = _tool(
+    "neighbor_evidence",
+    ex.neighbor_evidence,
+    NeighborEvidenceInput,
+    "MindMap neighbor-based evidence: one line per (entity, relation) listing its neighbors, "
+    "expanding the diseases the entities point to; ranked=True orders diseases by votes.",
 )
-
-hykge_chains_tool = StructuredTool.from_function(
-    func=_hykge_chains,
-    name="hykge_chains",
-    description=(
-        "HyKGE reasoning chains between every pair of linked entities: paths within k hops, "
-        "co-ancestor and co-occurrence chains, with entity descriptions."
-    ),
-    args_schema=HykgeChainsInput,
+hykge_chains_tool = _tool(
+    "hykge_chains",
+    ex.hykge_chains,
+    HykgeChainsInput,
+    "HyKGE reasoning chains between every pair of linked entities: paths within k hops, "
+    "co-ancestor and co-occurrence chains, with entity descriptions.",
 )
-
-weighted_dfs_chains_tool = StructuredTool.from_function(
-    func=_weighted_dfs_chains,
-    name="weighted_dfs_chains",
-    description=(
-        "KGCoT chains: a seeded probabilistic DFS from each linked entity choosing edges in "
-        "proportion to their learnt weights, with the knowledge behind each edge."
-    ),
-    args_schema=WeightedDfsInput,
+weighted_dfs_chains_tool = _tool(
+    "weighted_dfs_chains",
+    ex.weighted_dfs_chains,
+    WeightedDfsInput,
+    "KGCoT chains: a seeded probabilistic DFS from each linked entity choosing edges in "
+    "proportion to their learnt weights, with the knowledge behind each edge.",
 )
 
 #: Every exploration tool, e.g. for ``llm.bind_tools``.

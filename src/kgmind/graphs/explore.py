@@ -1,0 +1,79 @@
+"""The four exploration nodes, run in parallel (``Send``) on the linked entities.
+
+Each node is one tool of :mod:`kgmind.retrievers.exploration` with the run's
+``Context``; :func:`kgmind.graphs.services.explore` times it, opens the store and its
+graph index and traces the evidence.
+
+- ``explore_paths``: MindMap path-based evidence between the linked entities (P…),
+  weight-ranked unless the mode is ``mindmap``.
+- ``explore_neighbors``: MindMap neighbor lines (N…); faithful in ``mindmap`` mode, else
+  candidate diseases ranked by the linked entities' votes and learned weights.
+- ``explore_chains``: HyKGE path, co-ancestor and co-occurrence chains (C…, HyKGE §4.4),
+  reranked later by ``aggregate_evidence``.
+- ``explore_kgcot``: KGCoT weighted-DFS chains with their edge knowledge (K…, KGCoT §2.3),
+  drawn by edge probability ``p_i = w_i / Σ w``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from kgmind.graphs import services
+from kgmind.graphs.context import Context
+from kgmind.graphs.state import ExploreTask
+from kgmind.models import Evidence
+from kgmind.retrievers import exploration
+from kgmind.tools.store import GraphStore
+
+__all__ = ["explore_chains", "explore_kgcot", "explore_neighbors", "explore_paths"]
+
+Tool = Callable[[Context, GraphStore, Any, list[str]], list[Evidence]]
+
+
+def _paths(ctx: Context, store: GraphStore, gi: Any, ids: list[str]) -> list[Evidence]:
+    ranked = ctx.mode != "mindmap"
+    return exploration.path_evidence(
+        gi, ids, max_hops=ctx.max_hops, max_paths=ctx.max_paths, weight_aware=ctx.weight_aware and ranked
+    )
+
+
+def _neighbors(ctx: Context, store: GraphStore, gi: Any, ids: list[str]) -> list[Evidence]:
+    ranked = ctx.mode != "mindmap"
+    return exploration.neighbor_evidence(
+        gi, ids, max_lines=ctx.max_neighbors, weight_aware=ctx.weight_aware and ranked, ranked=ranked
+    )
+
+
+def _chains(ctx: Context, store: GraphStore, gi: Any, ids: list[str]) -> list[Evidence]:
+    hops = min(ctx.max_hops, exploration.PIPELINE.max_chain_hops)
+    return exploration.hykge_chains(gi, ids, max_hops=hops, max_chains=ctx.max_chains)
+
+
+def _kgcot(ctx: Context, store: GraphStore, gi: Any, ids: list[str]) -> list[Evidence]:
+    depth, draws = ctx.dfs_depth, ctx.dfs_chains
+    return exploration.weighted_dfs_chains(
+        gi, ids, n_chains=draws, max_depth=depth, seed=ctx.seed, store=store
+    )
+
+
+def _node(
+    name: str, key: str, tool: Tool, doc: str
+) -> Callable[[ExploreTask, Runtime[Context]], dict[str, Any]]:
+    def node(task: ExploreTask, runtime: Runtime[Context]) -> dict[str, Any]:
+        ids = list(task["entity_ids"])
+        return services.explore(name, key, runtime, lambda ctx, store, gi: tool(ctx, store, gi, ids))
+
+    node.__name__ = node.__qualname__ = name
+    node.__doc__ = f"{doc}\n\nReturns ``{key}`` and timing."
+    return node
+
+
+explore_paths = _node("explore_paths", "path_evidence", _paths, "MindMap path-based evidence (P…).")
+explore_neighbors = _node(
+    "explore_neighbors", "neighbor_evidence", _neighbors, "MindMap neighbor lines (N…)."
+)
+explore_chains = _node("explore_chains", "chain_evidence", _chains, "HyKGE chains between entity pairs (C…).")
+explore_kgcot = _node("explore_kgcot", "kgcot_evidence", _kgcot, "KGCoT weighted-DFS chains (K…).")
