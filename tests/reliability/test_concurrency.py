@@ -66,8 +66,15 @@ def sequential(ctx: Context) -> list[tuple[Any, ...]]:
 
 
 def test_sequential_results_are_meaningful(sequential: list[tuple[Any, ...]]) -> None:
-    assert len(set(sequential)) == N  # 16 different answers, not one result repeated
-    assert sum(1 for k in sequential if k[3]) >= N // 2  # most questions found KG evidence
+    """The comparison below can fail: the questions retrieve different evidence and links.
+
+    (The fake model echoes the question, so the answers differ whatever happens; the
+    evidence and the linked entities come from the shared store, linker and index.)
+    """
+    evidence = [k[3] for k in sequential if k[3]]
+    assert len(evidence) >= N // 2  # most questions found KG evidence
+    assert len(set(evidence)) >= N // 2  # ... and not the same evidence for every question
+    assert len({k[2] for k in sequential if k[2]}) >= N // 2  # different linked entities too
 
 
 def test_16_threads_equal_sequential(ctx: Context, sequential: list[tuple[Any, ...]], demo_uri: str) -> None:
