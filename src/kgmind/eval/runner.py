@@ -359,7 +359,13 @@ def _llm_cache(cfg: EvalConfig) -> Any:
     """LangChain's SQLite LLM cache for this run (keyed by prompt and model settings, max_tokens included)."""
     import warnings
 
-    from langchain_community.cache import SQLiteCache
+    with warnings.catch_warnings():
+        # langchain-community as a whole is being sunset; its SQLite LLM cache (like ChatLlamaCpp) has no
+        # standalone successor package yet, so this import is the one way to LangChain's persistent cache
+        warnings.filterwarnings(
+            "ignore", message="`langchain-community` is being sunset", category=DeprecationWarning
+        )
+        from langchain_community.cache import SQLiteCache
 
     # its lookups warn on every hit that a default will change; the cache holds only our own outputs
     warnings.filterwarnings("ignore", message="The default value of `allowed_objects`", module="langchain")
