@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import threading
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
@@ -44,7 +43,6 @@ from kgmind.models import (
     KnowledgeDoc,
     Relation,
     WeightChange,
-    clean_entity,
     merge_entities,
     normalize_name,
 )
@@ -53,12 +51,17 @@ from kgmind.tools.ladybug import queries as q
 from kgmind.tools.store import (
     Direction,
     GraphPath,
+    LoadInput,
     LoadReport,
+    SiblingEdges,
     StoreError,
     StoreStats,
     StoreUnavailableError,
     WeightRule,
+    in_id_order,
+    neighbor_args,
     trivial_paths,
+    unknown_endpoints_error,
 )
 
 __all__ = ["DB_FILE", "MAX_PATH_HOPS", "LadybugStore"]
@@ -103,11 +106,23 @@ def _entity_from_row(row: Sequence[Any]) -> Entity:
     )
 
 
+def _entities_from_table(table: dict[str, list[Any]]) -> Iterator[Entity]:
+    """The entities of a ``SCAN_ENTITIES`` result read as columns (see ``LadybugStore._table``)."""
+    columns = ("id", "name", "type", "aliases", "description")
+    for row in zip(*(table[c] for c in columns), strict=True):
+        yield _entity_from_row(row)
+
+
 def _relation_from_row(row: Sequence[Any]) -> Relation:
     head, rid, rtype, tail, weight, source = row
     return Relation.model_construct(
         id=rid, head=head, type=rtype, tail=tail, weight=float(weight), source=source or ""
     )
+
+
+def _doc_from_row(row: Sequence[Any]) -> KnowledgeDoc:
+    did, entity_id, text = row
+    return KnowledgeDoc.model_construct(id=did, entity_id=entity_id, text=text)
 
 
 def _change_from_row(row: Sequence[Any]) -> WeightChange:
@@ -224,6 +239,31 @@ class LadybugStore:
     def _bump_version(self, conn: Any) -> None:
         conn.execute(q.SET_META, {"key": _META_LOAD, "version": uuid.uuid4().hex})
 
+    @contextlib.contextmanager
+    def _transaction(self, what: str) -> Iterator[Any]:
+        """One write transaction on the writer connection, yielded for the block to use.
+
+        Committed when the block returns; rolled back when it raises, so a failure
+        never leaves part of a write behind. A :class:`StoreError` from the block keeps
+        its message; any other error becomes one that says ``what`` was rolled back.
+        Holds the write lock (re-entrant), so writers stay serialised.
+        """
+        with self._write_lock:
+            conn = self._write_conn()
+            try:
+                conn.execute(q.BEGIN)
+            except RuntimeError as exc:
+                raise StoreError(f"{what} on {self.path}: cannot begin a transaction: {exc}") from exc
+            try:
+                yield conn
+                conn.execute(q.COMMIT)
+            except StoreError:
+                self._rollback(conn)
+                raise
+            except Exception as exc:
+                self._rollback(conn)
+                raise StoreError(f"{what} on {self.path} rolled back, nothing written: {exc}") from exc
+
     # -- writing -----------------------------------------------------------------
     def bulk_load(
         self,
@@ -252,36 +292,14 @@ class LadybugStore:
                 was written).
 
         """
-        in_entities: dict[str, Entity] = {}
-        for ent in entities:
-            prev = in_entities.get(ent.id)
-            in_entities[ent.id] = clean_entity(ent) if prev is None else merge_entities(prev, ent)
-        in_relations: dict[str, Relation] = {}
-        for rel in relations:
-            prev_rel = in_relations.get(rel.id)
-            if prev_rel is None:
-                in_relations[rel.id] = rel
-            elif not prev_rel.source and rel.source:
-                in_relations[rel.id] = prev_rel.model_copy(update={"source": rel.source})
-        in_docs: dict[str, KnowledgeDoc] = {d.id: d for d in docs}
-        report = LoadReport(entities=len(in_entities), relations=len(in_relations), docs=len(in_docs))
-        if not (in_entities or in_relations or in_docs):
-            return report
+        load = LoadInput.merge(entities, relations, docs)
+        if load.is_empty():
+            return load.report()
+        in_entities, in_relations, in_docs = load.entities, load.relations, load.docs
 
         with self._write_lock:
             conn = self._write_conn()
-            stored = self._table(q.SCAN_ENTITIES, conn)
-            stored_entities = {
-                row[0]: _entity_from_row(row)
-                for row in zip(
-                    stored["id"],
-                    stored["name"],
-                    stored["type"],
-                    stored["aliases"],
-                    stored["description"],
-                    strict=True,
-                )
-            }
+            stored_entities = {e.id: e for e in _entities_from_table(self._table(q.SCAN_ENTITIES, conn))}
             missing = sorted(
                 {
                     end
@@ -291,10 +309,7 @@ class LadybugStore:
                 }
             )
             if missing:
-                shown = ", ".join(missing[:5]) + (" …" if len(missing) > 5 else "")
-                raise StoreError(
-                    f"bulk_load: {len(missing)} relation endpoint(s) are unknown entities: {shown}"
-                )
+                raise unknown_endpoints_error(missing)
 
             new_entities: list[Entity] = []
             changed_entities: list[Entity] = []
@@ -321,11 +336,7 @@ class LadybugStore:
             stored_docs = set(self._table(q.SCAN_DOC_IDS, conn)["id"]) if in_docs else set()
             new_docs = [d for did, d in in_docs.items() if did not in stored_docs]
 
-            try:
-                conn.execute(q.BEGIN)
-            except RuntimeError as exc:
-                raise StoreError(f"bulk_load on {self.path}: cannot begin a transaction: {exc}") from exc
-            try:
+            with self._transaction("bulk_load") as conn:
                 if new_entities:
                     conn.execute(q.COPY_ENTITIES, {"data": self._entity_table(new_entities)})
                 if changed_entities:
@@ -363,11 +374,7 @@ class LadybugStore:
                         },
                     )
                 self._bump_version(conn)
-                conn.execute(q.COMMIT)
-            except Exception as exc:
-                self._rollback(conn)
-                raise StoreError(f"bulk_load on {self.path} failed, nothing written: {exc}") from exc
-        return report
+        return load.report()
 
     @staticmethod
     def _entity_table(entities: Sequence[Entity]) -> pa.Table:
@@ -400,23 +407,13 @@ class LadybugStore:
 
     def _run_write(self, what: str, statements: Sequence[tuple[str, dict[str, Any]]]) -> list[list[Any]]:
         """Run ``statements`` in one write transaction; returns the last one's rows."""
-        with self._write_lock:
-            conn = self._write_conn()
-            try:
-                conn.execute(q.BEGIN)
-            except RuntimeError as exc:
-                raise StoreError(f"{what} on {self.path}: cannot begin a transaction: {exc}") from exc
-            try:
-                rows: list[list[Any]] = []
-                for stmt, params in statements:
-                    result = conn.execute(stmt, params)
-                    rows = result.get_all()
-                    result.close()
-                conn.execute(q.COMMIT)
-            except Exception as exc:
-                self._rollback(conn)
-                raise StoreError(f"{what} on {self.path} failed, nothing changed: {exc}") from exc
-            return rows
+        rows: list[list[Any]] = []
+        with self._transaction(what) as conn:
+            for stmt, params in statements:
+                result = conn.execute(stmt, params)
+                rows = result.get_all()
+                result.close()
+        return rows
 
     def clear(self) -> None:
         """Delete every entity, relation, doc and audit row."""
@@ -432,12 +429,10 @@ class LadybugStore:
 
     # -- reading -----------------------------------------------------------------
     def get_entities(self, ids: Sequence[str]) -> list[Entity]:
-        """Entities by id, in the order asked; unknown ids are skipped."""
-        ids = list(ids)
-        if not ids:
-            return []
-        found = {row[0]: _entity_from_row(row) for row in self._rows(q.GET_ENTITIES, {"ids": ids})}
-        return [found[i] for i in ids if i in found]
+        """See :meth:`GraphStore.get_entities`."""
+        return in_id_order(
+            ids, lambda wanted: map(_entity_from_row, self._rows(q.GET_ENTITIES, {"ids": wanted}))
+        )
 
     def find_entities(self, name: str) -> list[Entity]:
         """Entities whose name or an alias normalises like ``name`` (ordered by id)."""
@@ -449,9 +444,7 @@ class LadybugStore:
 
     def iter_entities(self) -> Iterator[Entity]:
         """Every entity, ordered by id."""
-        t = self._table(q.SCAN_ENTITIES)
-        for row in zip(t["id"], t["name"], t["type"], t["aliases"], t["description"], strict=True):
-            yield _entity_from_row(row)
+        yield from _entities_from_table(self._table(q.SCAN_ENTITIES))
 
     def iter_relations(self) -> Iterator[Relation]:
         """Every relation with its current weight, ordered by id."""
@@ -466,25 +459,16 @@ class LadybugStore:
         relation_types: Sequence[str] | None = None,
         limit: int | None = None,
     ) -> list[Relation]:
-        """Edges touching ``ids`` in ``direction``, optionally filtered by type.
-
-        Ordered by head id, relation type, descending weight, tail id; at most ``limit``.
-
-        Raises:
-            ValueError: ``direction`` is not ``out``, ``in`` or ``both``.
-
-        """
+        """See :meth:`GraphStore.neighbors`."""
+        args = neighbor_args(ids, direction, relation_types, limit)
         query = {"out": q.EDGES_OUT, "in": q.EDGES_IN, "both": q.EDGES_BOTH}.get(direction)
-        if query is None:
-            raise ValueError(f"direction must be 'out', 'in' or 'both', not {direction!r}")
-        ids = list(ids)
-        if not ids or (limit is not None and limit <= 0):
+        if args is None or query is None:  # (query is never None: neighbor_args checked direction)
             return []
         params = {
-            "ids": ids,
-            "any_type": relation_types is None,
-            "types": [t.strip().replace(" ", "_").lower() for t in relation_types or ()],
-            "limit": _NO_LIMIT if limit is None else int(limit),
+            "ids": args.ids,
+            "any_type": args.types is None,
+            "types": args.types or [],
+            "limit": _NO_LIMIT if args.limit is None else args.limit,
         }
         return [_relation_from_row(r) for r in self._rows(query, params)]
 
@@ -516,12 +500,10 @@ class LadybugStore:
         return [GraphPath(nodes=nodes, relations=[rels[i] for i in ids]) for nodes, ids in found]
 
     def get_relations(self, ids: Sequence[str]) -> list[Relation]:
-        """Relations by id, in the order asked; unknown ids are skipped."""
-        ids = list(ids)
-        if not ids:
-            return []
-        found = {r.id: r for r in map(_relation_from_row, self._rows(q.GET_RELATIONS, {"ids": ids}))}
-        return [found[i] for i in ids if i in found]
+        """See :meth:`GraphStore.get_relations`."""
+        return in_id_order(
+            ids, lambda wanted: map(_relation_from_row, self._rows(q.GET_RELATIONS, {"ids": wanted}))
+        )
 
     def out_edges(self, entity_id: str) -> list[Relation]:
         """Every outgoing edge of one node with its weight, by type, descending weight, tail."""
@@ -532,21 +514,11 @@ class LadybugStore:
         ids = list(entity_ids)
         if not ids:
             return []
-        return [
-            KnowledgeDoc.model_construct(id=r[0], entity_id=r[1], text=r[2])
-            for r in self._rows(q.GET_DOCS_FOR, {"ids": ids})
-        ]
+        return [_doc_from_row(r) for r in self._rows(q.GET_DOCS_FOR, {"ids": ids})]
 
     def get_docs(self, ids: Sequence[str]) -> list[KnowledgeDoc]:
-        """Knowledge documents by id, in the order asked; unknown ids are skipped."""
-        ids = list(ids)
-        if not ids:
-            return []
-        found = {
-            r[0]: KnowledgeDoc.model_construct(id=r[0], entity_id=r[1], text=r[2])
-            for r in self._rows(q.GET_DOCS, {"ids": ids})
-        }
-        return [found[i] for i in ids if i in found]
+        """See :meth:`GraphStore.get_docs`."""
+        return in_id_order(ids, lambda wanted: map(_doc_from_row, self._rows(q.GET_DOCS, {"ids": wanted})))
 
     def stats(self) -> StoreStats:
         """Count entities per type and relations per type."""
@@ -576,42 +548,14 @@ class LadybugStore:
         relation_ids: Sequence[str],
         rule: WeightRule,
     ) -> list[WeightChange]:
-        """Apply one feedback in one write transaction, idempotently.
+        """See :meth:`GraphStore.apply_weight_updates`.
 
-        Args:
-            feedback_id: Idempotency key; a feedback id already in the audit log
-                changes nothing and returns ``[]``.
-            run_id: The pipeline run the feedback is about.
-            rating: ``excellent`` or ``poor`` (stored in the audit rows).
-            relation_ids: The edges the feedback is about.
-            rule: Pure function from the heads' sibling edges to new weights.
-
-        Returns:
-            The committed changes (one per edge whose weight changed).
-
-        Raises:
-            StoreError: Unknown relation ids, a rule that fails or returns a weight
-                that is not finite and > 0 or an edge that is not a sibling, or a
-                failed write; in every case nothing is changed.
-
+        The feedback id is checked against the audit log inside the transaction; the
+        write lock makes concurrent feedbacks a serial replay.
         """
         rel_ids = list(dict.fromkeys(relation_ids))
-        with self._write_lock:
-            conn = self._write_conn()
-            try:
-                conn.execute(q.BEGIN)
-            except RuntimeError as exc:
-                raise StoreError(f"feedback {feedback_id!r}: cannot begin a transaction: {exc}") from exc
-            try:
-                changes = self._apply_in_tx(conn, feedback_id, run_id, rating, rel_ids, rule)
-                conn.execute(q.COMMIT)
-            except StoreError:
-                self._rollback(conn)
-                raise
-            except Exception as exc:
-                self._rollback(conn)
-                raise StoreError(f"feedback {feedback_id!r} rolled back: {exc}") from exc
-        return changes
+        with self._transaction(f"feedback {feedback_id!r}") as conn:
+            return self._apply_in_tx(conn, feedback_id, run_id, rating, rel_ids, rule)
 
     def _apply_in_tx(
         self,
@@ -631,44 +575,14 @@ class LadybugStore:
         if unknown:
             raise StoreError(f"feedback {feedback_id!r}: unknown relation ids: {', '.join(unknown)}")
         heads = sorted(set(head_of.values()))
-        siblings: dict[str, list[tuple[str, float]]] = {h: [] for h in heads}
-        sibling_head: dict[str, str] = {}
-        old_weight: dict[str, float] = {}
-        for head, rid, weight in self._rows(q.SIBLING_EDGES, {"heads": heads}, conn):
-            siblings[head].append((rid, float(weight)))
-            sibling_head[rid] = head
-            old_weight[rid] = float(weight)
-        new_weights = rule(siblings, list(rel_ids))
-        updates: list[tuple[str, float]] = []
-        for rid, value in new_weights.items():
-            if rid not in old_weight:
-                raise StoreError(f"feedback {feedback_id!r}: the rule changed {rid!r}, not a sibling edge")
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise StoreError(f"feedback {feedback_id!r}: weight of {rid!r} is not a number: {value!r}")
-            new = float(value)
-            if not math.isfinite(new) or new <= 0:
-                raise StoreError(f"feedback {feedback_id!r}: weight of {rid!r} must be finite and > 0: {new}")
-            if new != old_weight[rid]:
-                updates.append((rid, new))
+        siblings = SiblingEdges.collect(heads, self._rows(q.SIBLING_EDGES, {"heads": heads}, conn))
+        updates = siblings.updates(feedback_id, rule, rel_ids)
         if not updates:
             return []
-        updates.sort()
-        at = datetime.now(UTC).isoformat()
-        changes = [
-            WeightChange(
-                feedback_id=feedback_id,
-                run_id=run_id,
-                relation_id=rid,
-                old_weight=old_weight[rid],
-                new_weight=new,
-                rating=rating,
-                at=at,
-            )
-            for rid, new in updates
-        ]
+        changes = siblings.changes(feedback_id, run_id, rating, datetime.now(UTC).isoformat(), updates)
         conn.execute(
             q.UPDATE_WEIGHTS,
-            {"rows": [{"head": sibling_head[rid], "id": rid, "weight": new} for rid, new in updates]},
+            {"rows": [{"head": siblings.head_of[rid], "id": rid, "weight": new} for rid, new in updates]},
         )
         conn.execute(q.INSERT_AUDIT, {"rows": [c.model_dump() for c in changes]})
         return changes

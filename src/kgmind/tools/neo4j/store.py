@@ -33,7 +33,6 @@ Feedback
 
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -48,7 +47,6 @@ from kgmind.models import (
     KnowledgeDoc,
     Relation,
     WeightChange,
-    clean_entity,
     merge_entities,
     normalize_name,
 )
@@ -57,12 +55,17 @@ from kgmind.tools.neo4j import queries as q
 from kgmind.tools.store import (
     Direction,
     GraphPath,
+    LoadInput,
     LoadReport,
+    SiblingEdges,
     StoreError,
     StoreStats,
     StoreUnavailableError,
     WeightRule,
+    in_id_order,
+    neighbor_args,
     trivial_paths,
+    unknown_endpoints_error,
 )
 
 __all__ = ["BATCH_SIZE", "MAX_PATH_HOPS", "Neo4jStore", "type_label"]
@@ -319,21 +322,10 @@ class Neo4jStore:
             StoreUnavailableError: The server cannot be reached.
 
         """
-        in_entities: dict[str, Entity] = {}
-        for ent in entities:
-            prev = in_entities.get(ent.id)
-            in_entities[ent.id] = clean_entity(ent) if prev is None else merge_entities(prev, ent)
-        in_relations: dict[str, Relation] = {}
-        for rel in relations:
-            prev_rel = in_relations.get(rel.id)
-            if prev_rel is None:
-                in_relations[rel.id] = rel
-            elif not prev_rel.source and rel.source:
-                in_relations[rel.id] = prev_rel.model_copy(update={"source": rel.source})
-        in_docs: dict[str, KnowledgeDoc] = {d.id: d for d in docs}
-        report = LoadReport(entities=len(in_entities), relations=len(in_relations), docs=len(in_docs))
-        if not (in_entities or in_relations or in_docs):
-            return report
+        load = LoadInput.merge(entities, relations, docs)
+        if load.is_empty():
+            return load.report()
+        in_entities, in_relations, in_docs = load.entities, load.relations, load.docs
         entity_list = list(in_entities.values())
         rel_rows = [
             {
@@ -349,7 +341,7 @@ class Neo4jStore:
         doc_rows = [{"id": d.id, "entity_id": d.entity_id, "text": d.text} for d in in_docs.values()]
         outside = sorted({e for r in in_relations.values() for e in (r.head, r.tail) if e not in in_entities})
 
-        def load(tx: neo4j.ManagedTransaction) -> None:
+        def write(tx: neo4j.ManagedTransaction) -> None:
             for batch in _batches(entity_list):
                 stored = {
                     rec["id"]: _entity(rec)
@@ -367,10 +359,7 @@ class Neo4jStore:
                     found.update(rec["id"] for rec in tx.run(q.EXISTING_ENTITY_IDS, {"ids": batch_ids}))
                 missing = [e for e in outside if e not in found]
                 if missing:
-                    shown = ", ".join(missing[:5]) + (" …" if len(missing) > 5 else "")
-                    raise StoreError(
-                        f"bulk_load: {len(missing)} relation endpoint(s) are unknown entities: {shown}"
-                    )
+                    raise unknown_endpoints_error(missing)
             for rel_batch in _batches(rel_rows):
                 tx.run(q.MERGE_RELATIONS, {"rows": rel_batch}).consume()
             for doc_batch in _batches(doc_rows):
@@ -378,8 +367,8 @@ class Neo4jStore:
             tx.run(q.BUMP_VERSION, {"meta_id": META_ID}).consume()
 
         self.ensure_schema()
-        self._write(load, "bulk_load")
-        return report
+        self._write(write, "bulk_load")
+        return load.report()
 
     def clear(self) -> None:
         """Delete every entity, relation, doc and audit row (in committed batches)."""
@@ -394,12 +383,10 @@ class Neo4jStore:
 
     # -- reading -------------------------------------------------------------------
     def get_entities(self, ids: Sequence[str]) -> list[Entity]:
-        """Entities by id, in the order asked; unknown ids are skipped."""
-        ids = list(ids)
-        if not ids:
-            return []
-        found = {rec["id"]: _entity(rec) for rec in self._read(q.GET_ENTITIES, {"ids": ids}, "get_entities")}
-        return [found[i] for i in ids if i in found]
+        """See :meth:`GraphStore.get_entities`."""
+        return in_id_order(
+            ids, lambda wanted: map(_entity, self._read(q.GET_ENTITIES, {"ids": wanted}, "get_entities"))
+        )
 
     def find_entities(self, name: str) -> list[Entity]:
         """Entities whose name or an alias normalises like ``name`` (ordered by id)."""
@@ -427,26 +414,15 @@ class Neo4jStore:
         relation_types: Sequence[str] | None = None,
         limit: int | None = None,
     ) -> list[Relation]:
-        """Edges touching ``ids`` in ``direction``, optionally filtered by type.
-
-        Ordered by head id, relation type, descending weight, tail id; at most ``limit``.
-
-        Raises:
-            ValueError: ``direction`` is not ``out``, ``in`` or ``both``.
-
-        """
+        """See :meth:`GraphStore.neighbors`."""
+        args = neighbor_args(ids, direction, relation_types, limit)
         query = {"out": q.NEIGHBORS_OUT, "in": q.NEIGHBORS_IN, "both": q.NEIGHBORS_BOTH}.get(direction)
-        if query is None:
-            raise ValueError(f"direction must be 'out', 'in' or 'both', not {direction!r}")
-        ids = list(ids)
-        if not ids or (limit is not None and limit <= 0):
+        if args is None or query is None:  # (query is never None: neighbor_args checked direction)
             return []
         params = {
-            "ids": ids,
-            "types": None
-            if relation_types is None
-            else [t.strip().replace(" ", "_").lower() for t in relation_types],
-            "limit": _NO_LIMIT if limit is None else int(limit),
+            "ids": args.ids,
+            "types": args.types,
+            "limit": _NO_LIMIT if args.limit is None else args.limit,
         }
         return [_relation(rec) for rec in self._read(query, params, "neighbors")]
 
@@ -476,13 +452,10 @@ class Neo4jStore:
         ]
 
     def get_relations(self, ids: Sequence[str]) -> list[Relation]:
-        """Relations by id, in the order asked; unknown ids are skipped."""
-        ids = list(ids)
-        if not ids:
-            return []
-        recs = self._read(q.GET_RELATIONS, {"ids": ids}, "get_relations")
-        found = {rec["id"]: _relation(rec) for rec in recs}
-        return [found[i] for i in ids if i in found]
+        """See :meth:`GraphStore.get_relations`."""
+        return in_id_order(
+            ids, lambda wanted: map(_relation, self._read(q.GET_RELATIONS, {"ids": wanted}, "get_relations"))
+        )
 
     def out_edges(self, entity_id: str) -> list[Relation]:
         """Every outgoing edge of one node with its weight, by type, descending weight, tail."""
@@ -496,12 +469,8 @@ class Neo4jStore:
         return [_doc(rec) for rec in self._read(q.DOCS_FOR, {"ids": ids}, "docs_for")]
 
     def get_docs(self, ids: Sequence[str]) -> list[KnowledgeDoc]:
-        """Knowledge documents by id, in the order asked; unknown ids are skipped."""
-        ids = list(ids)
-        if not ids:
-            return []
-        found = {rec["id"]: _doc(rec) for rec in self._read(q.GET_DOCS, {"ids": ids}, "get_docs")}
-        return [found[i] for i in ids if i in found]
+        """See :meth:`GraphStore.get_docs`."""
+        return in_id_order(ids, lambda wanted: map(_doc, self._read(q.GET_DOCS, {"ids": wanted}, "get_docs")))
 
     def stats(self) -> StoreStats:
         """Count entities per type and relations per type."""
@@ -542,23 +511,13 @@ class Neo4jStore:
         relation_ids: Sequence[str],
         rule: WeightRule,
     ) -> list[WeightChange]:
-        """Apply one feedback in one write transaction, idempotently.
+        """See :meth:`GraphStore.apply_weight_updates`.
 
-        Args:
-            feedback_id: Idempotency key; a feedback id already applied changes
-                nothing and returns ``[]``.
-            run_id: The pipeline run the feedback is about.
-            rating: ``excellent`` or ``poor`` (stored in the audit rows).
-            relation_ids: The edges the feedback is about.
-            rule: Pure function from the heads' sibling edges to new weights.
-
-        Returns:
-            The committed changes (one per edge whose weight changed), by relation id.
+        A ``(:Feedback {id})`` node claimed in the transaction makes it idempotent, and
+        write locks on the head nodes, taken before the sibling weights are read,
+        serialise concurrent feedbacks on the same edges.
 
         Raises:
-            StoreError: Unknown relation ids, a rule that fails or returns a weight
-                that is not finite and > 0 or an edge that is not a sibling, or a
-                failed write; in every case nothing is changed.
             StoreUnavailableError: The server cannot be reached.
 
         """
@@ -584,38 +543,21 @@ class Neo4jStore:
             # Taken while holding the head locks, so audit times follow the commit order
             # of feedbacks on the same edges (weight_changes() replays serially).
             at = datetime.now(UTC).isoformat()
-            siblings: dict[str, list[tuple[str, float]]] = {h: [] for h in sorted(heads)}
-            sibling_head: dict[str, str] = {}
-            old_weight: dict[str, float] = {}
-            for rec in tx.run(q.SIBLING_WEIGHTS, {"heads": sorted(heads)}):
-                weight = float(rec["weight"])
-                siblings[rec["head"]].append((rec["id"], weight))
-                sibling_head[rec["id"]] = rec["head"]
-                old_weight[rec["id"]] = weight
-            try:
-                new_weights = rule(siblings, list(rel_ids))
-            except Exception as exc:
-                raise StoreError(f"feedback {feedback_id!r}: the weight rule failed: {exc}") from exc
-            updates: list[tuple[str, float]] = []
-            where = f"feedback {feedback_id!r}"
-            for rid, value in new_weights.items():
-                if rid not in old_weight:
-                    raise StoreError(f"{where}: the rule changed {rid!r}, not a sibling edge")
-                if isinstance(value, bool) or not isinstance(value, int | float):
-                    raise StoreError(f"{where}: weight of {rid!r} is not a number: {value!r}")
-                new = float(value)
-                if not math.isfinite(new) or new <= 0:
-                    raise StoreError(f"{where}: weight of {rid!r} must be finite and > 0: {new}")
-                if new != old_weight[rid]:
-                    updates.append((rid, new))
+            siblings = SiblingEdges.collect(
+                heads,
+                (
+                    (rec["head"], rec["id"], rec["weight"])
+                    for rec in tx.run(q.SIBLING_WEIGHTS, {"heads": sorted(heads)})
+                ),
+            )
+            updates = siblings.updates(feedback_id, rule, rel_ids)
             if not updates:
                 return []
-            updates.sort()
             rows = [
                 {
-                    "head": sibling_head[rid],
+                    "head": siblings.head_of[rid],
                     "id": rid,
-                    "old_weight": old_weight[rid],
+                    "old_weight": siblings.weight[rid],
                     "new_weight": new,
                     "seq": seq,
                 }
@@ -625,18 +567,7 @@ class Neo4jStore:
                 q.WRITE_WEIGHTS,
                 {"feedback_id": feedback_id, "run_id": run_id, "rating": rating, "at": at, "rows": rows},
             ).consume()
-            return [
-                WeightChange(
-                    feedback_id=feedback_id,
-                    run_id=run_id,
-                    relation_id=rid,
-                    old_weight=old_weight[rid],
-                    new_weight=new,
-                    rating=rating,
-                    at=at,
-                )
-                for rid, new in updates
-            ]
+            return siblings.changes(feedback_id, run_id, rating, at, updates)
 
         self.ensure_schema()
         return self._write(apply, "apply_weight_updates")
