@@ -219,6 +219,17 @@ def _require(row: dict[str, Any], keys: Sequence[str], where: str) -> None:
         raise ValueError(f"{where}: missing field(s) {', '.join(missing)}")
 
 
+def _checked_rows(path: Path, required: Sequence[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(index, row)`` for each object of a JSONL file once it has the ``required`` fields.
+
+    The loaders of the JSONL data sets share this, so a row that lacks a field fails the
+    same way everywhere (named by its 1-based position).
+    """
+    for i, row in enumerate(_read_jsonl(path)):
+        _require(row, required, f"{path} row {i + 1}")
+        yield i, row
+
+
 def load_dialogues(path: str | Path | None = None) -> list[Dialogue]:
     """Load GenMedGPT-5k ``dialogues.json`` (``[{id, instruction, input, output}]``).
 
@@ -289,8 +300,7 @@ def load_gold(path: str | Path | None = None) -> list[GoldRow]:
     """Load ``gold_kg_entities.jsonl``; names are returned with ``_`` turned into spaces."""
     p = Path(path) if path else default_path("gold")
     out: list[GoldRow] = []
-    for i, row in enumerate(_read_jsonl(p)):
-        _require(row, ("id", "output_KG"), f"{p} row {i + 1}")
+    for _, row in _checked_rows(p, ("id", "output_KG")):
         out.append(
             GoldRow(
                 id=int(row["id"]),
@@ -307,8 +317,7 @@ def load_cmcqa(path: str | Path | None = None) -> list[CMCQAItem]:
     """Load CMCQA ``qa_ner.jsonl`` (``{id, question, question_kg, answer}``)."""
     p = Path(path) if path else default_path("cmcqa")
     out: list[CMCQAItem] = []
-    for i, row in enumerate(_read_jsonl(p)):
-        _require(row, ("question", "answer"), f"{p} row {i + 1}")
+    for i, row in _checked_rows(p, ("question", "answer")):
         kg = row.get("question_kg", "")
         names = [str(x) for x in kg] if isinstance(kg, list) else split_names(str(kg).replace("，", ","))
         out.append(
