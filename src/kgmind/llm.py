@@ -218,12 +218,21 @@ def _locked_llama_class() -> Any:
         # re-entrant: ChatLlamaCpp._generate itself runs through _stream (streaming is its default)
         _call_lock: threading.RLock = PrivateAttr(default_factory=threading.RLock)
 
+        def _fresh_context(self) -> None:
+            # llama.cpp reuses the KV cache of whatever prompt came before when it shares a
+            # prefix; the reused prefix was computed in another batch shape, so greedy decoding
+            # could differ with the order of questions (two threads vs a serial run did, in CI).
+            # Evaluating every prompt from position 0 makes an answer depend on its prompt only.
+            self.client.reset()
+
         def _generate(self, *args: Any, **kwargs: Any) -> ChatResult:
             with self._call_lock:
+                self._fresh_context()
                 return super()._generate(*args, **kwargs)
 
         def _stream(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
             with self._call_lock:
+                self._fresh_context()
                 yield from super()._stream(*args, **kwargs)
 
     return LockedChatLlamaCpp

@@ -70,13 +70,18 @@ def test_siblings_probabilities_move_opposite_way(
     i = data.draw(st.integers(0, len(ws) - 1))
     new = updated_weight(rating, ws, i, alpha=alpha, beta=beta)
     after = [*ws[:i], new, *ws[i + 1 :]]
+    # a rated edge with a tiny probability may move by less than a float can show in its
+    # siblings' probabilities (p = 1e-6, beta = 1e-3: a shift of 1e-15): then they must not move
+    # the wrong way; otherwise they move strictly
+    visible = abs(new - ws[i]) > 1e-9 * math.fsum(ws)
     for j in range(len(ws)):
         if j == i:
             continue
+        before, moved = _p(ws, j), _p(after, j)
         if rating == "excellent":
-            assert _p(after, j) < _p(ws, j)
+            assert moved < before if visible else moved <= before
         else:
-            assert _p(after, j) > _p(ws, j)
+            assert moved > before if visible else moved >= before
         assert after[j] == ws[j]
 
 
