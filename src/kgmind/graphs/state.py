@@ -7,7 +7,11 @@ overwritten.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, NotRequired, TypedDict
+from typing import Annotated, Any, NotRequired
+
+# typing_extensions' TypedDict: pydantic (LangGraph's schema introspection, Studio's input form)
+# refuses typing.TypedDict on Python < 3.12
+from typing_extensions import TypedDict
 
 from kgmind.models import Evidence, LinkedEntity, Mention
 
