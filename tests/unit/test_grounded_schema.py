@@ -9,11 +9,13 @@ import pytest
 
 from kgmind.models import Evidence, normalize_name
 from kgmind.prompts.grounded import (
+    STEP_CHARS,
     build_answer_schema,
     evidence_names,
     fill_schema,
     grounded_prompt,
     render_conclusions,
+    workups,
 )
 from kgmind.prompts.schemas import GroundedAnswer
 
@@ -81,14 +83,77 @@ def test_mind_map_nodes_cite_items_that_name_them() -> None:
     assert all(n["evidence_ids"]["minItems"] == 1 for n in nodes.values())
 
 
-def test_medical_conclusions_are_evidence_entities_by_type_and_the_summary_comes_last() -> None:
+def test_medical_conclusions_are_workups_of_evidence_diseases_and_the_summary_comes_last() -> None:
     props = build_answer_schema(EVIDENCE, TYPES)["properties"]
-    assert props["diagnoses"]["items"]["enum"] == ["Influenza"]
-    assert props["tests"]["items"]["enum"] == ["Rapid influenza test"]
-    assert props["medications"]["items"]["enum"] == ["Oseltamivir", "Zanamivir"]
-    assert "conclusions" not in props
+    (variant,) = props["diagnoses"]["items"]["anyOf"]
+    workup = variant["properties"]
+    assert workup["disease"] == {"const": "Influenza"}
+    assert workup["tests"]["items"]["enum"] == ["Rapid influenza test"]
+    assert workup["tests"]["minItems"] == 1  # at least MIN_TESTS, but only one test is tied to it
+    assert workup["medications"]["items"]["enum"] == ["Oseltamivir", "Zanamivir"]
+    assert workup["medications"]["minItems"] == 2
+    assert "tests" not in props and "medications" not in props and "conclusions" not in props
     assert list(props)[-2:] == ["own_knowledge", "summary"]
     assert props["own_knowledge"]["items"]["type"] == "string"  # own points: free text, never cited
+
+
+def test_workups_tie_tests_and_drugs_to_their_own_disease_in_either_direction() -> None:
+    evidence = [
+        *EVIDENCE,
+        Evidence(
+            id="N3",
+            kind="neighbor",
+            text="Chest X-ray can check Pneumonia; Amoxicillin may cure Pneumonia.",
+            triples=[
+                ("Chest X-ray", "can_check_disease", "Pneumonia"),
+                ("Amoxicillin", "possible_cure_disease", "Pneumonia"),
+            ],
+        ),
+        Evidence(
+            id="P2", kind="path", text="Cough may be a sign of Asthma.", triples=[("Cough", "x", "Asthma")]
+        ),
+    ]
+    types = {
+        **TYPES,
+        **{normalize_name(n): t for n, t in [("Chest X-ray", "test"), ("Amoxicillin", "medication")]},
+        **{normalize_name(n): t for n, t in [("Pneumonia", "disease"), ("Asthma", "disease")]},
+    }
+    assert workups(evidence, types) == {
+        "Influenza": {"tests": ["Rapid influenza test"], "medications": ["Oseltamivir", "Zanamivir"]},
+        "Pneumonia": {"tests": ["Chest X-ray"], "medications": ["Amoxicillin"]},
+        "Asthma": {"tests": [], "medications": []},
+    }
+    variants = build_answer_schema(evidence, types)["properties"]["diagnoses"]["items"]["anyOf"]
+    by_disease = {v["properties"]["disease"]["const"]: v["properties"] for v in variants}
+    assert set(by_disease["Pneumonia"]["tests"]["items"]["enum"]) == {"Chest X-ray"}  # not Influenza's test
+    assert list(by_disease["Asthma"]) == ["disease"]  # nothing tied: the diagnosis alone
+
+
+def test_medical_kg_without_ties_gets_flat_conclusions_by_type() -> None:
+    evidence = [
+        EVIDENCE[0],
+        Evidence(id="N9", kind="neighbor", text="x", triples=[("Fever", "r", "Zanamivir")]),
+    ]
+    props = build_answer_schema(evidence, TYPES)["properties"]
+    assert props["diagnoses"]["items"]["enum"] == ["Influenza"]
+    assert props["medications"]["items"]["enum"] == ["Zanamivir"]
+
+
+def test_grounded_answer_reads_workups_into_flat_fields() -> None:
+    answer = GroundedAnswer.model_validate(
+        {
+            "summary": "s",
+            "diagnoses": [
+                {"disease": "Influenza", "tests": ["Rapid influenza test"], "medications": ["Zanamivir"]},
+                {"disease": "Pneumonia", "tests": ["Chest X-ray", "Rapid influenza test"]},
+            ],
+        }
+    )
+    assert answer.conclusion_map() == {
+        "diagnoses": ["Influenza", "Pneumonia"],
+        "tests": ["Rapid influenza test", "Chest X-ray"],
+        "medications": ["Zanamivir"],
+    }
 
 
 def test_untyped_kg_gets_generic_conclusions() -> None:
@@ -107,7 +172,7 @@ def test_no_evidence_schema_has_no_id_fields() -> None:
     schema = build_answer_schema([], TYPES)
     assert "evidence_ids" not in json.dumps(schema) and "$defs" not in schema
     assert schema["properties"]["inference_chain"]["items"]["properties"] == {
-        "step": {"type": "string", "minLength": 1, "maxLength": 120}
+        "step": {"type": "string", "minLength": 1, "maxLength": STEP_CHARS}
     }
     assert list(schema["properties"])[-1] == "summary"
 

@@ -7,9 +7,13 @@ shown (style note 13, "let the schema do the enforcing"):
 - every inference step names one shown evidence id (an ``enum``/``const``), the entity
   of that item it is about (an ``enum`` of the item's own entity names), then the
   step's text;
-- the conclusions are entities chosen from the names in the evidence (at least one per
-  field that has candidates): for a medical KG ``diagnoses``, ``tests`` and
-  ``medications`` by entity type, otherwise generic ``conclusions``;
+- the conclusions are entities chosen from the names in the evidence: for a medical KG
+  whose evidence ties tests or medications to a disease, each diagnosis is a *workup* —
+  the disease, then tests and medications chosen from those the evidence ties to that
+  disease — so what is advised follows what is diagnosed (a free choice of tests from
+  every disease shown let the 0.5B model mix one disease's tests with another's); a
+  medical KG without such ties gets flat ``diagnoses``, ``tests`` and ``medications`` by
+  entity type, any other KG generic ``conclusions``;
 - the mind map's nodes below the root are evidence entities, each citing at least one
   item that names it;
 - points from the model's own knowledge go into ``own_knowledge``, never into the
@@ -43,6 +47,7 @@ __all__ = [
     "fill_schema",
     "grounded_prompt",
     "render_conclusions",
+    "workups",
 ]
 
 #: The tool/function name the schema is bound under (also its JSON-schema title).
@@ -52,14 +57,20 @@ ANSWER_SCHEMA_NAME = "GroundedAnswer"
 MEDICAL_CONCLUSIONS: dict[str, str] = {"diagnoses": "disease", "tests": "test", "medications": "medication"}
 
 #: Bounds that keep a small model's answer short (generated tokens are most of the wall time).
-MAX_STEPS = 3
-MAX_NODES = 3
+MAX_STEPS = 2
+MAX_NODES = 2
 MAX_LEAVES = 1
 MAX_PER_CONCLUSION = 3
-MAX_OWN = 2
-STEP_CHARS = 120
-SUMMARY_CHARS = 300
+MAX_OWN = 1
+STEP_CHARS = 100
+SUMMARY_CHARS = 240
 OWN_CHARS = 100
+#: A workup: at most this many diagnoses, and per diagnosis the tests and medications chosen
+#: from those the evidence ties to it (at least the minimum where the evidence has that many:
+#: a reference answer names the main tests and drugs of the diagnosis, not one of them).
+MAX_DIAGNOSES = 2
+MIN_TESTS, MAX_TESTS = 3, 5
+MIN_MEDICATIONS, MAX_MEDICATIONS = 2, 4
 
 
 def evidence_names(ev: Evidence) -> list[str]:
@@ -86,8 +97,62 @@ def _object(properties: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _conclusion_fields(names: Sequence[str], entity_types: Mapping[str, str]) -> dict[str, dict[str, Any]]:
-    """Conclusion fields over ``names``: by medical type when the KG has those types, else generic."""
+def workups(evidence: Sequence[Evidence], entity_types: Mapping[str, str]) -> dict[str, dict[str, list[str]]]:
+    """Each evidence disease (evidence order) with the tests and medications its triples tie to it.
+
+    A triple joins a disease and a test or medication in either direction (``need_medical_test``
+    or ``can_check_disease``); names keep their first-seen spelling and order.
+
+    Returns:
+        ``{disease: {"tests": [...], "medications": [...]}}`` for every disease shown.
+
+    """
+    field_of = {etype: field for field, etype in MEDICAL_CONCLUSIONS.items() if field != "diagnoses"}
+    disease_type = MEDICAL_CONCLUSIONS["diagnoses"]
+    out: dict[str, dict[str, list[str]]] = {}
+    spelled: dict[str, str] = {}
+    for ev in evidence:
+        for head, _rel, tail in ev.triples:
+            kinds = [entity_types.get(normalize_name(n), "") for n in (head, tail)]
+            for name, kind in zip((head, tail), kinds, strict=True):
+                if kind == disease_type:
+                    shown = spelled.setdefault(normalize_name(name), name)
+                    out.setdefault(shown, {"tests": [], "medications": []})
+            for (dis, dis_kind), (other, other_kind) in (
+                ((head, kinds[0]), (tail, kinds[1])),
+                ((tail, kinds[1]), (head, kinds[0])),
+            ):
+                if dis_kind == disease_type and other_kind in field_of:
+                    chosen = out[spelled[normalize_name(dis)]][field_of[other_kind]]
+                    if all(normalize_name(c) != normalize_name(other) for c in chosen):
+                        chosen.append(other)
+    return out
+
+
+def _workup_field(ties: Mapping[str, Mapping[str, list[str]]]) -> dict[str, Any]:
+    """``diagnoses`` as workups: one ``anyOf`` variant per disease, its own tests and medications as enums."""
+    bounds = {"tests": (MIN_TESTS, MAX_TESTS), "medications": (MIN_MEDICATIONS, MAX_MEDICATIONS)}
+    variants = []
+    for disease, tied in ties.items():
+        props: dict[str, Any] = {"disease": {"const": disease}}
+        for field, (low, high) in bounds.items():
+            if tied[field]:
+                props[field] = {
+                    "type": "array",
+                    "items": {"enum": tied[field]},
+                    "minItems": min(low, len(tied[field])),
+                    "maxItems": high,
+                }
+        variants.append(_object(props))
+    return {"type": "array", "items": {"anyOf": variants}, "minItems": 1, "maxItems": MAX_DIAGNOSES}
+
+
+def _conclusion_fields(
+    names: Sequence[str], entity_types: Mapping[str, str], ties: Mapping[str, Mapping[str, list[str]]]
+) -> dict[str, dict[str, Any]]:
+    """Conclusion fields over ``names``: workups, else by medical type (where typed), else generic."""
+    if any(t["tests"] or t["medications"] for t in ties.values()):
+        return {"diagnoses": _workup_field(ties)}
     by_type: dict[str, list[str]] = {}
     for name in names:
         by_type.setdefault(entity_types.get(normalize_name(name), ""), []).append(name)
@@ -124,12 +189,13 @@ def build_answer_schema(
 
     Returns:
         A JSON schema (draft 2020-12 subset that llama.cpp's converter and the API models'
-        structured output accept). With evidence: ``inference_chain`` (1..3 steps, each
-        ``{evidence_ids: [one shown id], about: an entity of that item, step}``),
-        ``mind_map`` (a root whose 1..3 children are evidence entities citing an item
-        that names them, each with up to 1 such leaf), the conclusion fields (enums of
-        evidence names), ``own_knowledge`` and ``summary`` last. Without evidence: the same
-        shape with free-text steps, labels and conclusions and no id fields.
+        structured output accept). With evidence: ``inference_chain`` (1..MAX_STEPS steps,
+        each ``{evidence_ids: [one shown id], about: an entity of that item, step}``),
+        ``mind_map`` (a root whose 1..MAX_NODES children are evidence entities citing an
+        item that names them, each with up to MAX_LEAVES such leaf), the conclusion fields
+        (workups or enums of evidence names), ``own_knowledge`` and ``summary`` last.
+        Without evidence: the same shape with free-text steps, labels and conclusions and
+        no id fields.
 
     """
     entity_types = entity_types or {}
@@ -191,7 +257,7 @@ def build_answer_schema(
                 },
             }
         ),
-        **_conclusion_fields(list(all_names.values()), entity_types),
+        **_conclusion_fields(list(all_names.values()), entity_types, workups(items, entity_types)),
         "own_knowledge": {"type": "array", "items": _string(OWN_CHARS), "maxItems": MAX_OWN},
         "summary": _string(SUMMARY_CHARS),
     }

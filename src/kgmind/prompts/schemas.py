@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = ["GroundedAnswer", "HypothesisOut", "InferenceStep", "MindMapAnswer", "MindMapNode"]
 
@@ -81,6 +83,29 @@ class GroundedAnswer(MindMapAnswer):
     own_knowledge: list[str] = Field(
         default_factory=list, description="Points from the model's own knowledge, not from the evidence."
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flatten_workups(cls, data: Any) -> Any:
+        """Read ``diagnoses`` given as workups (``{disease, tests, medications}``) into the flat fields.
+
+        The per-question schema asks a medical answer for the tests and medications of each
+        diagnosis; the answer keeps one flat shape, so every reader stays the same.
+        """
+        if not isinstance(data, dict) or not any(isinstance(d, dict) for d in data.get("diagnoses") or []):
+            return data
+        flat = dict(data)
+        names: dict[str, list[str]] = {"diagnoses": [], "tests": list(flat.get("tests") or [])}
+        names["medications"] = list(flat.get("medications") or [])
+        for item in data["diagnoses"]:
+            entry = item if isinstance(item, dict) else {"disease": item}
+            for field, key in (("diagnoses", "disease"), ("tests", "tests"), ("medications", "medications")):
+                values = entry.get(key) or []
+                for value in [values] if isinstance(values, str) else values:
+                    if isinstance(value, str) and value and value not in names[field]:
+                        names[field].append(value)
+        flat.update(names)
+        return flat
 
     def conclusion_map(self) -> dict[str, list[str]]:
         """The non-empty conclusion fields, by name."""
