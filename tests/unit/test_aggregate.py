@@ -13,6 +13,7 @@ from kgmind.retrievers.aggregate import (
     ID_OVERHEAD,
     EmbeddingReranker,
     Reranker,
+    ShownFacts,
     aggregate_evidence,
     chunk_text,
     count_tokens,
@@ -220,7 +221,7 @@ def test_embedding_reranker_max_cosine() -> None:
 def test_aggregate_orders_by_rerank_plus_prior_and_numbers() -> None:
     evs = [
         line("Flu", "need_medication", ["Oseltamivir"], score=1.0),
-        line("Measles", "has_symptom", ["Rash"], score=1.0),
+        line("Measles", "has_symptom", ["Rash", "Fever"], score=1.0),
         Evidence(
             kind="path", triples=[("Rash", "possible_disease", "Measles")], relation_ids=["p1"], score=1.0
         ),
@@ -229,6 +230,12 @@ def test_aggregate_orders_by_rerank_plus_prior_and_numbers() -> None:
     out = aggregate_evidence(evs, "I have a rash.", "It may be measles with a rash today", reranker=rr)
     assert [ev.id for ev in out] == ["P1", "N1", "N2"]
     assert out[0].triples[0][0] == "Rash" and out[1].triples[0][0] == "Measles"
+    # Measles–Rash is one fact, shown by P1: N1 keeps only what is new
+    assert (
+        out[1].triples == [("Measles", "has_symptom", "Fever")]
+        and out[1].text == "Measles may present with Fever."
+    )
+    assert out[1].relation_ids == ["Measles-has_symptom-Fever"]
     assert out[0].text == "Rash may be a sign of Measles."
     assert rr.queries[0] == "I have a rash." and len(rr.queries) == 2  # question + 1 hypothesis chunk
     assert all(ev.relation_ids for ev in out)
@@ -431,3 +438,65 @@ def test_find_cached_index_needs_coverage() -> None:
         assert entity_index.find_cached_index([]) is None
     finally:
         entity_index.clear_entity_index_cache()
+
+
+# -- each fact paid for once ---------------------------------------------------------
+def _chain(triples: list[tuple[str, str, str]], **meta: object) -> Evidence:
+    return Evidence(
+        kind="kgcot" if "knowledge" in meta else "chain",
+        triples=triples,
+        relation_ids=[f"{h}-{t}" for h, _r, t in triples],
+        score=1.0,
+        meta=dict(meta),
+    )
+
+
+def test_shown_facts_drop_repeated_triples_notes_and_empty_items() -> None:
+    shown = ShownFacts()
+    first = _chain(
+        [("Cough", "possible_disease", "Flu"), ("Flu", "need_medication", "Oseltamivir")],
+        descriptions={"Flu": "A viral infection."},
+    )
+    shown.add(first)
+    # the inverse triple is the same fact; the description of Flu was shown
+    again = _chain(
+        [("Flu", "has_symptom", "Cough"), ("Flu", "need_medical_test", "Swab")],
+        descriptions={"Flu": "A viral infection.", "Swab": "A sample."},
+    )
+    cut = shown.without_shown(again)
+    assert cut is not None
+    assert cut.triples == [("Flu", "need_medical_test", "Swab")] and cut.relation_ids == ["Flu-Swab"]
+    assert cut.meta["descriptions"] == {"Swab": "A sample."} and cut.meta["facts_shown_before"] == 1
+    assert "viral" not in cut.text and "Swab" in cut.text
+    assert shown.without_shown(_chain([("Oseltamivir", "possible_cure_disease", "Flu")])) is None
+    new = _chain([("Fever", "possible_disease", "Flu")])
+    assert shown.without_shown(new) is new  # nothing shown before: the item itself
+    doc = Evidence(kind="doc", text="free text", score=1.0)
+    assert shown.without_shown(doc) is doc
+
+
+def test_shown_facts_keep_kgcot_sources_aligned_with_kept_edges() -> None:
+    shown = ShownFacts()
+    shown.add(_chain([("Cough", "possible_disease", "Flu")]))
+    k = _chain(
+        [("Cough", "possible_disease", "Flu"), ("Flu", "need_medication", "Zanamivir")],
+        knowledge=["flu doc", "zanamivir doc"],
+    )
+    cut = shown.without_shown(k)
+    assert cut is not None and cut.meta["knowledge"] == ["zanamivir doc"]
+    assert "zanamivir doc" in cut.text and "flu doc" not in cut.text
+
+
+def test_fit_budget_shares_facts_only_when_asked() -> None:
+    evs = [line("Flu", "has_symptom", ["Cough", "Fever"]), line("Cough", "possible_disease", ["Flu", "Cold"])]
+    evs = [ev.model_copy(update={"text": render_evidence(ev)}) for ev in evs]
+    plain = fit_budget(evs, 100)
+    assert [len(ev.triples) for ev in plain] == [2, 2]
+    shared = fit_budget(evs, 100, share_facts=True)
+    assert [ev.triples for ev in shared] == [evs[0].triples, [("Cough", "possible_disease", "Cold")]]
+    # a fact shown by an item that did not fit the budget is not counted as shown
+    big = Evidence(
+        kind="path", triples=[("Flu", "has_symptom", "Cough")], relation_ids=["x"], text="x " * 200
+    )
+    tight = fit_budget([big, evs[1]], 20, share_facts=True)
+    assert [ev.triples for ev in tight] == [evs[1].triples]

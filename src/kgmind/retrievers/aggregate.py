@@ -22,7 +22,10 @@ numbered, rendered evidence the LLM sees, with zero LLM calls:
    a subset of an item already kept;
 4. **budget**: keep items in rank order while they fit ``budget_tokens``
    (:func:`count_tokens`); a neighbor line that does not fit is cut to the tails that
-   do;
+   do. A fact is paid for once: an item loses the triples whose two entities an item
+   kept before it already joins (a relation and its inverse are one fact) and the
+   descriptions or sources already shown, and is dropped when nothing new is left
+   (five shortest paths that share their first hops otherwise repeat them five times);
 5. **number** per kind in rank order: ``P1…`` paths, ``N1…`` neighbor lines, ``C1…``
    HyKGE chains, ``K1…`` KGCoT chains, ``D1…`` documents.
 
@@ -41,7 +44,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-from kgmind.models import EVIDENCE_PREFIX, Evidence
+from kgmind.models import EVIDENCE_PREFIX, Evidence, normalize_name
 from kgmind.retrievers.embeddings import VectorCache
 from kgmind.text import CJK, detect_language
 
@@ -53,6 +56,7 @@ __all__ = [
     "EntityVectorReranker",
     "EvidenceReranker",
     "Reranker",
+    "ShownFacts",
     "aggregate_evidence",
     "chunk_text",
     "count_tokens",
@@ -597,6 +601,7 @@ def fit_budget(
     id_overhead: int = ID_OVERHEAD,
     stop_at_first_miss: bool = False,
     truncate: bool = True,
+    share_facts: bool = False,
 ) -> list[Evidence]:
     """Keep items in order while their rendered total fits the token budget.
 
@@ -621,6 +626,8 @@ def fit_budget(
         stop_at_first_miss: Stop at the first item that does not fit.
         truncate: Cut neighbor lines at the budget edge, and the first item when
             nothing fits.
+        share_facts: Show each fact once (:func:`without_shown`): items lose what
+            the items kept before them already show, and are re-rendered by template.
 
     Returns:
         The kept (possibly cut) items, in order.
@@ -632,16 +639,21 @@ def fit_budget(
 
     out: list[Evidence] = []
     used = 0
-    for ev in evidence:
-        if used + cost(ev) <= budget_tokens:
-            out.append(ev)
-            used += cost(ev)
+    shown = ShownFacts()
+    for item in evidence:
+        ev = shown.without_shown(item) if share_facts else item
+        if ev is None:
             continue
-        best = _longest_fitting_line(ev, budget_tokens - used, cost) if truncate else None
-        if best is not None:
-            out.append(best)
-            used += cost(best)
-        if stop_at_first_miss:
+        kept: Evidence | None = None
+        if used + cost(ev) <= budget_tokens:
+            kept = ev
+        elif truncate:
+            kept = _longest_fitting_line(ev, budget_tokens - used, cost)
+        if kept is not None:
+            out.append(kept)
+            used += cost(kept)
+            shown.add(kept)
+        if kept is not ev and stop_at_first_miss:
             break
     if not out and evidence and truncate:
         first = _cut_to_words(evidence[0], show(evidence[0]), budget_tokens - id_overhead, tokenizer)
@@ -652,6 +664,62 @@ def fit_budget(
 
 def _text_of(ev: Evidence) -> str:
     return ev.text
+
+
+def _fact(head: str, tail: str) -> frozenset[str]:
+    """The pair of entities a triple joins: ``A has_symptom B`` and ``B possible_disease A`` are one fact."""
+    return frozenset((normalize_name(head), normalize_name(tail)))
+
+
+class ShownFacts:
+    """The facts, descriptions and sources the evidence kept so far already shows."""
+
+    def __init__(self) -> None:
+        self.facts: set[frozenset[str]] = set()
+        self.notes: set[str] = set()
+
+    def add(self, ev: Evidence) -> None:
+        """Record what ``ev`` shows."""
+        self.facts.update(_fact(h, t) for h, _r, t in ev.triples)
+        self.notes.update(normalize_name(n) for n in (ev.meta.get("descriptions") or {}))
+        self.notes.update(normalize_name(k) for k in ev.meta.get("knowledge") or [] if k)
+
+    def without_shown(self, ev: Evidence) -> Evidence | None:
+        """``ev`` without the triples and notes already shown; ``None`` when nothing new is left.
+
+        The kept triples keep their relation ids (feedback credits what was shown), and
+        the item is re-rendered by template. Items without triples (documents) pass.
+        """
+        if not ev.triples:
+            return ev
+        keep = [i for i, (h, _r, t) in enumerate(ev.triples) if _fact(h, t) not in self.facts]
+        if not keep:
+            return None
+        meta = dict(ev.meta)
+        descriptions = meta.get("descriptions") or {}
+        fresh = {n: d for n, d in descriptions.items() if normalize_name(n) not in self.notes}
+        knowledge = list(meta.get("knowledge") or [])
+        if len(knowledge) == len(ev.triples):  # one source per edge
+            knowledge = [knowledge[i] for i in keep]
+        fresh_knowledge = [k for k in knowledge if k and normalize_name(k) not in self.notes]
+        if len(keep) == len(ev.triples) and fresh == descriptions and fresh_knowledge == knowledge:
+            return ev
+        if descriptions:
+            meta["descriptions"] = fresh
+        if "knowledge" in meta:
+            meta["knowledge"] = fresh_knowledge
+        if len(keep) < len(ev.triples):
+            meta["facts_shown_before"] = len(ev.triples) - len(keep)
+        cut = ev.model_copy(
+            update={
+                "triples": [ev.triples[i] for i in keep],
+                "relation_ids": [ev.relation_ids[i] for i in keep]
+                if len(ev.relation_ids) == len(ev.triples)
+                else list(ev.relation_ids),
+                "meta": meta,
+            }
+        )
+        return cut.model_copy(update={"text": render_evidence(cut)})
 
 
 def _longest_fitting_line(ev: Evidence, room: int, cost: Callable[[Evidence], int]) -> Evidence | None:
@@ -707,6 +775,7 @@ def aggregate_evidence(
     max_items: int | None = None,
     prior_weight: float = 0.5,
     tokenizer: Tokenizer | None = None,
+    share_facts: bool = True,
 ) -> list[Evidence]:
     """Render, rerank, dedupe, prune, fit the budget and number (see the module docstring).
 
@@ -722,6 +791,7 @@ def aggregate_evidence(
         max_items: Cap on the number of items (before the budget).
         prior_weight: Weight of the normalised exploration score next to the rerank score.
         tokenizer: Optional exact tokenizer for the budget.
+        share_facts: Pay for each fact once (see :func:`fit_budget`).
 
     Returns:
         The final evidence: rendered ``text``, numbered ``id``, rank order.
@@ -740,4 +810,4 @@ def aggregate_evidence(
     kept = prune_redundant(dedupe_evidence(ranked))
     if max_items is not None:
         kept = kept[:max_items]
-    return number_evidence(fit_budget(kept, budget_tokens, tokenizer=tokenizer))
+    return number_evidence(fit_budget(kept, budget_tokens, tokenizer=tokenizer, share_facts=share_facts))
