@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 
 from kgmind.cli._common import CliError, err_console, handle_errors
+from kgmind.graphs.context import Context
 
 __all__ = ["app", "eval_command"]
 
@@ -36,7 +37,10 @@ def eval_command(
         str, typer.Option(help="chatgpt (stored NER / question_kg) or own (kgmind NER).")
     ] = "chatgpt",
     llm: Annotated[str, typer.Option(help="none, local, local-1.5b or an init_chat_model string.")] = "none",
-    budget: Annotated[int, typer.Option(min=1, help="Evidence token budget per question.")] = 800,
+    budget: Annotated[
+        int | None,
+        typer.Option(min=1, help="Evidence token budget per question (default: the Context default)."),
+    ] = None,
     split: Annotated[
         str,
         typer.Option(help="GenMedGPT-5k split: test (reported), calib (tuning), dev (both), gold203 or all."),
@@ -99,7 +103,7 @@ def eval_command(
         methods=methods,
         entities=entities,
         llm=llm,
-        budget=budget,
+        budget=budget if budget is not None else Context().budget_tokens,
         split=split,
         limit=limit,
         seed=seed,

@@ -40,6 +40,7 @@ from kgmind.eval.methods import (
     resolve_methods,
 )
 from kgmind.graphs.check_grounding import grounding_report
+from kgmind.graphs.context import Context
 from kgmind.models import Mention
 from kgmind.settings import kgmind_home
 
@@ -118,7 +119,7 @@ class EvalConfig:
     methods: str = "all"
     entities: str = "chatgpt"
     llm: str = "none"
-    budget: int = 800
+    budget: int = field(default_factory=lambda: Context().budget_tokens)  # what users get
     split: str = "dev"
     limit: int | None = None
     seed: int = 0

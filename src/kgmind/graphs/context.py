@@ -89,7 +89,8 @@ class Context:
         default=0, metadata={"description": "Random seed of the weighted DFS (reproducible runs)."}
     )
     budget_tokens: int = field(
-        default=800, metadata={"description": "Token budget of the evidence block given to the LLM."}
+        default=PIPELINE.budget_tokens,
+        metadata={"description": "Token budget of the evidence block given to the LLM."},
     )
     answer_schema: Literal["grounded", "free"] = field(
         default="grounded",

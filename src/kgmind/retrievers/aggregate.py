@@ -46,6 +46,7 @@ import numpy as np
 
 from kgmind.models import EVIDENCE_PREFIX, Evidence, normalize_name
 from kgmind.retrievers.embeddings import VectorCache
+from kgmind.retrievers.exploration import PIPELINE
 from kgmind.text import CJK, detect_language
 
 if TYPE_CHECKING:
@@ -771,7 +772,7 @@ def aggregate_evidence(
     hypothesis: str = "",
     *,
     reranker: Reranker | EvidenceReranker | Literal["auto", "prior"] | None = None,
-    budget_tokens: int = 800,
+    budget_tokens: int = PIPELINE.budget_tokens,
     max_items: int | None = None,
     prior_weight: float = 0.5,
     tokenizer: Tokenizer | None = None,

@@ -88,6 +88,9 @@ class PipelineSettings:
     dfs_depth: int = 3
     weight_aware: bool = True
     ranked: bool = True
+    # evidence tokens shown to the LLM: with each fact shown once, 500 on the calib split gives the
+    # recall 800 gave before (0.78), and the local model reads ~120 prompt tokens a second
+    budget_tokens: int = 500
 
 
 #: The pipeline's exploration defaults (see :class:`PipelineSettings`).
