@@ -69,8 +69,8 @@ OWN_CHARS = 100
 #: from those the evidence ties to it (at least the minimum where the evidence has that many:
 #: a reference answer names the main tests and drugs of the diagnosis, not one of them).
 MAX_DIAGNOSES = 2
-MIN_TESTS, MAX_TESTS = 3, 5
-MIN_MEDICATIONS, MAX_MEDICATIONS = 2, 4
+MIN_TESTS, MAX_TESTS = 3, 4
+MIN_MEDICATIONS, MAX_MEDICATIONS = 2, 3
 
 
 def evidence_names(ev: Evidence) -> list[str]:
@@ -130,10 +130,16 @@ def workups(evidence: Sequence[Evidence], entity_types: Mapping[str, str]) -> di
 
 
 def _workup_field(ties: Mapping[str, Mapping[str, list[str]]]) -> dict[str, Any]:
-    """``diagnoses`` as workups: one ``anyOf`` variant per disease, its own tests and medications as enums."""
+    """``diagnoses`` as workups: one ``anyOf`` variant per disease, its own tests and medications as enums.
+
+    Only diseases the evidence says what to do about can be diagnosed: a disease that a
+    path merely passes through (the 0.5B model picked those) has no workup to offer.
+    """
     bounds = {"tests": (MIN_TESTS, MAX_TESTS), "medications": (MIN_MEDICATIONS, MAX_MEDICATIONS)}
     variants = []
     for disease, tied in ties.items():
+        if not (tied["tests"] or tied["medications"]):
+            continue
         props: dict[str, Any] = {"disease": {"const": disease}}
         for field, (low, high) in bounds.items():
             if tied[field]:
@@ -308,12 +314,11 @@ GROUNDED_EN = ChatPromptTemplate.from_messages(
         (
             "human",
             'Patient input: {question}\n\n<evidence>\n"""\n{evidence}\n"""\n</evidence>\n\n'
-            "Reply in JSON. inference_chain: one step per evidence line you use: its id, the entity it is "
-            'about, and what it tells about this patient, e.g. {{"evidence_ids": ["N1"], "about": '
-            '"Pneumonia", "step": "Fever with cough points to pneumonia."}}. mind_map: the main problem '
-            "as the root, the key entities as children. Then the diagnoses, tests and medications (or "
-            "conclusions) you choose from the evidence. own_knowledge: at most two points the evidence "
-            "does not give. summary: two or three sentences to the patient with your choices.",
+            "Reply in JSON. inference_chain: the evidence lines you use, each with its id, the entity it "
+            "is about and what it tells about this patient. mind_map: the patient's problem as the root, "
+            "the key entities as children. Then the diagnosis that fits the patient best, with its tests "
+            "and medications (or the conclusions) from the evidence. own_knowledge: what you know beyond "
+            "the evidence. summary: your advice to the patient.",
         ),
     ]
 )
@@ -328,11 +333,10 @@ GROUNDED_ZH = ChatPromptTemplate.from_messages(
         (
             "human",
             '患者输入：{question}\n\n<evidence>\n"""\n{evidence}\n"""\n</evidence>\n\n'
-            "用JSON回答。inference_chain：每用一条证据写一步：它的编号、它涉及的实体、它对这位患者说明了什么，"
-            '例如 {{"evidence_ids": ["N1"], "about": "肺炎", "step": "发热伴咳嗽提示肺炎。"}}。'
-            "mind_map：以主要问题为根，关键实体为子节点。"
-            "然后是你从证据中选出的诊断、检查和药物（或 conclusions）。"
-            "own_knowledge：最多两条证据没有给出的要点。summary：用两三句话告诉患者你的选择。",
+            "用JSON回答。inference_chain：你用到的证据，每条写出编号、涉及的实体、它对这位患者说明了什么。"
+            "mind_map：以患者的问题为根，关键实体为子节点。"
+            "然后是最符合患者情况的诊断，以及证据中它的检查和药物（或 conclusions）。"
+            "own_knowledge：证据之外你知道的要点。summary：给患者的建议。",
         ),
     ]
 )
