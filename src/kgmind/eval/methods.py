@@ -542,7 +542,13 @@ def hykge(question: str, entities: Sequence[EntityInput], res: Resources, budget
     chains = exploration.hykge_chains(res.graph_index(), ids, max_hops=2, max_chains=30)
     out.evidence = list(
         aggregate.aggregate_evidence(
-            chains, question, out.hypothesis, reranker=res.reranker(), budget_tokens=budget, max_items=10
+            chains,
+            question,
+            out.hypothesis,
+            reranker=res.reranker(),
+            budget_tokens=budget,
+            max_items=10,
+            share_facts=False,  # HyKGE shows its top 10 chains as they are
         )
     )
     out.linked = ids
