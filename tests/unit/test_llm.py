@@ -111,6 +111,8 @@ def test_other_names_go_to_init_chat_model(monkeypatch: pytest.MonkeyPatch) -> N
         return "MODEL"
 
     monkeypatch.setattr(cm, "init_chat_model", fake_init)
+    monkeypatch.setattr(llm, "_module_available", lambda module: True)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     llm.get_chat_model.cache_clear()
     try:
         assert llm.get_chat_model("openai:gpt-x") == "MODEL"

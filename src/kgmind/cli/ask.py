@@ -161,7 +161,7 @@ def ask(
 ) -> None:
     """Answer QUESTION by reasoning over the knowledge graph."""
     from kgmind.graphs.context import MODES, Context
-    from kgmind.llm import LocalModelUnavailableError
+    from kgmind.llm import ModelUnavailableError, unreachable_model_error
 
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
@@ -175,12 +175,17 @@ def ask(
     live = sys.stderr if sys.stderr.isatty() and not (quiet or as_json) else None
     try:
         result = run_question(question, ctx, progress=not quiet, live=live)
-    except LocalModelUnavailableError as exc:
+    except ModelUnavailableError as exc:  # a missing provider package, API key or local model part
         raise CliError(str(exc)) from exc
-    except (TimeoutError, ConnectionError) as exc:
-        raise CliError(f"the run failed: {exc or type(exc).__name__}") from exc
-    except RuntimeError as exc:  # e.g. the embedding model is missing (StoreError is handled earlier)
-        raise CliError(str(exc)) from exc
+    except Exception as exc:  # provider SDKs raise their own connection error types
+        unreachable = unreachable_model_error(exc, model)
+        if unreachable is not None:
+            raise CliError(str(unreachable)) from exc
+        if isinstance(exc, TimeoutError | ConnectionError):
+            raise CliError(f"the run failed: {exc or type(exc).__name__}") from exc
+        if isinstance(exc, RuntimeError):  # e.g. the embedding model is missing
+            raise CliError(str(exc)) from exc
+        raise
     if mermaid is not None:
         from kgmind.graphs.render import run_mermaid
 
