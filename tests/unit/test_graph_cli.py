@@ -139,6 +139,28 @@ def test_ask_writes_mermaid_and_html(cli_world: dict[str, Any], tmp_path: Path) 
     assert out["answer"].split(" (")[0].replace("[cli] ", "") in html or "[cli]" in html
 
 
+def test_ask_says_where_it_wrote(cli_world: dict[str, Any], tmp_path: Path) -> None:
+    page = tmp_path / "a.html"
+    res = runner.invoke(
+        app,
+        [
+            "ask",
+            "fever?",
+            "--store",
+            "ladybug:/unused",
+            "--model",
+            "fake:cli",
+            "--json",
+            "-q",
+            "--html",
+            str(page),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert res.stderr.strip() == f"wrote {page.resolve()}"
+    assert json.loads(res.stdout)["run_id"]  # stdout is still the JSON alone
+
+
 def test_ask_rich_output(cli_world: dict[str, Any]) -> None:
     res = runner.invoke(
         app, ["ask", "fever?", "--store", "ladybug:/unused", "--model", "fake:cli", "--mode", "mindmap"]

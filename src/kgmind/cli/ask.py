@@ -18,7 +18,7 @@ from rich.tree import Tree
 
 from kgmind.cli._common import CliError, console, err_console, handle_errors
 
-__all__ = ["ask", "mind_map_tree", "register", "result_dict"]
+__all__ = ["ask", "mind_map_tree", "print_result", "register", "result_dict", "write_renderings"]
 
 
 def result_dict(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -71,7 +71,23 @@ def mind_map_tree(node: Mapping[str, Any] | None, tree: Tree | None = None) -> T
     return branch
 
 
-def _print_result(result: Mapping[str, Any]) -> None:
+def write_renderings(result: Mapping[str, Any], *, html: Path | None, mermaid: Path | None) -> None:
+    """Write the run's HTML page and/or Mermaid file and say ``wrote PATH`` on stderr for each.
+
+    On stderr so ``--json`` output stays one JSON document; the path is printed because the
+    user asked for a file and should not have to guess where it went (relative to what).
+    """
+    from kgmind.graphs.render import run_html, run_mermaid
+
+    for path, render in ((mermaid, run_mermaid), (html, run_html)):
+        if path is None:
+            continue
+        path.write_text(render(result), encoding="utf-8")
+        err_console.print(f"wrote {path.resolve()}", highlight=False, markup=False, soft_wrap=True)
+
+
+def print_result(result: Mapping[str, Any]) -> None:
+    """Print a run for people: answer, inference chain, mind map, evidence table, grounding."""
     console.print(Panel(escape(result["answer"] or "(no answer)"), title="Answer", expand=False))
     if result["inference_chain"]:
         console.print("[bold]Inference chain[/]")
@@ -186,18 +202,11 @@ def ask(
         if isinstance(exc, RuntimeError):  # e.g. the embedding model is missing
             raise CliError(str(exc)) from exc
         raise
-    if mermaid is not None:
-        from kgmind.graphs.render import run_mermaid
-
-        mermaid.write_text(run_mermaid(result), encoding="utf-8")
-    if html is not None:
-        from kgmind.graphs.render import run_html
-
-        html.write_text(run_html(result), encoding="utf-8")
+    write_renderings(result, html=html, mermaid=mermaid)
     if as_json:
         typer.echo(json.dumps(result, ensure_ascii=False, indent=2))
     else:
-        _print_result(result)
+        print_result(result)
 
 
 def register(app: typer.Typer) -> None:
