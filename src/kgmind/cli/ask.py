@@ -18,7 +18,15 @@ from rich.tree import Tree
 
 from kgmind.cli._common import CliError, console, err_console, handle_errors
 
-__all__ = ["ask", "mind_map_tree", "print_result", "register", "result_dict", "write_renderings"]
+__all__ = [
+    "ask",
+    "mind_map_tree",
+    "print_result",
+    "register",
+    "result_dict",
+    "result_notes",
+    "write_renderings",
+]
 
 
 def result_dict(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -86,6 +94,51 @@ def write_renderings(result: Mapping[str, Any], *, html: Path | None, mermaid: P
         err_console.print(f"wrote {path.resolve()}", highlight=False, markup=False, soft_wrap=True)
 
 
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def result_notes(result: Mapping[str, Any]) -> list[str]:
+    """Say in words what the run's flags and grounding report mean (one line each).
+
+    Args:
+        result: A :func:`result_dict`.
+
+    Returns:
+        Lines such as ``answer rebuilt from free text`` or ``3 cited ids are not in the
+        evidence: P9, P10, N7``; empty for a clean, grounded run.
+
+    """
+    flags = result.get("flags") or {}
+    grounding = result.get("grounding") or {}
+    notes: list[str] = []
+    if flags.get("fallback_parse") or grounding.get("derived"):
+        notes.append("answer rebuilt from free text: the model's reply did not fit the answer schema")
+    unknown = [str(i) for i in grounding.get("unknown_ids") or []]
+    if unknown:
+        notes.append(
+            f"{_count(len(unknown), 'cited id is', 'cited ids are')} not in the evidence: "
+            + ", ".join(unknown)
+        )
+    nodes = [str(n) for n in grounding.get("ungrounded_nodes") or []]
+    if nodes:
+        notes.append(
+            f"{_count(len(nodes), 'mind-map node is', 'mind-map nodes are')} not grounded in the evidence: "
+            + ", ".join(nodes)
+        )
+    unsupported = [str(c) for c in grounding.get("unsupported_citations") or []]
+    if unsupported:
+        notes.append(
+            f"{_count(len(unsupported), 'citation does', 'citations do')} not support what cites it: "
+            + "; ".join(unsupported)
+        )
+    described = {*unknown, *nodes, *unsupported}
+    rest = [str(f) for f in grounding.get("flagged") or [] if str(f) not in described]
+    if rest:
+        notes.append("not supported by the evidence: " + ", ".join(rest))
+    return notes
+
+
 def print_result(result: Mapping[str, Any]) -> None:
     """Print a run for people: answer, inference chain, mind map, evidence table, grounding."""
     console.print(Panel(escape(result["answer"] or "(no answer)"), title="Answer", expand=False))
@@ -102,15 +155,15 @@ def print_result(result: Mapping[str, Any]) -> None:
         table = Table(title="Evidence", show_lines=False)
         table.add_column("id", style="magenta", no_wrap=True)
         table.add_column("kind")
-        table.add_column("text")
+        # fold, not ellipsis: Chinese text has no spaces, so rich saw one long word and cut it
+        table.add_column("text", overflow="fold")
         for ev in result["evidence"]:
             table.add_row(ev["id"], ev["kind"], escape(ev["text"]))
         console.print(table)
     else:
         console.print("[yellow]No KG evidence: the answer comes from the LLM alone.[/]")
-    flagged = result["grounding"].get("flagged") or []
-    if flagged:
-        console.print(f"[red]Not supported by the evidence:[/] {escape(', '.join(map(str, flagged)))}")
+    for line in result_notes(result):
+        console.print(f"[red]{escape(line)}[/]", highlight=False)
     console.print(
         f"[dim]run {result['run_id']} · {result['llm_calls']} LLM calls · rate it: "
         f"kgmind feedback {result['run_id']} --rating excellent|poor[/]"
