@@ -256,7 +256,9 @@ def _marker_ok(path: Path, marker: Path, spec: LocalModelSpec) -> bool:
     )
 
 
-def ensure_local_model(name: str = "local", home: Path | None = None) -> Path:
+def ensure_local_model(
+    name: str = "local", home: Path | None = None, progress: Callable[[int, int], None] | None = None
+) -> Path:
     """Assemble (once) and verify the GGUF file of a local model; return its path.
 
     The parts are concatenated into a temporary file beside the target, hashed while
@@ -266,6 +268,9 @@ def ensure_local_model(name: str = "local", home: Path | None = None) -> Path:
     Args:
         name: A key of :data:`LOCAL_MODELS`.
         home: Override of ``$KGMIND_HOME``.
+        progress: Called with ``(bytes_written, total_bytes)`` while the parts are
+            concatenated (the first use takes a while on a slow disk; the CLI draws a bar
+            from it). Not called when the model is already assembled.
 
     Returns:
         Path of the verified ``.gguf`` file.
@@ -285,6 +290,8 @@ def ensure_local_model(name: str = "local", home: Path | None = None) -> Path:
         parts = _part_paths(spec)
         target_dir.mkdir(parents=True, exist_ok=True)
         digest = hashlib.sha256()
+        total = sum(part.stat().st_size for part in parts)
+        done = 0
         fd, tmp_name = tempfile.mkstemp(prefix=spec.filename + ".", suffix=".part", dir=target_dir)
         try:
             with os.fdopen(fd, "wb") as out:
@@ -293,6 +300,9 @@ def ensure_local_model(name: str = "local", home: Path | None = None) -> Path:
                         for chunk in iter(lambda src=src: src.read(1 << 22), b""):  # type: ignore[misc]
                             digest.update(chunk)
                             out.write(chunk)
+                            done += len(chunk)
+                            if progress is not None:
+                                progress(done, total)
             size = Path(tmp_name).stat().st_size
             sha = digest.hexdigest()
             if spec.size is not None and size != spec.size:

@@ -323,3 +323,27 @@ def test_feedback_warns_before_rating_a_flagged_answer(cli_world: dict[str, Any]
     assert "warning: the rated answer was flagged as not grounded (1 items): Moon dust" in res.stderr
     assert res.output.index("warning:") < res.output.index("rating excellent")  # said before, not after
     assert len(cli_world["feedback"]) == 1  # a warning, not a refusal
+
+
+def test_status_line_follows_the_running_node(cli_world: dict[str, Any]) -> None:
+    import io
+
+    from rich.console import Console
+
+    from kgmind.cli.ask import NodeStatus, run_question
+    from kgmind.graphs.context import Context
+
+    status = NodeStatus(Console(file=io.StringIO(), width=60))
+    run_question(
+        "fever?", Context(model="fake:status", store="ladybug:/unused"), progress=False, status=status
+    )
+    assert status.seen[0] == "generate_hypothesis" and "reason_mindmap" in status.seen
+    assert status.running == {}  # every node ended (by its update, even without an end event)
+    status.start("reason_mindmap")
+    status.start("explore_paths")
+    status.token("The patient\nmay have " + "influenza " * 10)
+    line = status.__rich__().plain
+    assert line.startswith("⏵ explore_paths 0.0 s (+1 in parallel)") and "\n" not in line
+    assert len(line) <= 59  # cut to the console width
+    status.end("explore_paths")
+    assert status.__rich__().plain.startswith("⏵ reason_mindmap ")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
@@ -11,14 +12,17 @@ from typing import Annotated, Any, TextIO, cast
 
 import typer
 from langgraph.types import StreamMode
+from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
+from rich.text import Text
 from rich.tree import Tree
 
 from kgmind.cli._common import CliError, console, err_console, handle_errors
 
 __all__ = [
+    "NodeStatus",
     "ask",
     "mind_map_tree",
     "print_result",
@@ -170,8 +174,129 @@ def print_result(result: Mapping[str, Any]) -> None:
     )
 
 
+class NodeStatus:
+    """A live status line on stderr: which node runs, for how long, and the model's latest words.
+
+    Drawn with rich ``Live`` (transient: it disappears when the run ends) and re-rendered
+    several times a second, so the elapsed time moves while a slow node (the local LLM)
+    works; the finished nodes' times are printed above it as before. Tokens go into the
+    line instead of being written raw, which would tear the line apart.
+    """
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.running: dict[str, float] = {}
+        self.seen: list[str] = []
+        self.tail = ""
+        self._live: Any = None
+
+    def start(self, node: str) -> None:
+        """A node began (a repeat while it runs changes nothing)."""
+        if not node or node in self.running:
+            return
+        self.running[node] = time.monotonic()
+        if node not in self.seen:
+            self.seen.append(node)
+        self.tail = ""
+
+    def end(self, node: str) -> None:
+        """A node finished."""
+        self.running.pop(node, None)
+
+    def token(self, text: str) -> None:
+        """The model wrote ``text``: keep the last words, on one line."""
+        self.tail = (self.tail + " ".join(text.split("\n")))[-60:]
+
+    def __rich__(self) -> Text:
+        if not self.running:
+            return Text("…", style="dim")
+        now = time.monotonic()
+        node, since = max(self.running.items(), key=lambda kv: kv[1])
+        line = Text.assemble(("⏵ ", "cyan"), (node, "bold"), f" {now - since:.1f} s")
+        if len(self.running) > 1:
+            line.append(f" (+{len(self.running) - 1} in parallel)", style="dim")
+        if self.tail:
+            line.append(f"  {self.tail.strip()}", style="dim")
+        line.truncate(max(20, self.console.width - 1), overflow="ellipsis")
+        return line
+
+    def __enter__(self) -> NodeStatus:
+        from rich.live import Live
+
+        self._live = Live(self, console=self.console, refresh_per_second=8, transient=True)
+        self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._live is not None:
+            self._live.__exit__(None, None, None)
+            self._live = None
+
+
+def assemble_local_model(model: str, console: Console) -> None:
+    """Assemble a local model before the run, drawing a progress bar (first use only).
+
+    The graph would assemble it too, but silently inside a node; doing it here lets the CLI
+    show the minutes of concatenating and hashing ~0.5 GB as a bar. Nothing is drawn when
+    the model is already there (the marker check returns at once).
+    """
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from kgmind.llm import LOCAL_MODELS, ensure_local_model
+
+    if model not in LOCAL_MODELS:
+        return
+    progress = Progress(
+        TextColumn(f"assembling the local model {model}"),
+        BarColumn(),
+        DownloadColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=True,
+    )
+    task: list[Any] = []
+
+    def advance(done: int, total: int) -> None:
+        if not task:
+            progress.start()
+            task.append(progress.add_task("assemble", total=total))
+        progress.update(task[0], completed=done)
+
+    try:
+        ensure_local_model(model, progress=advance)
+    finally:
+        if task:
+            progress.stop()
+
+
+def _update_status(status: NodeStatus, mode: str, chunk: Any) -> None:
+    """Feed one stream chunk to the status line.
+
+    A node's own start event starts it; its state update ends it (not every node emits an end
+    event); tokens are credited to the node generating them.
+    """
+    if mode == "custom" and isinstance(chunk, dict):
+        if chunk.get("status") == "start" and "run_id" not in chunk:  # prepare_run's run announcement
+            status.start(str(chunk.get("node", "")))
+        elif chunk.get("status") == "end":
+            status.end(str(chunk.get("node", "")))
+    elif mode == "updates" and isinstance(chunk, dict):
+        for node in chunk:
+            status.end(str(node))
+    elif mode == "messages":
+        message, meta = cast(tuple[Any, dict[str, Any]], chunk)
+        if isinstance(message.content, str) and message.content:
+            status.start(str(meta.get("langgraph_node", "")))
+            status.token(message.content)
+
+
 def run_question(
-    question: str, context: Any, *, progress: bool = True, live: TextIO | None = None
+    question: str,
+    context: Any,
+    *,
+    progress: bool = True,
+    live: TextIO | None = None,
+    status: NodeStatus | None = None,
 ) -> dict[str, Any]:
     """Run the persistent graph on ``question`` (thread id = run id) and return :func:`result_dict`.
 
@@ -179,8 +304,9 @@ def run_question(
         question: The question.
         context: A :class:`kgmind.graphs.context.Context`.
         progress: Print each node's time on stderr as it ends.
-        live: Where to write the LLM's tokens as they are generated (the CLI passes
-            stderr when it is a terminal); ``None``: not streamed.
+        live: Where to write the LLM's tokens as they are generated; ``None``: not streamed.
+        status: A :class:`NodeStatus` to keep up to date (the CLI's live line on a
+            terminal); it receives node starts/ends and the tokens.
 
     Returns:
         The run's result dict.
@@ -192,10 +318,12 @@ def run_question(
     g = compile_persistent()
     config: Any = {"configurable": {"thread_id": run_id}}
     modes: list[StreamMode] = ["custom", "updates"]
-    if live is not None:
+    if live is not None or status is not None:
         modes.append("messages")
     streaming_node = ""
     for mode, chunk in g.stream({"question": question}, config, context=context, stream_mode=modes):
+        if status is not None:
+            _update_status(status, mode, chunk)
         if mode == "messages" and live is not None:
             message, meta = cast(tuple[Any, dict[str, Any]], chunk)
             node = str(meta.get("langgraph_node", ""))
@@ -241,9 +369,14 @@ def ask(
 
         ensure_demo_store(None)
     ctx = Context(mode=mode, model=model, store=store, max_tokens=max_tokens)  # type: ignore[arg-type]
-    live = sys.stderr if sys.stderr.isatty() and not (quiet or as_json) else None
+    interactive = sys.stderr.isatty() and not (quiet or as_json)
     try:
-        result = run_question(question, ctx, progress=not quiet, live=live)
+        if interactive:
+            assemble_local_model(model, err_console)
+            with NodeStatus(err_console) as status:
+                result = run_question(question, ctx, progress=True, status=status)
+        else:
+            result = run_question(question, ctx, progress=not quiet)
     except ModelUnavailableError as exc:  # a missing provider package, API key or local model part
         raise CliError(str(exc)) from exc
     except Exception as exc:  # provider SDKs raise their own connection error types
