@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from kgmind.cli._common import CliError, err_console, handle_errors
+from kgmind.cli._common import err_console, handle_errors, load_stored_run
 
 __all__ = ["feedback", "feedback_message", "grounding_warning", "register", "submit_feedback"]
 
@@ -62,19 +62,14 @@ def submit_feedback(
     from langgraph.types import Command
 
     from kgmind.graphs.apply_feedback import apply_rating
-    from kgmind.graphs.checkpoint import checkpoint_path, compile_persistent, load_run_state
+    from kgmind.graphs.checkpoint import compile_persistent
     from kgmind.graphs.context import Context
     from kgmind.tools.factory import open_store
 
     rating = rating.strip().lower()
     if rating not in RATINGS:
         raise ValueError(f"rating must be one of {', '.join(RATINGS)}, got {rating!r}")
-    try:
-        values, next_nodes = load_run_state(run_id, checkpoints)
-    except KeyError:
-        raise CliError(
-            f"unknown run id {run_id!r}: no run with that id in {checkpoints or checkpoint_path()}"
-        ) from None
+    values, next_nodes = load_stored_run(run_id, checkpoints)
     store_uri = values.get("store_uri") or None
     g = compile_persistent(checkpoints)
     config: Any = {"configurable": {"thread_id": run_id}}

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from kgmind.cli._common import CliError, handle_errors
+from kgmind.cli._common import handle_errors, load_stored_run
 
 __all__ = ["register", "show"]
 
@@ -24,12 +24,8 @@ def show(
 ) -> None:
     """Show the stored run RUN_ID (answer, mind map, evidence) from the local checkpoints."""
     from kgmind.cli.ask import print_result, result_dict, write_renderings
-    from kgmind.graphs.checkpoint import checkpoint_path, load_run_state
 
-    try:
-        values, _next = load_run_state(run_id)
-    except KeyError:
-        raise CliError(f"unknown run id {run_id!r}: no run with that id in {checkpoint_path()}") from None
+    values, _next = load_stored_run(run_id)
     result = result_dict(values)
     write_renderings(result, html=html, mermaid=mermaid)
     if as_json:
