@@ -150,6 +150,8 @@ def unreachable_model_error(exc: BaseException, name: str) -> ModelUnavailableEr
         The error to show, or None when ``exc`` is not a connection failure.
 
     """
+    if name in LOCAL_MODELS or name == "fake" or name.startswith("fake:"):
+        return None  # in-process models: a connection error came from somewhere else
     seen: set[int] = set()
     cur: BaseException | None = exc
     while cur is not None and id(cur) not in seen:

@@ -129,6 +129,25 @@ def test_connection_errors_are_recognised_through_the_chain(monkeypatch: pytest.
     )
     assert llm.unreachable_model_error(APIConnectionError("x"), "other:m") is not None
     assert llm.unreachable_model_error(ValueError("bad json"), "openai:x") is None
+    # an in-process model reaches no endpoint: the connection error came from elsewhere
+    assert llm.unreachable_model_error(ConnectionError("x"), "local") is None
+    assert llm.unreachable_model_error(ConnectionError("x"), "fake:t") is None
+
+
+def test_a_store_error_is_not_blamed_on_the_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from kgmind.cli import ask as ask_mod
+    from kgmind.tools.store import StoreUnavailableError
+
+    def down(*args: object, **kwargs: object) -> None:
+        try:
+            raise ConnectionRefusedError(111, "refused")
+        except OSError as exc:
+            raise StoreUnavailableError("cannot open the store neo4j://127.0.0.1:1: refused") from exc
+
+    monkeypatch.setattr(ask_mod, "run_question", down)
+    code, _, err = _ask("openai:gpt-4o-mini", tmp_path)
+    assert code == 1
+    assert _one_error_line(err) == "error: cannot open the store neo4j://127.0.0.1:1: refused"
 
 
 def test_every_provider_has_an_extra_with_its_package() -> None:

@@ -359,6 +359,7 @@ def ask(
     """Answer QUESTION by reasoning over the knowledge graph."""
     from kgmind.graphs.context import MODES, Context
     from kgmind.llm import ModelUnavailableError, unreachable_model_error
+    from kgmind.tools.store import StoreError
 
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
@@ -379,6 +380,8 @@ def ask(
             result = run_question(question, ctx, progress=not quiet)
     except ModelUnavailableError as exc:  # a missing provider package, API key or local model part
         raise CliError(str(exc)) from exc
+    except StoreError:  # its own one-line message (handle_errors); it may wrap a ConnectionError
+        raise
     except Exception as exc:  # provider SDKs raise their own connection error types
         unreachable = unreachable_model_error(exc, model)
         if unreachable is not None:
