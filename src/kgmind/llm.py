@@ -5,7 +5,10 @@
 sha256 once (later runs check a size + mtime marker) and runs it with llama.cpp through
 LangChain's ``ChatLlamaCpp``. ``"fake:<tag>"`` gives :class:`kgmind.testing.FakeChatModel`, a
 deterministic model with structured output for tests and demos. Any other name goes to
-``langchain.chat_models.init_chat_model``. Nothing is downloaded at run time.
+``langchain.chat_models.init_chat_model``; for the providers in :data:`PROVIDERS` the
+integration package and API key are checked first, so a missing one is a
+:class:`ModelUnavailableError` naming the fix rather than a provider SDK's traceback.
+Nothing is downloaded at run time.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib
+import importlib.util
 import json
 import os
 import tempfile
@@ -32,14 +36,18 @@ from kgmind.settings import kgmind_home
 
 __all__ = [
     "LOCAL_MODELS",
+    "PROVIDERS",
     "LocalModelSpec",
     "LocalModelUnavailableError",
+    "ModelUnavailableError",
+    "ProviderSpec",
     "StructuredResult",
     "ensure_local_model",
     "get_chat_model",
     "invoke_structured",
     "is_llama_cpp",
     "message_text",
+    "unreachable_model_error",
     "uses_native_structured_output",
     "with_max_tokens",
 ]
@@ -52,8 +60,120 @@ LOCAL_MAX_TOKENS = 512
 LOCAL_SEED = 42
 
 
-class LocalModelUnavailableError(RuntimeError):
+class ModelUnavailableError(RuntimeError):
+    """A chat model cannot be built or reached; the message says how to fix it.
+
+    The CLI prints it as one ``error:`` line: a missing package, API key or server is a
+    setup step, not a bug, so a traceback would only hide the fix.
+    """
+
+
+class LocalModelUnavailableError(ModelUnavailableError):
     """The local GGUF model cannot be assembled (packages missing or file corrupt)."""
+
+
+@dataclass(frozen=True)
+class ProviderSpec:
+    """What a hosted or server model provider needs before ``init_chat_model`` can build it.
+
+    Attributes:
+        package: PyPI name of the LangChain integration.
+        module: Its import name.
+        key_env: Environment variable holding the API key (None: no key needed).
+        url_envs: Environment variables that move the endpoint (shown when it is unreachable).
+
+    """
+
+    package: str
+    module: str
+    key_env: str | None
+    url_envs: tuple[str, ...]
+
+    def extra(self, provider: str) -> str:
+        """The ``pip install`` argument that brings the integration in (kgmind's extra)."""
+        return f"kgmind[{provider}]"
+
+
+#: Providers with a kgmind extra (``pip install 'kgmind[openai]'`` …).
+PROVIDERS: dict[str, ProviderSpec] = {
+    "openai": ProviderSpec("langchain-openai", "langchain_openai", "OPENAI_API_KEY", ("OPENAI_BASE_URL",)),
+    "anthropic": ProviderSpec(
+        "langchain-anthropic", "langchain_anthropic", "ANTHROPIC_API_KEY", ("ANTHROPIC_BASE_URL",)
+    ),
+    "ollama": ProviderSpec("langchain-ollama", "langchain_ollama", None, ("OLLAMA_HOST",)),
+}
+
+
+def _module_available(module: str) -> bool:
+    """Whether ``module`` can be imported (checked without importing it: SDKs are slow to import)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _provider_of(name: str) -> str:
+    return name.partition(":")[0].strip().lower() if ":" in name else ""
+
+
+def _check_provider(name: str) -> None:
+    """Raise :class:`ModelUnavailableError` when ``name``'s provider package or API key is missing."""
+    provider = _provider_of(name)
+    spec = PROVIDERS.get(provider)
+    if spec is None:
+        return
+    if not _module_available(spec.module):
+        raise ModelUnavailableError(
+            f"the model {name} needs {spec.package}: pip install '{spec.extra(provider)}'"
+        )
+    if spec.key_env and not os.environ.get(spec.key_env, "").strip():
+        raise ModelUnavailableError(f"the model {name} needs an API key: export {spec.key_env}=...")
+
+
+_CONNECTION_ERROR_NAMES = frozenset(
+    {"APIConnectionError", "APITimeoutError", "ConnectError", "ConnectTimeout"}
+)
+
+
+def unreachable_model_error(exc: BaseException, name: str) -> ModelUnavailableError | None:
+    """Return a one-line error when ``exc`` means the model's endpoint could not be reached.
+
+    Provider SDKs raise their own connection errors (``openai.APIConnectionError``,
+    ``httpx.ConnectError``, the builtin ``ConnectionError`` for Ollama), often chained; the
+    chain is walked so each is recognised without importing any SDK.
+
+    Args:
+        exc: What the run raised.
+        name: The model name the run used.
+
+    Returns:
+        The error to show, or None when ``exc`` is not a connection failure.
+
+    """
+    if name in LOCAL_MODELS or name == "fake" or name.startswith("fake:"):
+        return None  # in-process models: a connection error came from somewhere else
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, ConnectionError) or type(cur).__name__ in _CONNECTION_ERROR_NAMES:
+            break
+        cur = cur.__cause__ or cur.__context__
+    else:
+        return None
+    provider = _provider_of(name)
+    spec = PROVIDERS.get(provider)
+    where = ""
+    fix = "check the endpoint and the network"
+    if spec is not None:
+        urls = [os.environ[env] for env in spec.url_envs if os.environ.get(env)]
+        where = f" at {urls[0]}" if urls else ""
+        fix = (
+            "start `ollama serve` or set OLLAMA_HOST"
+            if provider == "ollama"
+            else f"check {spec.url_envs[0]} and the network"
+        )
+    return ModelUnavailableError(f"cannot reach the model {name}{where}: {fix}")
 
 
 @dataclass(frozen=True)
@@ -138,7 +258,9 @@ def _marker_ok(path: Path, marker: Path, spec: LocalModelSpec) -> bool:
     )
 
 
-def ensure_local_model(name: str = "local", home: Path | None = None) -> Path:
+def ensure_local_model(
+    name: str = "local", home: Path | None = None, progress: Callable[[int, int], None] | None = None
+) -> Path:
     """Assemble (once) and verify the GGUF file of a local model; return its path.
 
     The parts are concatenated into a temporary file beside the target, hashed while
@@ -148,6 +270,9 @@ def ensure_local_model(name: str = "local", home: Path | None = None) -> Path:
     Args:
         name: A key of :data:`LOCAL_MODELS`.
         home: Override of ``$KGMIND_HOME``.
+        progress: Called with ``(bytes_written, total_bytes)`` while the parts are
+            concatenated (the first use takes a while on a slow disk; the CLI draws a bar
+            from it). Not called when the model is already assembled.
 
     Returns:
         Path of the verified ``.gguf`` file.
@@ -167,6 +292,8 @@ def ensure_local_model(name: str = "local", home: Path | None = None) -> Path:
         parts = _part_paths(spec)
         target_dir.mkdir(parents=True, exist_ok=True)
         digest = hashlib.sha256()
+        total = sum(part.stat().st_size for part in parts)
+        done = 0
         fd, tmp_name = tempfile.mkstemp(prefix=spec.filename + ".", suffix=".part", dir=target_dir)
         try:
             with os.fdopen(fd, "wb") as out:
@@ -175,6 +302,9 @@ def ensure_local_model(name: str = "local", home: Path | None = None) -> Path:
                         for chunk in iter(lambda src=src: src.read(1 << 22), b""):  # type: ignore[misc]
                             digest.update(chunk)
                             out.write(chunk)
+                            done += len(chunk)
+                            if progress is not None:
+                                progress(done, total)
             size = Path(tmp_name).stat().st_size
             sha = digest.hexdigest()
             if spec.size is not None and size != spec.size:
@@ -252,6 +382,7 @@ def get_chat_model(name: str = "local") -> BaseChatModel:
 
     Raises:
         LocalModelUnavailableError: A local model's packages are missing.
+        ModelUnavailableError: A provider's integration package or API key is missing.
 
     """
     if name.startswith("fake:") or name == "fake":
@@ -275,9 +406,13 @@ def get_chat_model(name: str = "local") -> BaseChatModel:
             raise LocalModelUnavailableError(
                 "the local model needs llama-cpp-python: pip install 'kgmind[local]'"
             ) from exc
+    _check_provider(name)
     from langchain.chat_models import init_chat_model
 
-    return init_chat_model(name)
+    try:
+        return init_chat_model(name)
+    except ImportError as exc:  # a provider without a kgmind extra whose package is missing
+        raise ModelUnavailableError(f"the model {name} needs a package that is not installed: {exc}") from exc
 
 
 def with_max_tokens(llm: Any, max_tokens: int | None) -> Any:

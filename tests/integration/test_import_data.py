@@ -184,3 +184,34 @@ def test_recrawl_full_parse() -> None:
     for rel, n in counts(edges).items():
         assert got[rel] == n, rel
     assert 20_000 < len(result.entities) < 30_000
+
+
+def test_emckg_escapes_are_repaired_at_import(tmp_path: Path) -> None:
+    """EMCKG's texts hold ``\\xe2\\x80\\x93`` and ``swimmer\\'s`` as literal text; none survive the import."""
+    import re
+
+    from kgmind.importers import parse_chatdoctor
+
+    path = need("emckg/format_dataset.csv")
+    raw = path.read_text(encoding="utf-8")
+    assert len(re.findall(r"\\x[0-9a-f]{2}", raw)) > 1000 and raw.count("\\'") > 100  # the file is dirty
+    result = parse_chatdoctor(path)
+    texts = [e.name for e in result.entities] + [e.description for e in result.entities]
+    texts += [d.text for d in result.docs]
+    assert not [t for t in texts if re.search(r"\\x[0-9a-fA-F]{2}|\\['\"]", t)]
+    assert any("Ullrich–Turner syndrome" in t for t in texts)
+    assert "Otitis externa (swimmer's ear)" in {e.name for e in result.entities}
+    assert result.repaired >= 200  # distinct names and texts (239 in the published file)
+    # the CLI summary says how many were repaired (a slice of the real file, to keep the import small)
+    rows = list(csv.reader(raw.splitlines()))
+    dirty = [r for r in rows[1:] if "\\x" in "".join(r) or "\\'" in "".join(r)][:20]
+    part = tmp_path / "slice.csv"
+    with part.open("w", encoding="utf-8", newline="") as fh:
+        csv.writer(fh).writerows([rows[0], *dirty])
+    uri = f"ladybug:{tmp_path / 'slice'}"
+    res = runner.invoke(
+        app, ["kg", "import", str(part), "--format", "chatdoctor", "--store", uri, "--no-progress"]
+    )
+    assert res.exit_code == 0, res.output
+    n = parse_chatdoctor(part).repaired
+    assert n >= 10 and f"repaired {n:,} names and texts" in res.stdout  # distinct ones: some repeat

@@ -88,6 +88,23 @@ def studio(tmp_path: Path) -> Iterator[str]:
         log.close()
 
 
+async def _schemas_and_wait(url: str) -> tuple[dict[str, Any], Any]:
+    """What Studio's forms are built from, and the README's one-call ``runs.wait`` with a context."""
+    from langgraph_sdk import get_client
+
+    client = get_client(url=url)
+    assistants = await client.assistants.search(graph_id="kgmind")
+    schemas: Any = await client.assistants.get_schemas(assistants[0]["assistant_id"])
+    thread = await client.threads.create()
+    out = await client.runs.wait(
+        thread["thread_id"],
+        "kgmind",
+        input={"question": QUESTION},
+        context={"model": "fake:wait", "mode": "mindmap", "hypothesis": False},
+    )
+    return dict(schemas), out
+
+
 async def _run(url: str) -> tuple[list[str], dict[str, Any], list[Any]]:
     from langgraph_sdk import get_client
 
@@ -121,3 +138,18 @@ def test_studio_streams_a_run_and_keeps_state(studio: str) -> None:
     ids = {e["id"] for e in values["selected_evidence"]}
     assert ids and values["grounding"]["flagged"] == []
     assert set(values["grounding"]["cited_ids"]) <= ids
+
+
+@pytest.mark.slow
+def test_studio_schemas_and_runs_wait(studio: str) -> None:
+    import dataclasses
+
+    from kgmind.graphs.context import Context
+
+    schemas, out = asyncio.run(asyncio.wait_for(_schemas_and_wait(studio), timeout=400))
+    assert "question" in schemas["input_schema"]["properties"]
+    assert "question" in schemas["input_schema"].get("required", [])
+    context_props = set(schemas["context_schema"]["properties"])
+    assert {f.name for f in dataclasses.fields(Context)} <= context_props
+    assert "answer" in schemas["output_schema"]["properties"]
+    assert out["answer"].startswith("[wait]") and out["llm_calls"] == 1  # hypothesis off: one call

@@ -139,6 +139,28 @@ def test_ask_writes_mermaid_and_html(cli_world: dict[str, Any], tmp_path: Path) 
     assert out["answer"].split(" (")[0].replace("[cli] ", "") in html or "[cli]" in html
 
 
+def test_ask_says_where_it_wrote(cli_world: dict[str, Any], tmp_path: Path) -> None:
+    page = tmp_path / "a.html"
+    res = runner.invoke(
+        app,
+        [
+            "ask",
+            "fever?",
+            "--store",
+            "ladybug:/unused",
+            "--model",
+            "fake:cli",
+            "--json",
+            "-q",
+            "--html",
+            str(page),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert res.stderr.strip() == f"wrote {page.resolve()}"
+    assert json.loads(res.stdout)["run_id"]  # stdout is still the JSON alone
+
+
 def test_ask_rich_output(cli_world: dict[str, Any]) -> None:
     res = runner.invoke(
         app, ["ask", "fever?", "--store", "ladybug:/unused", "--model", "fake:cli", "--mode", "mindmap"]
@@ -219,3 +241,109 @@ def test_live_stream_writes_the_llm_output_per_node(cli_world: dict[str, Any]) -
     assert "[live]" in text  # the fake model's tokens reached the stream
     quiet = run_question("fever?", ctx, progress=False)
     assert quiet["evidence"] == result["evidence"]
+
+
+def _printed(result: dict[str, Any], monkeypatch: pytest.MonkeyPatch, width: int = 80) -> str:
+    import io
+
+    from rich.console import Console
+
+    from kgmind.cli import ask as ask_mod
+
+    buf = io.StringIO()
+    monkeypatch.setattr(ask_mod, "console", Console(file=buf, width=width, color_system=None))
+    ask_mod.print_result(result)
+    return buf.getvalue()
+
+
+def _result(**over: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "run_id": "r1",
+        "answer": "Flu.",
+        "inference_chain": [],
+        "mind_map": {"label": "Flu"},
+        "evidence": [{"id": "P1", "kind": "path", "text": "Fever may be a sign of Flu."}],
+        "grounding": {"flagged": []},
+        "llm_calls": 1,
+        "flags": {},
+    }
+    return {**base, **over}
+
+
+def test_flags_are_said_in_words(monkeypatch: pytest.MonkeyPatch) -> None:
+    clean = _printed(_result(), monkeypatch)
+    assert "free text" not in clean and "not in the evidence" not in clean
+    out = _printed(
+        _result(
+            flags={"fallback_parse": True},
+            grounding={
+                "unknown_ids": ["P9", "N7", "C3"],
+                "ungrounded_nodes": ["Moon dust"],
+                "flagged": ["P9", "N7", "C3", "Moon dust"],
+            },
+        ),
+        monkeypatch,
+        width=200,
+    )
+    assert "answer rebuilt from free text" in out
+    assert "3 cited ids are not in the evidence: P9, N7, C3" in out
+    assert "1 mind-map node is not grounded in the evidence: Moon dust" in out
+    assert "fallback_parse" not in out
+
+
+def test_cjk_evidence_rows_wrap_without_truncation(monkeypatch: pytest.MonkeyPatch) -> None:
+    zh = (
+        "发热可能是流行性感冒的症状，流行性感冒可以用奥司他韦治疗，也可能出现咳嗽、头痛和全身肌肉酸痛等表现。"
+        * 2
+    )
+    en = "Fever may be a sign of influenza, which can be treated with oseltamivir and rest. " * 2
+    out = _printed(
+        _result(
+            evidence=[{"id": "N1", "kind": "neighbor", "text": zh}, {"id": "N2", "kind": "path", "text": en}]
+        ),
+        monkeypatch,
+    )
+    assert "…" not in out
+    flat = "".join(ch for ch in out if ch not in " │┃\n")
+    assert zh in flat  # every character is printed, across several rows
+    rows = [line for line in out.splitlines() if "发热" in line or "流行" in line or "症状" in line]
+    assert len(rows) >= 3
+
+
+def test_feedback_warns_before_rating_a_flagged_answer(cli_world: dict[str, Any]) -> None:
+    from kgmind.graphs.checkpoint import compile_persistent
+
+    out = _ask_json()
+    config: Any = {"configurable": {"thread_id": out["run_id"]}}
+    g = compile_persistent()
+    grounding = {**out["grounding"], "flagged": ["Moon dust"], "ungrounded_nodes": ["Moon dust"]}
+    g.update_state(config, {"grounding": grounding}, as_node="apply_feedback")
+    res = runner.invoke(app, ["feedback", out["run_id"], "--rating", "excellent"])
+    assert res.exit_code == 0, res.output
+    assert "warning: the rated answer was flagged as not grounded (1 items): Moon dust" in res.stderr
+    assert res.output.index("warning:") < res.output.index("rating excellent")  # said before, not after
+    assert len(cli_world["feedback"]) == 1  # a warning, not a refusal
+
+
+def test_status_line_follows_the_running_node(cli_world: dict[str, Any]) -> None:
+    import io
+
+    from rich.console import Console
+
+    from kgmind.cli.ask import NodeStatus, run_question
+    from kgmind.graphs.context import Context
+
+    status = NodeStatus(Console(file=io.StringIO(), width=60))
+    run_question(
+        "fever?", Context(model="fake:status", store="ladybug:/unused"), progress=False, status=status
+    )
+    assert status.seen[0] == "generate_hypothesis" and "reason_mindmap" in status.seen
+    assert status.running == {}  # every node ended (by its update, even without an end event)
+    status.start("reason_mindmap")
+    status.start("explore_paths")
+    status.token("The patient\nmay have " + "influenza " * 10)
+    line = status.__rich__().plain
+    assert line.startswith("⏵ explore_paths 0.0 s (+1 in parallel)") and "\n" not in line
+    assert len(line) <= 59  # cut to the console width
+    status.end("explore_paths")
+    assert status.__rich__().plain.startswith("⏵ reason_mindmap ")

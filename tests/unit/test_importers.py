@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from collections import Counter
 from pathlib import Path
@@ -323,3 +324,63 @@ def test_demo_kg() -> None:
     for d in diseases:  # every condition has symptoms, tests and medications
         kinds = {r.type for r in res.relations if r.head == d.id}
         assert {"has_symptom", "need_medical_test", "need_medication"} <= kinds, d.name
+
+
+# -- escaped bytes and stray backslashes left by earlier dumps ------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "clean"),
+    [
+        (r"pronounced /hi\xcb\x90m/", "pronounced /hiːm/"),
+        (r"Ullrich\xe2\x80\x93Turner syndrome", "Ullrich–Turner syndrome"),
+        (r"\xce\xba\xcf\x81\xcf\x85\xcf\x80\xcf\x84\xcf\x8c\xcf\x82, kryptos", "κρυπτός, kryptos"),
+        (r"swimmer\'s ear", "swimmer's ear"),
+        (r"Devil\\'S Claw", "Devil'S Claw"),
+        (r"the term \"normal\"", 'the term "normal"'),
+        (r"a lone \xe9 is not UTF-8", r"a lone \xe9 is not UTF-8"),  # not guessed
+        (r"C:\path\to", r"C:\path\to"),  # backslashes not before a quote stay
+        ("plain text, 中文", "plain text, 中文"),
+    ],
+)
+def test_repair_escapes(raw: str, clean: str) -> None:
+    from kgmind.text import repair_escapes
+
+    assert repair_escapes(raw) == clean
+
+
+def test_builder_repairs_every_name_and_text_once(tmp_path: Path) -> None:
+    from kgmind.importers.base import GraphBuilder
+
+    b = GraphBuilder()
+    eid = b.entity(r"Swimmer\'s ear", "disease", r"An infection /\xcb\x90/", aliases=[r"otitis \'externa\'"])
+    assert eid == entity_id("Swimmer's ear") and b.entity(r"Swimmer\'s ear") == eid
+    ent = b.entities[eid]
+    assert ent.name == "Swimmer's ear" and ent.description == "An infection /ː/"
+    assert ent.aliases == ["otitis 'externa'"]
+    b.doc(eid, r"An infection /\xcb\x90/")
+    assert [d.text for d in b.docs.values()] == ["An infection /ː/"]
+    assert b.repaired == 3  # the name, the description (= the doc text) and the alias, each once
+    assert b.result("x", tmp_path, [], 1).repaired == 3
+
+
+def test_chatdoctor_import_repairs_and_counts(tmp_path: Path) -> None:
+    csv_path = tmp_path / "escaped.csv"
+    # as in EMCKG's format_dataset.csv: the escapes are literal text in the file
+    row = [
+        r"Otitis externa (swimmer\'s ear)",
+        "['Ear pain']",
+        r"Say /hi\xcb\x90m/.",
+        "[]",
+        '["Devil' + "\\\\'S Claw Preparation" + '"]',
+    ]
+    assert row[4] == '["Devil\\\\\'S Claw Preparation"]'  # two backslashes, as in the file
+    with csv_path.open("w", encoding="utf-8", newline="") as fh:
+        csv.writer(fh).writerows(
+            [["disease", "Symptom", "reason", "TestsAndProcedures", "commonMedications"], row]
+        )
+    result = parse_chatdoctor(csv_path)
+    names = {e.name for e in result.entities}
+    assert names == {"Otitis externa (swimmer's ear)", "Ear pain", "Devil'S Claw Preparation"}
+    assert [d.text for d in result.docs] == ["Say /hiːm/."]
+    assert result.repaired == 3

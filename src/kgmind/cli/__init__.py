@@ -1,10 +1,10 @@
-"""The ``kgmind`` command line: ``kg``, ``index``, ``ask``, ``feedback``, ``eval``."""
+"""The ``kgmind`` command line: ``kg``, ``index``, ``ask``, ``show``, ``feedback``, ``eval``."""
 
 from __future__ import annotations
 
 import typer
 
-from kgmind.cli import ask, eval_cmd, feedback, index, kg, weights
+from kgmind.cli import ask, eval_cmd, feedback, index, kg, show, weights
 
 app = typer.Typer(
     name="kgmind",
@@ -18,6 +18,7 @@ app.add_typer(kg.app, name="kg")
 app.add_typer(index.app, name="index")
 app.add_typer(eval_cmd.app, name="eval")
 ask.register(app)
+show.register(app)
 feedback.register(app)
 
 

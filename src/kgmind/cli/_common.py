@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import NoReturn, ParamSpec, TypeVar
+from typing import Any, NoReturn, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
-__all__ = ["CliError", "console", "err_console", "fail", "handle_errors"]
+__all__ = ["CliError", "console", "err_console", "fail", "handle_errors", "load_stored_run"]
 
 console = Console()
 err_console = Console(stderr=True)
@@ -54,3 +54,20 @@ def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
             fail(str(exc), 2)
 
     return wrapper
+
+
+def load_stored_run(run_id: str, checkpoints: str | None = None) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The stored state of CLI run ``run_id`` and the nodes it waits before (``show``, ``feedback``).
+
+    Raises:
+        CliError: No run with that id in the checkpoint database (the message names the file).
+
+    """
+    from kgmind.graphs.checkpoint import checkpoint_path, load_run_state
+
+    try:
+        return load_run_state(run_id, checkpoints)
+    except KeyError:
+        raise CliError(
+            f"unknown run id {run_id!r}: no run with that id in {checkpoints or checkpoint_path()}"
+        ) from None

@@ -3,18 +3,42 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
 
-from kgmind.cli._common import CliError, err_console, handle_errors
+from kgmind.cli._common import err_console, handle_errors, load_stored_run
 
-__all__ = ["feedback", "feedback_message", "register", "submit_feedback"]
+__all__ = ["feedback", "feedback_message", "grounding_warning", "register", "submit_feedback"]
 
 RATINGS = ("excellent", "poor")
 
 
-def submit_feedback(run_id: str, rating: str, checkpoints: str | None = None) -> dict[str, Any]:
+def grounding_warning(values: dict[str, Any]) -> str | None:
+    """Why rating this run may teach the graph the wrong thing, or None when its answer is grounded.
+
+    A rating moves the weights of the edges the answer cites whether or not the answer
+    was supported by them, so the user should know before rating a flagged answer.
+    """
+    grounding = values.get("grounding") or {}
+    flagged = [str(f) for f in grounding.get("flagged") or []]
+    reasons: list[str] = []
+    if flagged:
+        reasons.append(f"flagged as not grounded ({len(flagged)} items): " + "; ".join(flagged[:5]))
+    if grounding.get("derived") or (values.get("flags") or {}).get("fallback_parse"):
+        reasons.append("rebuilt from free text")
+    if not reasons:
+        return None
+    return "the rated answer was " + ", and ".join(reasons)
+
+
+def submit_feedback(
+    run_id: str,
+    rating: str,
+    checkpoints: str | None = None,
+    warn: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
     """Apply ``rating`` to the edges cited by the stored run ``run_id``.
 
     A run paused for human feedback is resumed (``Command(resume=…)``); a finished run
@@ -24,6 +48,8 @@ def submit_feedback(run_id: str, rating: str, checkpoints: str | None = None) ->
         run_id: The run (= thread) id.
         rating: ``excellent`` or ``poor``.
         checkpoints: Checkpoint database (default ``$KGMIND_HOME/checkpoints.sqlite``).
+        warn: Called with :func:`grounding_warning` before the rating is applied, so the
+            warning comes first, not after the weights have moved.
 
     Returns:
         The feedback record (rating, relation ids, number of weight changes).
@@ -36,23 +62,20 @@ def submit_feedback(run_id: str, rating: str, checkpoints: str | None = None) ->
     from langgraph.types import Command
 
     from kgmind.graphs.apply_feedback import apply_rating
-    from kgmind.graphs.checkpoint import checkpoint_path, compile_persistent, load_run_state
+    from kgmind.graphs.checkpoint import compile_persistent
     from kgmind.graphs.context import Context
     from kgmind.tools.factory import open_store
 
     rating = rating.strip().lower()
     if rating not in RATINGS:
         raise ValueError(f"rating must be one of {', '.join(RATINGS)}, got {rating!r}")
-    try:
-        values, next_nodes = load_run_state(run_id, checkpoints)
-    except KeyError:
-        raise CliError(
-            f"unknown run id {run_id!r}: no run with that id in {checkpoints or checkpoint_path()}"
-        ) from None
+    values, next_nodes = load_stored_run(run_id, checkpoints)
     store_uri = values.get("store_uri") or None
     g = compile_persistent(checkpoints)
     config: Any = {"configurable": {"thread_id": run_id}}
-    flagged = list((values.get("grounding") or {}).get("flagged") or [])
+    warning = grounding_warning(values)
+    if warning and warn is not None:
+        warn(warning)
     if "request_feedback" in next_nodes:
         out = g.invoke(
             Command(resume={"rating": rating}), config, context=Context(store=store_uri, feedback="human")
@@ -63,10 +86,8 @@ def submit_feedback(run_id: str, rating: str, checkpoints: str | None = None) ->
         result["source"] = "cli"
         if not result.get("already_applied"):
             g.update_state(config, {"feedback": result}, as_node="apply_feedback")
-    if flagged:
-        result["warning"] = (
-            f"the rated answer was flagged as not grounded ({len(flagged)} items): " + "; ".join(flagged[:5])
-        )
+    if warning:
+        result["warning"] = warning
     return result
 
 
@@ -77,13 +98,17 @@ def feedback(
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Rate the answer of run RUN_ID; the edges it cited get KGCoT weight updates."""
-    result = submit_feedback(run_id, rating)
+    result = submit_feedback(
+        run_id,
+        rating,
+        warn=lambda text: err_console.print(
+            f"warning: {text}", highlight=False, markup=False, soft_wrap=True
+        ),
+    )
     if as_json:
         typer.echo(json.dumps(result, ensure_ascii=False, indent=2))
         return
     typer.echo(feedback_message(result))
-    if result.get("warning"):
-        err_console.print(f"warning: {result['warning']}", highlight=False, markup=False)
 
 
 def feedback_message(result: dict[str, Any]) -> str:

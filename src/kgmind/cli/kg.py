@@ -95,6 +95,13 @@ def import_cmd(
         highlight=False,
         soft_wrap=True,
     )
+    if summary.repaired:
+        console.print(
+            f"  repaired {summary.repaired:,} names and texts "
+            "(escaped UTF-8 bytes decoded, stray backslashes dropped)",
+            highlight=False,
+            soft_wrap=True,
+        )
     for err in summary.errors[:10]:
         console.print(f"  skipped {err}", highlight=False, soft_wrap=True)
     if summary.skipped > 10:

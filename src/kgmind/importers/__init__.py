@@ -125,6 +125,7 @@ def import_result(
         store=store.uri,
         rows=result.rows,
         skipped=result.skipped,
+        repaired=result.repaired,
         errors=result.errors,
         entities=report.entities,
         relations=report.relations,

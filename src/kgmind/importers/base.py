@@ -34,6 +34,7 @@ from kgmind.models import (
     normalize_name,
     relation_id,
 )
+from kgmind.text import repair_escapes
 
 __all__ = [
     "GraphBuilder",
@@ -80,6 +81,8 @@ class ImportResult(BaseModel):
         errors: One entry per malformed row.
         rows: Rows (records, triples) read successfully.
         skipped: Rows skipped because they were malformed (``len(errors)``).
+        repaired: Distinct names and texts whose escaping was repaired
+            (:func:`kgmind.text.repair_escapes`).
 
     """
 
@@ -91,6 +94,7 @@ class ImportResult(BaseModel):
     errors: list[RowError] = Field(default_factory=list)
     rows: int = 0
     skipped: int = 0
+    repaired: int = 0
 
     def relation_counts(self) -> dict[str, int]:
         """Relations per type, sorted by type."""
@@ -116,6 +120,7 @@ class ImportSummary(BaseModel):
         store: URI of the store written to.
         rows: Rows read successfully.
         skipped: Malformed rows skipped.
+        repaired: Distinct names and texts whose escaping was repaired.
         errors: The row errors (all of them).
         entities: Entities written (as reported by the store).
         relations: Relations written.
@@ -132,6 +137,7 @@ class ImportSummary(BaseModel):
     store: str
     rows: int
     skipped: int
+    repaired: int = 0
     errors: list[RowError] = Field(default_factory=list)
     entities: int = 0
     relations: int = 0
@@ -211,6 +217,8 @@ class GraphBuilder:
     An entity seen with several types keeps the type ranked first by
     :data:`kgmind.models.TYPE_PRIORITY`; its description is the first non-empty one.
     A relation seen twice is kept once (the first ``source`` and ``weight`` win).
+    Every name, alias, description and doc text passes through :meth:`clean` first, so
+    each importer gets the same repair of escaped bytes and stray backslashes.
     """
 
     entities: dict[str, Entity] = field(default_factory=dict)
@@ -218,6 +226,19 @@ class GraphBuilder:
     docs: dict[str, KnowledgeDoc] = field(default_factory=dict)
     _ids: dict[str, str] = field(default_factory=dict, repr=False)  # name as given -> entity id
     _rel_types: dict[str, str] = field(default_factory=dict, repr=False)  # type as given -> validated
+    _repaired: set[str] = field(default_factory=set, repr=False)  # texts as given that were changed
+
+    def clean(self, text: str) -> str:
+        """Return ``text`` with escaping repaired (:func:`kgmind.text.repair_escapes`), counting repairs."""
+        fixed = repair_escapes(text)
+        if fixed != text:
+            self._repaired.add(text)
+        return fixed
+
+    @property
+    def repaired(self) -> int:
+        """Distinct names and texts :meth:`clean` changed so far."""
+        return len(self._repaired)
 
     def entity(
         self, name: str, type_: str = "entity", description: str = "", aliases: Iterable[str] = ()
@@ -228,9 +249,12 @@ class GraphBuilder:
             ValueError: ``name`` is blank.
 
         """
-        eid = self._ids.get(name)
+        raw, name = name, self.clean(name)
+        eid = self._ids.get(raw)
         if eid is None:
-            eid = self._ids[name] = entity_id(name)
+            eid = self._ids[raw] = entity_id(name)
+        description = self.clean(description)
+        aliases = [self.clean(a) for a in aliases]
         ent = self.entities.get(eid)
         if ent is None:
             self.entities[eid] = Entity(
@@ -282,7 +306,7 @@ class GraphBuilder:
 
     def doc(self, entity: str, text: str) -> str:
         """Add a knowledge document about entity id ``entity``; returns the doc id ("" for blank text)."""
-        text = text.strip()
+        text = self.clean(text).strip()
         if not text:
             return ""
         d = KnowledgeDoc(entity_id=entity, text=text)
@@ -300,6 +324,7 @@ class GraphBuilder:
             errors=errors,
             rows=rows,
             skipped=len(errors),
+            repaired=self.repaired,
         )
 
 
