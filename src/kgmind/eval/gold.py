@@ -39,6 +39,7 @@ from typing import Any, TypeVar
 from kgmind.eval.datasets import default_path
 from kgmind.eval.metrics import has_cjk, mean, set_agreement
 from kgmind.models import TYPE_PRIORITY, normalize_name
+from kgmind.text import repair_escapes
 
 __all__ = [
     "GOLD_TYPES",
@@ -255,12 +256,13 @@ def load_emckg_vocabulary(path: str | None = None) -> Vocabulary:
     vocab = Vocabulary(source=str(p))
     with p.open(encoding="utf-8", newline="") as f:
         for row in csv.DictReader(f):
+            # names cleaned as the importer cleans them, so the gold and the store agree
             if row.get("disease"):
-                vocab.add(row["disease"], "disease")
+                vocab.add(repair_escapes(row["disease"]), "disease")
             for name in _literal_list(row.get("TestsAndProcedures", "")):
-                vocab.add(name, "test")
+                vocab.add(repair_escapes(name), "test")
             for name in _literal_list(row.get("commonMedications", "")):
-                vocab.add(name, "medication")
+                vocab.add(repair_escapes(name), "medication")
     return vocab
 
 
