@@ -59,7 +59,7 @@ def _ask(mode: str, question: str = QUESTION) -> dict[str, Any]:
 
 def _check(out: dict[str, Any]) -> None:
     assert out["answer"].strip()
-    ids = {e["id"] for e in out["evidence"]}
+    ids = {e["id"] for e in out["selected_evidence"]}
     assert ids, "the demo KG has evidence for fever and cough"
     mind_map = out["mind_map"]
     assert mind_map.get("label") or mind_map.get("children"), "non-empty mind map"
@@ -118,7 +118,7 @@ def test_full_mode_two_llm_calls(home: Path) -> None:
 def test_mindmap_mode(home: Path) -> None:
     out = _ask("mindmap")
     _check(out)
-    assert {e["kind"] for e in out["evidence"]} <= {"path", "neighbor"}
+    assert {e["kind"] for e in out["selected_evidence"]} <= {"path", "neighbor"}
     assert out["llm_calls"] == 2
 
 

@@ -47,7 +47,7 @@ def test_show_json_is_the_stored_run(stored_run: dict[str, Any], monkeypatch: py
     res = runner.invoke(app, ["show", stored_run["run_id"], "--json"])
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout) == stored_run
-    assert stored_run["evidence"] and stored_run["mind_map"]
+    assert stored_run["selected_evidence"] and stored_run["mind_map"]
 
 
 def test_show_text_prints_answer_and_mind_map(
@@ -57,7 +57,7 @@ def test_show_text_prints_answer_and_mind_map(
     res = runner.invoke(app, ["show", stored_run["run_id"]])
     assert res.exit_code == 0, res.output
     assert "Answer" in res.stdout and "Mind map" in res.stdout and stored_run["run_id"] in res.stdout
-    assert stored_run["evidence"][0]["id"] in res.stdout
+    assert stored_run["selected_evidence"][0]["id"] in res.stdout
 
 
 def test_show_writes_html_and_mermaid(
@@ -77,7 +77,7 @@ def test_show_writes_html_and_mermaid(
     assert len(svgs) == 2
     trees = [ET.fromstring(s) for s in svgs]
     labels = {"".join(t.itertext()) for t in trees[1].iter("{http://www.w3.org/2000/svg}text")}
-    first = stored_run["evidence"][0]
+    first = stored_run["selected_evidence"][0]
     assert any(first["id"] in label for label in labels)  # the evidence ids label the KG edges
     head = first["triples"][0][0]
     assert head in labels

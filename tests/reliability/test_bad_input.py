@@ -79,7 +79,7 @@ def test_odd_questions_get_a_flagged_or_grounded_answer(question: str, demo_uri:
     out = json.loads(res.stdout)
     assert out["answer"]
     flags = out["flags"]
-    if out["evidence"]:
+    if out["selected_evidence"]:
         assert flags["no_kg_evidence"] is False
         assert out["grounding"]["flagged"] == []
     else:

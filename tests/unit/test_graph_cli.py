@@ -110,14 +110,14 @@ def test_ask_json_contract(cli_world: dict[str, Any]) -> None:
         "answer",
         "inference_chain",
         "mind_map",
-        "evidence",
+        "selected_evidence",  # the graph's own name, as the SDK returns it
         "grounding",
         "llm_calls",
         "timings_ms",
     }
     assert out["llm_calls"] == 2
-    assert [e["id"] for e in out["evidence"]] == ["P1", "N2"]
-    assert out["evidence"][0] == {
+    assert [e["id"] for e in out["selected_evidence"]] == ["P1", "N2"]
+    assert out["selected_evidence"][0] == {
         "id": "P1",
         "kind": "path",
         "text": "Fever may be a sign of Flu.",
@@ -125,7 +125,7 @@ def test_ask_json_contract(cli_world: dict[str, Any]) -> None:
         "triples": [["Fever", "possible_disease", "Flu"]],
     }
     assert out["grounding"]["flagged"] == []
-    ids = {e["id"] for e in out["evidence"]}
+    ids = {e["id"] for e in out["selected_evidence"]}
     assert all(set(s["evidence_ids"]) <= ids for s in out["inference_chain"])
 
 
@@ -222,7 +222,7 @@ def test_mermaid_renderers_escape_labels() -> None:
     )
     assert eg.count("-->") == 1 and "r P1 N1" in eg
     page = run_html(
-        {"answer": "<b>x</b>", "mind_map": {"label": "m"}, "evidence": [], "grounding": {"flagged": ["P9"]}}
+        {"answer": "<b>x</b>", "mind_map": {"label": "m"}, "selected_evidence": [], "grounding": {"flagged": ["P9"]}}
     )
     assert "&lt;b&gt;x&lt;/b&gt;" in page and "P9" in page
 
@@ -240,7 +240,7 @@ def test_live_stream_writes_the_llm_output_per_node(cli_world: dict[str, Any]) -
     assert "[generate_hypothesis]" in text  # the node whose model produced the tokens
     assert "[live]" in text  # the fake model's tokens reached the stream
     quiet = run_question("fever?", ctx, progress=False)
-    assert quiet["evidence"] == result["evidence"]
+    assert quiet["selected_evidence"] == result["selected_evidence"]
 
 
 def _printed(result: dict[str, Any], monkeypatch: pytest.MonkeyPatch, width: int = 80) -> str:
@@ -262,7 +262,7 @@ def _result(**over: Any) -> dict[str, Any]:
         "answer": "Flu.",
         "inference_chain": [],
         "mind_map": {"label": "Flu"},
-        "evidence": [{"id": "P1", "kind": "path", "text": "Fever may be a sign of Flu."}],
+        "selected_evidence": [{"id": "P1", "kind": "path", "text": "Fever may be a sign of Flu."}],
         "grounding": {"flagged": []},
         "llm_calls": 1,
         "flags": {},

@@ -88,7 +88,7 @@ def test_run_html_has_two_svgs_no_scripts_and_escapes() -> None:
             "question": "<script>alert(1)</script>",
             "answer": "<b>x</b>",
             "mind_map": MIND_MAP,
-            "evidence": [e.model_dump() for e in EVIDENCE],
+            "selected_evidence": [e.model_dump() for e in EVIDENCE],
             "grounding": {"flagged": ["Moon dust"]},
         }
     )

@@ -40,7 +40,7 @@ def result_dict(values: Mapping[str, Any]) -> dict[str, Any]:
         values: The graph's final state or output.
 
     Returns:
-        ``{run_id, question, answer, inference_chain, mind_map, evidence:[{id, kind, text,
+        ``{run_id, question, answer, inference_chain, mind_map, selected_evidence:[{id, kind, text,
         relation_ids}], grounding:{flagged, …}, llm_calls, timings_ms, flags}``.
 
     """
@@ -64,7 +64,7 @@ def result_dict(values: Mapping[str, Any]) -> dict[str, Any]:
         "answer": values.get("answer", ""),
         "inference_chain": list(values.get("inference_chain") or []),
         "mind_map": dict(values.get("mind_map") or {}),
-        "evidence": evidence,
+        "selected_evidence": evidence,
         "grounding": grounding,
         "llm_calls": int(values.get("llm_calls") or 0),
         "timings_ms": dict(values.get("timings_ms") or {}),
@@ -155,13 +155,13 @@ def print_result(result: Mapping[str, Any]) -> None:
             )
     console.print("[bold]Mind map[/]")
     console.print(mind_map_tree(result["mind_map"]))
-    if result["evidence"]:
+    if result["selected_evidence"]:
         table = Table(title="Evidence", show_lines=False)
         table.add_column("id", style="magenta", no_wrap=True)
         table.add_column("kind")
         # fold, not ellipsis: Chinese text has no spaces, so rich saw one long word and cut it
         table.add_column("text", overflow="fold")
-        for ev in result["evidence"]:
+        for ev in result["selected_evidence"]:
             table.add_row(ev["id"], ev["kind"], escape(ev["text"]))
         console.print(table)
     else:
