@@ -500,3 +500,44 @@ def test_fit_budget_shares_facts_only_when_asked() -> None:
     )
     tight = fit_budget([big, evs[1]], 20, share_facts=True)
     assert [ev.triples for ev in tight] == [evs[1].triples]
+
+
+def test_shared_lines_keep_their_entity_ids_and_can_still_be_cut_at_the_budget_edge() -> None:
+    shown = ShownFacts()
+    shown.add(line("Cough", "possible_disease", ["Flu"]))
+    tests = line("Flu", "has_symptom", ["Cough", "Fever", "Chills", "Headache", "Myalgia", "Sore throat"])
+    cut = shown.without_shown(tests)
+    assert cut is not None and cut.entity_ids == [
+        "Flu",
+        "Fever",
+        "Chills",
+        "Headache",
+        "Myalgia",
+        "Sore throat",
+    ]
+    votes = Evidence(
+        kind="neighbor",
+        triples=[("Cough", "possible_disease", "Flu"), ("Fever", "possible_disease", "Flu")],
+        relation_ids=["a", "b"],
+        entity_ids=["Cough", "Fever", "Flu"],
+    )
+    voted = shown.without_shown(votes)
+    assert voted is not None and voted.entity_ids == ["Fever", "Flu"]  # one tail: the disease stays
+    first = line("Cough", "possible_disease", ["Flu"])
+    first = first.model_copy(update={"text": render_evidence(first)})
+    tight = fit_budget(
+        [first, tests.model_copy(update={"text": render_evidence(tests)})], 22, share_facts=True
+    )
+    assert len(tight) == 2 and tight[1].meta["truncated_from"] == 5
+    assert tight[1].triples == [("Flu", "has_symptom", "Fever")] and tight[1].entity_ids == ["Flu", "Fever"]
+
+
+def test_fit_budget_stops_at_the_first_miss_after_sharing() -> None:
+    a, b, c = (line(h, "has_symptom", [t]) for h, t in [("Flu", "Cough"), ("Cough", "Flu"), ("Flu", "Fever")])
+    evs = [ev.model_copy(update={"text": render_evidence(ev)}) for ev in (a, b, c)]
+    assert [ev.triples for ev in fit_budget(evs, 100, share_facts=True, stop_at_first_miss=True)] == [
+        a.triples,
+        c.triples,
+    ]  # b repeats a's fact: skipped, not a miss
+    big = c.model_copy(update={"text": "x " * 100})
+    assert len(fit_budget([evs[0], big, evs[1]], 20, share_facts=True, stop_at_first_miss=True)) == 1

@@ -222,7 +222,12 @@ def test_mermaid_renderers_escape_labels() -> None:
     )
     assert eg.count("-->") == 1 and "r P1 N1" in eg
     page = run_html(
-        {"answer": "<b>x</b>", "mind_map": {"label": "m"}, "selected_evidence": [], "grounding": {"flagged": ["P9"]}}
+        {
+            "answer": "<b>x</b>",
+            "mind_map": {"label": "m"},
+            "selected_evidence": [],
+            "grounding": {"flagged": ["P9"]},
+        }
     )
     assert "&lt;b&gt;x&lt;/b&gt;" in page and "P9" in page
 

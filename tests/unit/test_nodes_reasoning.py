@@ -338,3 +338,13 @@ def test_prose_only_answer_gets_a_grounded_structure(monkeypatch: pytest.MonkeyP
     assert [s["evidence_ids"] for s in steps] == [["N1", "P1"], ["N1"], []]
     report = grounding_report(EVIDENCE, steps, mm)
     assert report["flagged"] == []
+
+
+def test_kgcot_chain_with_a_gap_is_written_as_segments() -> None:
+    from kgmind.graphs.reason_kgcot import chain_text
+    from kgmind.models import Evidence
+
+    whole = Evidence(kind="kgcot", triples=[("A", "r1", "B"), ("B", "r2", "C")], relation_ids=["1", "2"])
+    assert chain_text(whole) == "A -> r1 -> B -> r2 -> C"
+    gap = Evidence(kind="kgcot", triples=[("X", "r1", "A"), ("B", "r3", "Y")], relation_ids=["1", "3"])
+    assert chain_text(gap) == "X -> r1 -> A; B -> r3 -> Y"  # never "A -> r3 -> Y"

@@ -13,7 +13,6 @@ from typing import Annotated
 import typer
 
 from kgmind.cli._common import CliError, err_console, handle_errors
-from kgmind.graphs.context import Context
 
 __all__ = ["app", "eval_command"]
 
@@ -91,6 +90,7 @@ def eval_command(
     """Run the evaluation of DATASET and write/print the results."""
     from kgmind.eval.report import to_json, write_results
     from kgmind.eval.runner import DATASETS, EvalConfig, run_eval
+    from kgmind.graphs.context import Context
 
     if dataset not in DATASETS:
         raise CliError(f"unknown dataset {dataset!r}; choose from {', '.join(DATASETS)}", 2)
@@ -103,7 +103,7 @@ def eval_command(
         methods=methods,
         entities=entities,
         llm=llm,
-        budget=budget if budget is not None else Context().budget_tokens,
+        budget=budget if budget is not None else Context().budget_tokens,  # what users get
         split=split,
         limit=limit,
         seed=seed,

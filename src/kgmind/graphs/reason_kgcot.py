@@ -22,13 +22,20 @@ __all__ = ["chain_text", "knowledge_text", "reason_kgcot"]
 
 
 def chain_text(ev: Evidence) -> str:
-    """Return the chain as ``e1 -> r1 -> e2 -> r2 -> e3`` (falls back to the evidence text)."""
+    """Return the chain as ``e1 -> r1 -> e2 -> r2 -> e3`` (falls back to the evidence text).
+
+    A chain whose middle edge was already shown by an earlier item (evidence shows each
+    fact once) has a gap: it is written as segments joined by ``; ``, never as one chain
+    through a relation that does not exist.
+    """
     if not ev.triples:
         return ev.text
-    parts = [ev.triples[0][0]]
-    for _head, rel, tail in ev.triples:
-        parts += [rel, tail]
-    return " -> ".join(parts)
+    segments: list[list[str]] = []
+    for head, rel, tail in ev.triples:
+        if not segments or segments[-1][-1] != head:
+            segments.append([head])
+        segments[-1] += [rel, tail]
+    return "; ".join(" -> ".join(seg) for seg in segments)
 
 
 def knowledge_text(ev: Evidence) -> str:

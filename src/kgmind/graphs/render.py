@@ -74,7 +74,8 @@ def evidence_mermaid(evidence: Sequence[Evidence]) -> str:
 def run_mermaid(result: Mapping[str, Any]) -> str:
     """Mermaid text of a run: the mind map, then the evidence subgraph (two diagrams, Markdown fenced)."""
     evidence = [
-        e if isinstance(e, Evidence) else Evidence.model_validate(e) for e in result.get("selected_evidence", [])
+        e if isinstance(e, Evidence) else Evidence.model_validate(e)
+        for e in result.get("selected_evidence", [])
     ]
     return (
         "```mermaid\n" + mind_map_mermaid(result.get("mind_map")) + "```\n\n"
@@ -428,7 +429,8 @@ def run_html(result: Mapping[str, Any]) -> str:
 
     """
     evidence = [
-        e if isinstance(e, Evidence) else Evidence.model_validate(e) for e in result.get("selected_evidence", [])
+        e if isinstance(e, Evidence) else Evidence.model_validate(e)
+        for e in result.get("selected_evidence", [])
     ]
     chain = "".join(
         f"<li>{_x(s.get('step', ''))}"

@@ -6,6 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from kgmind.models import normalize_name
+
 __all__ = ["GroundedAnswer", "HypothesisOut", "InferenceStep", "MindMapAnswer", "MindMapNode"]
 
 
@@ -97,12 +99,14 @@ class GroundedAnswer(MindMapAnswer):
         flat = dict(data)
         names: dict[str, list[str]] = {"diagnoses": [], "tests": list(flat.get("tests") or [])}
         names["medications"] = list(flat.get("medications") or [])
+        seen = {field: {normalize_name(v) for v in values} for field, values in names.items()}
         for item in data["diagnoses"]:
             entry = item if isinstance(item, dict) else {"disease": item}
             for field, key in (("diagnoses", "disease"), ("tests", "tests"), ("medications", "medications")):
                 values = entry.get(key) or []
                 for value in [values] if isinstance(values, str) else values:
-                    if isinstance(value, str) and value and value not in names[field]:
+                    if isinstance(value, str) and value and normalize_name(value) not in seen[field]:
+                        seen[field].add(normalize_name(value))
                         names[field].append(value)
         flat.update(names)
         return flat

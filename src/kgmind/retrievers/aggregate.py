@@ -627,7 +627,7 @@ def fit_budget(
         stop_at_first_miss: Stop at the first item that does not fit.
         truncate: Cut neighbor lines at the budget edge, and the first item when
             nothing fits.
-        share_facts: Show each fact once (:func:`without_shown`): items lose what
+        share_facts: Show each fact once (:meth:`ShownFacts.without_shown`): items lose what
             the items kept before them already show, and are re-rendered by template.
 
     Returns:
@@ -693,34 +693,63 @@ class ShownFacts:
         """
         if not ev.triples:
             return ev
+        n = len(ev.triples)
         keep = [i for i, (h, _r, t) in enumerate(ev.triples) if _fact(h, t) not in self.facts]
         if not keep:
             return None
         meta = dict(ev.meta)
         descriptions = meta.get("descriptions") or {}
-        fresh = {n: d for n, d in descriptions.items() if normalize_name(n) not in self.notes}
+        fresh = {name: d for name, d in descriptions.items() if normalize_name(name) not in self.notes}
+        # one source per edge stays one per kept edge; a source shown before becomes "" (not rendered)
         knowledge = list(meta.get("knowledge") or [])
-        if len(knowledge) == len(ev.triples):  # one source per edge
-            knowledge = [knowledge[i] for i in keep]
-        fresh_knowledge = [k for k in knowledge if k and normalize_name(k) not in self.notes]
-        if len(keep) == len(ev.triples) and fresh == descriptions and fresh_knowledge == knowledge:
+        fresh_knowledge = [
+            k if not k or normalize_name(k) not in self.notes else ""
+            for k in ([knowledge[i] for i in keep] if len(knowledge) == n else knowledge)
+        ]
+        if len(keep) == n and fresh == descriptions and fresh_knowledge == knowledge:
             return ev
         if descriptions:
             meta["descriptions"] = fresh
         if "knowledge" in meta:
             meta["knowledge"] = fresh_knowledge
-        if len(keep) < len(ev.triples):
-            meta["facts_shown_before"] = len(ev.triples) - len(keep)
+        for key in ("probabilities",):  # other per-edge lists follow the kept edges
+            values = meta.get(key)
+            if isinstance(values, list) and len(values) == n:
+                meta[key] = [values[i] for i in keep]
+        if len(keep) < n:
+            meta["facts_shown_before"] = n - len(keep)
         cut = ev.model_copy(
             update={
                 "triples": [ev.triples[i] for i in keep],
-                "relation_ids": [ev.relation_ids[i] for i in keep]
-                if len(ev.relation_ids) == len(ev.triples)
-                else list(ev.relation_ids),
+                "relation_ids": (
+                    [ev.relation_ids[i] for i in keep] if len(ev.relation_ids) == n else ev.relation_ids
+                ),
+                "entity_ids": _kept_entity_ids(ev, keep),
                 "meta": meta,
             }
         )
         return cut.model_copy(update={"text": render_evidence(cut)})
+
+
+def _kept_entity_ids(ev: Evidence, keep: Sequence[int]) -> list[str]:
+    """The entity ids of ``ev`` that its kept triples still show.
+
+    Neighbor lines list ``[head, *tails]`` (one head) or ``[*heads, tail]`` (one tail, the
+    symptoms voting for a disease): the shared end and the kept others stay, so a line can
+    still be cut at the budget edge. Paths and chains list their nodes in order, edge ``i``
+    joining nodes ``i`` and ``i + 1``: both ends of each kept edge stay. Any other shape
+    keeps its ids.
+    """
+    ids, n = list(ev.entity_ids), len(ev.triples)
+    if len(ids) != n + 1:
+        return ids
+    if ev.kind == "neighbor":
+        if len({h for h, _r, _t in ev.triples}) == 1:
+            return [ids[0], *(ids[i + 1] for i in keep)]
+        if len({t for _h, _r, t in ev.triples}) == 1:
+            return [*(ids[i] for i in keep), ids[-1]]
+        return ids
+    return list(dict.fromkeys(e for i in keep for e in (ids[i], ids[i + 1])))
 
 
 def _longest_fitting_line(ev: Evidence, room: int, cost: Callable[[Evidence], int]) -> Evidence | None:
