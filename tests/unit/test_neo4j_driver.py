@@ -690,11 +690,14 @@ def test_query_text_is_parameterised() -> None:
     assert "MERGE (h)-[r:$(row.rel_type) {id: row.id}]->(t)" in q.MERGE_RELATIONS
 
 
-# -- optional: the real Cypher front end (parser + semantic analysis) ------------------------
-# Set KGMIND_CYPHER_LINT_DIR to a folder where `npm install @neo4j-cypher/language-support`
-# was run; every statement is then checked by Neo4j's own Cypher parser and semantic
-# analysis (compiled to JavaScript), which catches syntax and scoping errors without a
-# server.
+# -- the real Cypher front end (parser + semantic analysis) ----------------------------------
+# KGMIND_CYPHER_LINT_DIR names a folder where `npm install @neo4j-cypher/language-support`
+# was run (.ci/run sets it up in .ci/node/, so CI always runs this test); every statement is
+# then checked by Neo4j's own Cypher parser and semantic analysis (compiled to JavaScript),
+# which catches syntax and scoping errors without a server. Unset: skipped (local runs).
+
+#: A statement the linter must reject: proves the linter ran and reports what it finds.
+_LINT_SELF_CHECK = "__KGMIND_SELF_CHECK__"
 
 _LINT_JS = """
 import { lintCypherQuery } from '@neo4j-cypher/language-support';
@@ -712,19 +715,25 @@ console.log(JSON.stringify(out));
 
 def test_queries_pass_the_cypher_linter(tmp_path: Path) -> None:
     lint_dir = os.environ.get("KGMIND_CYPHER_LINT_DIR")
-    if not lint_dir or shutil.which("node") is None:
+    if not lint_dir:
         pytest.skip("KGMIND_CYPHER_LINT_DIR not set (needs node + @neo4j-cypher/language-support)")
+    if shutil.which("node") is None:  # asked for (CI) but cannot run: a failure, not a skip
+        pytest.fail(f"KGMIND_CYPHER_LINT_DIR={lint_dir} is set but `node` is not on PATH")
     script = Path(lint_dir) / "kgmind_lint.mjs"
     script.write_text(_LINT_JS, encoding="utf-8")
+    statements = _query_constants()
+    assert _LINT_SELF_CHECK not in statements
     proc = subprocess.run(
         ["node", str(script)],
-        input=json.dumps(_query_constants()),
+        input=json.dumps({**statements, _LINT_SELF_CHECK: "MATCH (n:Entity RETURN m"}),
         capture_output=True,
         text=True,
         timeout=120,
         check=True,
     )
-    assert json.loads(proc.stdout.strip().splitlines()[-1]) == {}
+    rejected = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert rejected.pop(_LINT_SELF_CHECK, None), "the linter accepted a broken statement: is it working?"
+    assert rejected == {}
 
 
 def test_labels_of(h: Harness) -> None:
