@@ -522,7 +522,14 @@ def test_apply_weight_updates_locks_reads_writes_in_one_transaction(h: Harness) 
     assert h.session.execute_write.call_count == 1
     assert seen == [({FLU.id: [(R_COUGH.id, 2.0), (R_FEVER.id, 1.0)]}, [R_FEVER.id])]
     runs = h.tx.run.call_args_list
-    assert h.tx_queries() == [q.CLAIM_FEEDBACK, q.LOCK_HEADS, q.SIBLING_WEIGHTS, q.WRITE_WEIGHTS]
+    assert h.tx_queries() == [
+        q.CLAIM_FEEDBACK,
+        q.LOCK_HEADS,
+        q.SIBLING_WEIGHTS,
+        q.WRITE_WEIGHTS,
+        q.BUMP_WEIGHTS_VERSION,  # in the same transaction: other processes see the weights moved
+    ]
+    assert runs[4] == call(q.BUMP_WEIGHTS_VERSION, {"meta_id": store_mod.META_ID})
     claimed_at = runs[0].args[1]["at"]
     at = runs[3].args[1]["at"]
     assert claimed_at <= at
@@ -577,7 +584,7 @@ def test_apply_weight_updates_rejects_bad_rule_output(h: Harness, result: dict[s
     feedback_harness(h)
     with pytest.raises(StoreError):
         h.store.apply_weight_updates("fb1", "run1", "poor", [R_FEVER.id], lambda s, r: result)
-    assert q.WRITE_WEIGHTS not in h.tx_queries()
+    assert q.WRITE_WEIGHTS not in h.tx_queries() and q.BUMP_WEIGHTS_VERSION not in h.tx_queries()
 
 
 def test_apply_weight_updates_wraps_a_failing_rule(h: Harness) -> None:
@@ -610,7 +617,19 @@ def test_weight_changes_and_reset(h: Harness) -> None:
     ]
     h.tx_answers[q.RESET_WEIGHTS] = lambda p: [{"reset": 4}]
     assert h.store.reset_weights() == 4
-    assert h.tx.run.call_args_list == [call(q.RESET_WEIGHTS), call(q.DROP_AUDIT)]
+    assert h.tx.run.call_args_list == [
+        call(q.RESET_WEIGHTS),
+        call(q.DROP_AUDIT),
+        call(q.BUMP_WEIGHTS_VERSION, {"meta_id": store_mod.META_ID}),
+    ]
+    assert h.session.execute_write.call_count == 1  # one transaction
+
+
+def test_weights_version(h: Harness) -> None:
+    assert h.store.weights_version() == 0  # no meta node yet
+    h.read_answers[q.WEIGHTS_VERSION] = [{"weights_version": 7}]
+    assert h.store.weights_version() == 7
+    assert h.read_calls()[-1] == read_call(q.WEIGHTS_VERSION, {"meta_id": store_mod.META_ID})
 
 
 # -- query hygiene ---------------------------------------------------------------------------
