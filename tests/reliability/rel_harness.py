@@ -16,6 +16,7 @@ The checkpoint-backend tests run two more modes in separate processes:
 * ``ask-human STORE_URI CKPT_URI THREAD_ID``: run a question with ``feedback="human"`` on
   the CLI's persistent graph until it stops in ``request_feedback``; print a JSON line.
 * ``cli ARG...``: run the ``kgmind`` command line with ``ARG...``.
+* ``rate STORE_URI REL_ID RATING``: apply one feedback to one edge; print the new weight.
 """
 
 from __future__ import annotations
@@ -356,6 +357,16 @@ def _child_ask_human(uri: str, ckpt: str, thread_id: str) -> None:
     print(json.dumps({"interrupted": bool(interrupts), "answer": out.get("answer"), "payload": payload}))
 
 
+def _child_rate(uri: str, rel_id: str, rating: str) -> None:
+    from kgmind.tools.factory import close_all_stores, open_store
+    from kgmind.tools.feedback import apply_feedback
+
+    store = open_store(uri)
+    changes = apply_feedback(store, f"run-{rating}-{rel_id}", rating, [rel_id])
+    print(json.dumps({c.relation_id: c.new_weight for c in changes}))
+    close_all_stores()
+
+
 def _child_cli(args: Sequence[str]) -> None:
     from kgmind.cli import main as kgmind_main
 
@@ -375,6 +386,8 @@ def main(argv: Sequence[str]) -> None:
         _child_ask_human(*args)
     elif mode == "cli":
         _child_cli(args)
+    elif mode == "rate":
+        _child_rate(*args)
     else:
         raise SystemExit(f"unknown mode {mode}")
 
