@@ -29,6 +29,10 @@ class EntityListStore:
         ids = "|".join(sorted(e.id for e in self.entities))
         return f"{len(self.entities)}:{self.version}:{hash(ids)}"
 
+    def weights_version(self) -> int:
+        """No relations, so weights never move."""
+        return 0
+
     def get_entities(self, ids: Sequence[str]) -> list[Entity]:
         by_id = {e.id: e for e in self.entities}
         return [by_id[i] for i in ids if i in by_id]

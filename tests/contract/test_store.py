@@ -329,6 +329,24 @@ def test_fingerprint_changes_on_load_not_on_weights(store: GraphStore, kg: Any) 
     assert store.fingerprint() != after_add
 
 
+def test_weights_version_counts_weight_commits_only(store: GraphStore, kg: Any) -> None:
+    start = store.weights_version()
+    store.bulk_load(kg.entities.values(), kg.relations.values(), kg.docs.values())
+    assert store.weights_version() == start  # loading is the fingerprint's business
+    ab, ae = kg.rid("AB"), kg.rid("AE")
+    store.apply_weight_updates("fb-v1", "run", "excellent", [ab], lambda s, ids: {ab: 1.7})
+    assert store.weights_version() == start + 1
+    store.apply_weight_updates("fb-v1", "run", "excellent", [ab], lambda s, ids: {ab: 3.0})  # a repeat
+    store.apply_weight_updates("fb-v2", "run", "excellent", [ae], lambda s, ids: {ae: 2.0})  # no change
+    with pytest.raises(StoreError):
+        store.apply_weight_updates("fb-v3", "run", "poor", [ab, "r-unknown"], lambda s, ids: {ab: 0.5})
+    assert store.weights_version() == start + 1  # nothing committed, nothing counted
+    store.apply_weight_updates("fb-v4", "run", "poor", [ab], lambda s, ids: {ab: 0.5})
+    assert store.weights_version() == start + 2
+    store.reset_weights()
+    assert store.weights_version() == start + 3
+
+
 # -- feedback -----------------------------------------------------------------------------
 
 

@@ -10,6 +10,13 @@ that the crash-and-resume tests SIGKILL:
 * ``feedback STORE_URI REL_ID MARKER WHERE``: apply one feedback; ``WHERE=rule`` sleeps
   inside the weight rule, ``WHERE=write`` sleeps after the weight UPDATE statement ran
   inside the open transaction (before COMMIT). ``MARKER`` is touched before sleeping.
+
+The checkpoint-backend tests run two more modes in separate processes:
+
+* ``ask-human STORE_URI CKPT_URI THREAD_ID``: run a question with ``feedback="human"`` on
+  the CLI's persistent graph until it stops in ``request_feedback``; print a JSON line.
+* ``cli ARG...``: run the ``kgmind`` command line with ``ARG...``.
+* ``rate STORE_URI REL_ID RATING``: apply one feedback to one edge; print the new weight.
 """
 
 from __future__ import annotations
@@ -336,6 +343,37 @@ def _child_feedback(uri: str, rel_id: str, marker: str, where: str) -> None:
 QUESTION = "I have a fever and a cough, what disease could it be?"
 
 
+def _child_ask_human(uri: str, ckpt: str, thread_id: str) -> None:
+    from kgmind.graphs.checkpoint import compile_persistent
+    from kgmind.graphs.context import Context
+
+    out = compile_persistent(ckpt).invoke(
+        {"question": QUESTION},
+        {"configurable": {"thread_id": thread_id}},
+        context=Context(model="fake:ckpt", store=uri, feedback="human"),
+    )
+    interrupts = out.get("__interrupt__") or []
+    payload = interrupts[0].value if interrupts else {}
+    print(json.dumps({"interrupted": bool(interrupts), "answer": out.get("answer"), "payload": payload}))
+
+
+def _child_rate(uri: str, rel_id: str, rating: str) -> None:
+    from kgmind.tools.factory import close_all_stores, open_store
+    from kgmind.tools.feedback import apply_feedback
+
+    store = open_store(uri)
+    changes = apply_feedback(store, f"run-{rating}-{rel_id}", rating, [rel_id])
+    print(json.dumps({c.relation_id: c.new_weight for c in changes}))
+    close_all_stores()
+
+
+def _child_cli(args: Sequence[str]) -> None:
+    from kgmind.cli import main as kgmind_main
+
+    sys.argv = ["kgmind", *args]
+    kgmind_main()
+
+
 def main(argv: Sequence[str]) -> None:
     """Dispatch the subprocess modes (see the module docstring)."""
     install_hash_embeddings(setattr)
@@ -344,6 +382,12 @@ def main(argv: Sequence[str]) -> None:
         _child_ask(*args)
     elif mode == "feedback":
         _child_feedback(*args)
+    elif mode == "ask-human":
+        _child_ask_human(*args)
+    elif mode == "cli":
+        _child_cli(args)
+    elif mode == "rate":
+        _child_rate(*args)
     else:
         raise SystemExit(f"unknown mode {mode}")
 

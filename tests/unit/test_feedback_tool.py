@@ -25,6 +25,7 @@ class FakeStore:
         self.audit: list[WeightChange] = []
         self.calls: list[tuple[str, str, str, list[str]]] = []
         self.lock = threading.Lock()
+        self.version = 0  # the weights version: +1 per commit that changed weights
 
     def apply_weight_updates(
         self, feedback_id: str, run_id: str, rating: str, relation_ids: Sequence[str], rule: WeightRule
@@ -51,7 +52,11 @@ class FakeStore:
             for c in changes:
                 self.edges[c.relation_id] = c.new_weight
             self.audit.extend(changes)
+            self.version += bool(changes)
             return changes
+
+    def weights_version(self) -> int:
+        return self.version
 
     def weight(self, rid: str) -> float:
         return self.edges[rid]
@@ -75,13 +80,22 @@ def store() -> FakeStore:
     )
 
 
-@pytest.fixture
-def notified(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[WeightChange]]]:
-    """The weight listeners replaced by one that records (the graph index registers the real one)."""
-    calls: list[tuple[str, list[WeightChange]]] = []
+class Heard(list[tuple[str, list[WeightChange]]]):
+    """(store URI, changes) per notification; ``versions``: the weights version each one carried."""
 
-    def record(store_uri: str, changes: Sequence[WeightChange]) -> None:
+    def __init__(self) -> None:
+        super().__init__()
+        self.versions: list[int | None] = []
+
+
+@pytest.fixture
+def notified(monkeypatch: pytest.MonkeyPatch) -> Heard:
+    """The weight listeners replaced by one that records (the graph index registers the real one)."""
+    calls = Heard()
+
+    def record(store_uri: str, changes: Sequence[WeightChange], version: int | None) -> None:
         calls.append((store_uri, list(changes)))
+        calls.versions.append(version)
 
     monkeypatch.setattr(fb, "_weight_listeners", [record])
     return calls
@@ -113,7 +127,7 @@ def test_invalid_alpha_beta_rejected_before_store(store: FakeStore) -> None:
     assert store.calls == []
 
 
-def test_excellent_changes_cited_edge_and_notifies_index(store: FakeStore, notified: list[Any]) -> None:
+def test_excellent_changes_cited_edge_and_notifies_index(store: FakeStore, notified: Heard) -> None:
     changes = _apply(store, "run-1", "Excellent", ["r1"])
     assert [c.relation_id for c in changes] == ["r1"]
     expected = make_rule("excellent")({"a": [("r1", 1.0), ("r2", 1.0), ("r3", 1.0)]}, ["r1"])["r1"]
@@ -121,6 +135,7 @@ def test_excellent_changes_cited_edge_and_notifies_index(store: FakeStore, notif
     assert store.weight("r1") > 1.0 and store.weight("r2") == 1.0
     assert changes[0].rating == "excellent" and changes[0].run_id == "run-1"
     assert notified == [(store.uri, changes)]
+    assert notified.versions == [1]  # the store's weights version read after the commit
 
 
 def test_feedback_id_is_deterministic_and_repeat_is_idempotent(store: FakeStore, notified: list[Any]) -> None:
@@ -165,7 +180,7 @@ def test_the_graph_index_hears_of_committed_changes(store: FakeStore) -> None:
 
 
 def test_listener_errors_propagate(store: FakeStore, monkeypatch: pytest.MonkeyPatch) -> None:
-    def boom(store_uri: str, changes: Sequence[WeightChange]) -> None:
+    def boom(store_uri: str, changes: Sequence[WeightChange], version: int | None) -> None:
         raise RuntimeError("index broken")
 
     monkeypatch.setattr(fb, "_weight_listeners", [boom])

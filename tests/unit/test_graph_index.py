@@ -17,23 +17,44 @@ from kgmind.retrievers.graph_index import (
 
 
 class FakeStore:
-    """The four members GraphIndex needs, backed by lists."""
+    """The five members GraphIndex needs, backed by lists; ``weights`` is the weights version."""
 
     def __init__(self, uri: str, entities: list[Entity], relations: list[Relation]) -> None:
         self.uri = uri
         self.entities = entities
         self.relations = relations
         self.builds = 0
+        self.weights = 0
+        self.relation_reads = 0
 
     def iter_entities(self) -> Iterator[Entity]:
         self.builds += 1
         return iter(list(self.entities))
 
     def iter_relations(self) -> Iterator[Relation]:
+        self.relation_reads += 1
         return iter(list(self.relations))
 
     def fingerprint(self) -> str:
         return f"{len(self.entities)}:{len(self.relations)}"
+
+    def weights_version(self) -> int:
+        return self.weights
+
+    def commit_weight(self, index: int, weight: float) -> WeightChange:
+        """What another process's feedback does: change a weight and bump the version."""
+        old = self.relations[index]
+        self.relations[index] = old.model_copy(update={"weight": weight})
+        self.weights += 1
+        return WeightChange(
+            feedback_id=f"f{self.weights}",
+            run_id="r",
+            relation_id=old.id,
+            old_weight=old.weight,
+            new_weight=weight,
+            rating="excellent",
+            at="t",
+        )
 
 
 def ents(*names: str) -> list[Entity]:
@@ -202,6 +223,55 @@ def test_notify_weight_changes_updates_cached_index() -> None:
     assert gi.weight(r.id) == pytest.approx(1.7)
     assert get_graph_index(store).out_edges(entity_id("A"))[0].weight == pytest.approx(1.7)
     notify_weight_changes("mem:other", [change])  # no cached index: nothing happens
+
+
+def test_weights_changed_elsewhere_are_reloaded_without_a_rebuild() -> None:
+    clear_graph_index_cache()
+    store = FakeStore("mem:elsewhere", ents("A", "B", "C"), [rel("A", "B"), rel("A", "C")])
+    gi = get_graph_index(store)
+    assert (store.builds, store.relation_reads, gi.weights_version) == (1, 1, 0)
+    store.commit_weight(0, 3.0)  # another process: no notification reaches this one
+    assert get_graph_index(store) is gi and store.builds == 1  # same graph, not rebuilt
+    assert gi.weight(store.relations[0].id) == 3.0 and gi.weights_version == 1
+    assert gi.out_weight_total[gi.idx(entity_id("A"))] == pytest.approx(4.0)
+    reads = store.relation_reads
+    get_graph_index(store)
+    assert store.relation_reads == reads  # version unchanged: no weights read
+
+
+def test_own_commit_advances_the_version_and_needs_no_reload() -> None:
+    clear_graph_index_cache()
+    store = FakeStore("mem:own", ents("A", "B", "C"), [rel("A", "B"), rel("A", "C")])
+    gi = get_graph_index(store)
+    change = store.commit_weight(0, 2.0)
+    notify_weight_changes(store.uri, [change], store.weights_version())
+    assert gi.weights_version == 1 and gi.weight(change.relation_id) == 2.0
+    reads = store.relation_reads
+    assert get_graph_index(store) is gi and store.relation_reads == reads
+
+
+def test_commit_with_another_in_between_leaves_a_reload_to_do() -> None:
+    clear_graph_index_cache()
+    store = FakeStore("mem:both", ents("A", "B", "C"), [rel("A", "B"), rel("A", "C")])
+    gi = get_graph_index(store)
+    mine = store.commit_weight(0, 2.0)
+    store.commit_weight(1, 5.0)  # another process, before this one's listener ran
+    notify_weight_changes(store.uri, [mine], store.weights_version())
+    assert gi.weight(mine.relation_id) == 2.0 and gi.weights_version == 0  # not claimed as current
+    get_graph_index(store)
+    assert gi.weight(store.relations[1].id) == 5.0 and gi.weights_version == 2
+
+
+def test_stale_listener_does_not_undo_a_newer_reload() -> None:
+    clear_graph_index_cache()
+    store = FakeStore("mem:late", ents("A", "B"), [rel("A", "B")])
+    gi = get_graph_index(store)
+    mine = store.commit_weight(0, 2.0)
+    version_after_mine = store.weights_version()
+    store.commit_weight(0, 7.0)  # another process moves the same edge again
+    get_graph_index(store)  # another thread reloads first
+    notify_weight_changes(store.uri, [mine], version_after_mine)
+    assert gi.weight(mine.relation_id) == 7.0 and gi.weights_version == 2
 
 
 def test_recheck_window_skips_fingerprint_reads() -> None:

@@ -522,7 +522,14 @@ def test_apply_weight_updates_locks_reads_writes_in_one_transaction(h: Harness) 
     assert h.session.execute_write.call_count == 1
     assert seen == [({FLU.id: [(R_COUGH.id, 2.0), (R_FEVER.id, 1.0)]}, [R_FEVER.id])]
     runs = h.tx.run.call_args_list
-    assert h.tx_queries() == [q.CLAIM_FEEDBACK, q.LOCK_HEADS, q.SIBLING_WEIGHTS, q.WRITE_WEIGHTS]
+    assert h.tx_queries() == [
+        q.CLAIM_FEEDBACK,
+        q.LOCK_HEADS,
+        q.SIBLING_WEIGHTS,
+        q.WRITE_WEIGHTS,
+        q.BUMP_WEIGHTS_VERSION,  # in the same transaction: other processes see the weights moved
+    ]
+    assert runs[4] == call(q.BUMP_WEIGHTS_VERSION, {"meta_id": store_mod.META_ID})
     claimed_at = runs[0].args[1]["at"]
     at = runs[3].args[1]["at"]
     assert claimed_at <= at
@@ -577,7 +584,7 @@ def test_apply_weight_updates_rejects_bad_rule_output(h: Harness, result: dict[s
     feedback_harness(h)
     with pytest.raises(StoreError):
         h.store.apply_weight_updates("fb1", "run1", "poor", [R_FEVER.id], lambda s, r: result)
-    assert q.WRITE_WEIGHTS not in h.tx_queries()
+    assert q.WRITE_WEIGHTS not in h.tx_queries() and q.BUMP_WEIGHTS_VERSION not in h.tx_queries()
 
 
 def test_apply_weight_updates_wraps_a_failing_rule(h: Harness) -> None:
@@ -610,7 +617,19 @@ def test_weight_changes_and_reset(h: Harness) -> None:
     ]
     h.tx_answers[q.RESET_WEIGHTS] = lambda p: [{"reset": 4}]
     assert h.store.reset_weights() == 4
-    assert h.tx.run.call_args_list == [call(q.RESET_WEIGHTS), call(q.DROP_AUDIT)]
+    assert h.tx.run.call_args_list == [
+        call(q.RESET_WEIGHTS),
+        call(q.DROP_AUDIT),
+        call(q.BUMP_WEIGHTS_VERSION, {"meta_id": store_mod.META_ID}),
+    ]
+    assert h.session.execute_write.call_count == 1  # one transaction
+
+
+def test_weights_version(h: Harness) -> None:
+    assert h.store.weights_version() == 0  # no meta node yet
+    h.read_answers[q.WEIGHTS_VERSION] = [{"weights_version": 7}]
+    assert h.store.weights_version() == 7
+    assert h.read_calls()[-1] == read_call(q.WEIGHTS_VERSION, {"meta_id": store_mod.META_ID})
 
 
 # -- query hygiene ---------------------------------------------------------------------------
@@ -690,11 +709,14 @@ def test_query_text_is_parameterised() -> None:
     assert "MERGE (h)-[r:$(row.rel_type) {id: row.id}]->(t)" in q.MERGE_RELATIONS
 
 
-# -- optional: the real Cypher front end (parser + semantic analysis) ------------------------
-# Set KGMIND_CYPHER_LINT_DIR to a folder where `npm install @neo4j-cypher/language-support`
-# was run; every statement is then checked by Neo4j's own Cypher parser and semantic
-# analysis (compiled to JavaScript), which catches syntax and scoping errors without a
-# server.
+# -- the real Cypher front end (parser + semantic analysis) ----------------------------------
+# KGMIND_CYPHER_LINT_DIR names a folder where `npm install @neo4j-cypher/language-support`
+# was run (.ci/run sets it up in .ci/node/, so CI always runs this test); every statement is
+# then checked by Neo4j's own Cypher parser and semantic analysis (compiled to JavaScript),
+# which catches syntax and scoping errors without a server. Unset: skipped (local runs).
+
+#: A statement the linter must reject: proves the linter ran and reports what it finds.
+_LINT_SELF_CHECK = "__KGMIND_SELF_CHECK__"
 
 _LINT_JS = """
 import { lintCypherQuery } from '@neo4j-cypher/language-support';
@@ -712,19 +734,25 @@ console.log(JSON.stringify(out));
 
 def test_queries_pass_the_cypher_linter(tmp_path: Path) -> None:
     lint_dir = os.environ.get("KGMIND_CYPHER_LINT_DIR")
-    if not lint_dir or shutil.which("node") is None:
+    if not lint_dir:
         pytest.skip("KGMIND_CYPHER_LINT_DIR not set (needs node + @neo4j-cypher/language-support)")
+    if shutil.which("node") is None:  # asked for (CI) but cannot run: a failure, not a skip
+        pytest.fail(f"KGMIND_CYPHER_LINT_DIR={lint_dir} is set but `node` is not on PATH")
     script = Path(lint_dir) / "kgmind_lint.mjs"
     script.write_text(_LINT_JS, encoding="utf-8")
+    statements = _query_constants()
+    assert _LINT_SELF_CHECK not in statements
     proc = subprocess.run(
         ["node", str(script)],
-        input=json.dumps(_query_constants()),
+        input=json.dumps({**statements, _LINT_SELF_CHECK: "MATCH (n:Entity RETURN m"}),
         capture_output=True,
         text=True,
         timeout=120,
         check=True,
     )
-    assert json.loads(proc.stdout.strip().splitlines()[-1]) == {}
+    rejected = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert rejected.pop(_LINT_SELF_CHECK, None), "the linter accepted a broken statement: is it working?"
+    assert rejected == {}
 
 
 def test_labels_of(h: Harness) -> None:

@@ -4,16 +4,36 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, NoReturn, ParamSpec, TypeVar
+from typing import Annotated, Any, NoReturn, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
-__all__ = ["CliError", "console", "err_console", "fail", "handle_errors", "load_stored_run"]
+__all__ = [
+    "CheckpointOption",
+    "CliError",
+    "console",
+    "err_console",
+    "fail",
+    "handle_errors",
+    "load_stored_run",
+]
 
 console = Console()
 err_console = Console(stderr=True)
+
+#: ``--checkpoint URI`` of ``ask``, ``show`` and ``feedback`` (one place for its help and env var).
+CheckpointOption = Annotated[
+    str | None,
+    typer.Option(
+        "--checkpoint",
+        envvar="KGMIND_CHECKPOINT_URI",
+        help="Where runs are stored: sqlite:PATH or postgresql://USER@HOST:PORT/DB; "
+        "default: $KGMIND_HOME/checkpoints.sqlite.",
+        show_default=False,
+    ),
+]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -52,6 +72,12 @@ def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
             fail(str(exc))
         except ValueError as exc:
             fail(str(exc), 2)
+        except RuntimeError as exc:  # the checkpoint database (its module is loaded if it raised)
+            from kgmind.graphs.checkpoint import CheckpointUnavailableError
+
+            if isinstance(exc, CheckpointUnavailableError):
+                fail(str(exc))
+            raise
 
     return wrapper
 
@@ -59,15 +85,19 @@ def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
 def load_stored_run(run_id: str, checkpoints: str | None = None) -> tuple[dict[str, Any], tuple[str, ...]]:
     """The stored state of CLI run ``run_id`` and the nodes it waits before (``show``, ``feedback``).
 
+    Args:
+        run_id: The run id.
+        checkpoints: Checkpoint URI (default ``$KGMIND_CHECKPOINT_URI`` or the SQLite file).
+
     Raises:
-        CliError: No run with that id in the checkpoint database (the message names the file).
+        CliError: No run with that id in the checkpoint database (the message names it).
 
     """
-    from kgmind.graphs.checkpoint import checkpoint_path, load_run_state
+    from kgmind.graphs.checkpoint import load_run_state, parse_checkpoint_uri
 
     try:
         return load_run_state(run_id, checkpoints)
     except KeyError:
         raise CliError(
-            f"unknown run id {run_id!r}: no run with that id in {checkpoints or checkpoint_path()}"
+            f"unknown run id {run_id!r}: no run with that id in {parse_checkpoint_uri(checkpoints).display}"
         ) from None

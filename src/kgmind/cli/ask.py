@@ -19,7 +19,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from kgmind.cli._common import CliError, console, err_console, handle_errors
+from kgmind.cli._common import CheckpointOption, CliError, console, err_console, handle_errors
 
 __all__ = [
     "NodeStatus",
@@ -297,6 +297,7 @@ def run_question(
     progress: bool = True,
     live: TextIO | None = None,
     status: NodeStatus | None = None,
+    checkpoint: str | None = None,
 ) -> dict[str, Any]:
     """Run the persistent graph on ``question`` (thread id = run id) and return :func:`result_dict`.
 
@@ -307,6 +308,7 @@ def run_question(
         live: Where to write the LLM's tokens as they are generated; ``None``: not streamed.
         status: A :class:`NodeStatus` to keep up to date (the CLI's live line on a
             terminal); it receives node starts/ends and the tokens.
+        checkpoint: Checkpoint URI (default ``$KGMIND_CHECKPOINT_URI`` or the SQLite file).
 
     Returns:
         The run's result dict.
@@ -315,7 +317,7 @@ def run_question(
     from kgmind.graphs.checkpoint import compile_persistent
 
     run_id = uuid.uuid4().hex
-    g = compile_persistent()
+    g = compile_persistent(checkpoint)
     config: Any = {"configurable": {"thread_id": run_id}}
     modes: list[StreamMode] = ["custom", "updates"]
     if live is not None or status is not None:
@@ -355,8 +357,10 @@ def ask(
     html: Annotated[Path | None, typer.Option(help="Write a self-contained HTML page of the answer.")] = None,
     max_tokens: Annotated[int, typer.Option(min=16, help="Maximum tokens per LLM call.")] = 512,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr.")] = False,
+    checkpoint: CheckpointOption = None,
 ) -> None:
     """Answer QUESTION by reasoning over the knowledge graph."""
+    from kgmind.graphs.checkpoint import get_checkpointer
     from kgmind.graphs.context import MODES, Context
     from kgmind.llm import ModelUnavailableError, unreachable_model_error
     from kgmind.tools.store import StoreError
@@ -365,6 +369,7 @@ def ask(
         raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
     if not question.strip():
         raise ValueError("the question must not be empty")
+    get_checkpointer(checkpoint)  # a bad URI or an unreachable server fails before any work
     if store is None:
         from kgmind.demo import ensure_demo_store
 
@@ -375,9 +380,9 @@ def ask(
         if interactive:
             assemble_local_model(model, err_console)
             with NodeStatus(err_console) as status:
-                result = run_question(question, ctx, progress=True, status=status)
+                result = run_question(question, ctx, progress=True, status=status, checkpoint=checkpoint)
         else:
-            result = run_question(question, ctx, progress=not quiet)
+            result = run_question(question, ctx, progress=not quiet, checkpoint=checkpoint)
     except ModelUnavailableError as exc:  # a missing provider package, API key or local model part
         raise CliError(str(exc)) from exc
     except StoreError:  # its own one-line message (handle_errors); it may wrap a ConnectionError

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from kgmind.cli._common import err_console, handle_errors, load_stored_run
+from kgmind.cli._common import CheckpointOption, err_console, handle_errors, load_stored_run
 
 __all__ = ["feedback", "feedback_message", "grounding_warning", "register", "submit_feedback"]
 
@@ -47,7 +47,8 @@ def submit_feedback(
     Args:
         run_id: The run (= thread) id.
         rating: ``excellent`` or ``poor``.
-        checkpoints: Checkpoint database (default ``$KGMIND_HOME/checkpoints.sqlite``).
+        checkpoints: Checkpoint URI (default ``$KGMIND_CHECKPOINT_URI`` or
+            ``$KGMIND_HOME/checkpoints.sqlite``).
         warn: Called with :func:`grounding_warning` before the rating is applied, so the
             warning comes first, not after the weights have moved.
 
@@ -96,11 +97,13 @@ def feedback(
     run_id: Annotated[str, typer.Argument(help="Run id printed by `kgmind ask`.")],
     rating: Annotated[str, typer.Option(help="excellent | poor")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    checkpoint: CheckpointOption = None,
 ) -> None:
     """Rate the answer of run RUN_ID; the edges it cited get KGCoT weight updates."""
     result = submit_feedback(
         run_id,
         rating,
+        checkpoint,
         warn=lambda text: err_console.print(
             f"warning: {text}", highlight=False, markup=False, soft_wrap=True
         ),

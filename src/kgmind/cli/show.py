@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from kgmind.cli._common import handle_errors, load_stored_run
+from kgmind.cli._common import CheckpointOption, handle_errors, load_stored_run
 
 __all__ = ["register", "show"]
 
@@ -21,11 +21,12 @@ def show(
     mermaid: Annotated[
         Path | None, typer.Option(help="Write the mind map + evidence graph as Mermaid.")
     ] = None,
+    checkpoint: CheckpointOption = None,
 ) -> None:
-    """Show the stored run RUN_ID (answer, mind map, evidence) from the local checkpoints."""
+    """Show the stored run RUN_ID (answer, mind map, evidence) from its checkpoint."""
     from kgmind.cli.ask import print_result, result_dict, write_renderings
 
-    values, _next = load_stored_run(run_id)
+    values, _next = load_stored_run(run_id, checkpoint)
     result = result_dict(values)
     write_renderings(result, html=html, mermaid=mermaid)
     if as_json:

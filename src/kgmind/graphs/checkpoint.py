@@ -1,24 +1,45 @@
-"""Persistence for CLI runs: a SQLite checkpointer at ``$KGMIND_HOME/checkpoints.sqlite``.
+"""Persistence for CLI runs: one checkpointer per URI, SQLite by default, PostgreSQL on request.
 
-The thread id of a CLI run is its run id, so ``kgmind feedback RUN_ID`` can load the
-run's final state (evidence, citations) long after the answer was printed. Studio
+A checkpoint URI is ``sqlite:PATH`` (the default is ``$KGMIND_HOME/checkpoints.sqlite``) or
+``postgresql://USER@HOST:PORT/DB`` (``postgres://`` too, needs the ``postgres`` extra);
+``$KGMIND_CHECKPOINT_URI`` replaces the default. A plain path is a SQLite file. The thread
+id of a CLI run is its run id, so ``kgmind feedback RUN_ID`` can load (and resume) the run
+in another process, or on another machine when the checkpoints are in PostgreSQL. Studio
 and the LangGraph server bring their own checkpointer and do not use this module.
 """
 
 from __future__ import annotations
 
 import functools
+import os
+import re
 import sqlite3
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
 
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph.state import CompiledStateGraph
 
 from kgmind.settings import kgmind_home
 
-__all__ = ["SERDE_ALLOWED", "checkpoint_path", "compile_persistent", "get_checkpointer", "load_run_state"]
+__all__ = [
+    "CHECKPOINT_URI_ENV",
+    "SERDE_ALLOWED",
+    "CheckpointURI",
+    "CheckpointUnavailableError",
+    "checkpoint_path",
+    "compile_persistent",
+    "get_checkpointer",
+    "load_run_state",
+    "parse_checkpoint_uri",
+]
+
+#: Environment variable with the default checkpoint URI (the CLI's ``--checkpoint``).
+CHECKPOINT_URI_ENV = "KGMIND_CHECKPOINT_URI"
 
 #: kgmind's pydantic types stored in checkpoints (allowed for msgpack round-trips).
 SERDE_ALLOWED: list[tuple[str, str]] = [
@@ -27,59 +48,178 @@ SERDE_ALLOWED: list[tuple[str, str]] = [
     ("kgmind.models", "Mention"),
 ]
 
+_PG_SCHEMES = ("postgresql://", "postgres://")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+_DRIVE = re.compile(r"^[A-Za-z]:[\\/]")  # C:\… is a path, not a scheme
+
+
+class CheckpointUnavailableError(RuntimeError):
+    """The checkpoint database cannot be opened, reached or set up (a one-line message)."""
+
+
+@dataclass(frozen=True)
+class CheckpointURI:
+    """A parsed checkpoint URI.
+
+    Attributes:
+        backend: ``sqlite`` or ``postgres``.
+        location: The database file (SQLite) or the connection string (PostgreSQL).
+        display: What messages show: the file, or the URL with its password masked.
+    """
+
+    backend: Literal["sqlite", "postgres"]
+    location: str
+    display: str
+
 
 def checkpoint_path(home: Path | None = None) -> Path:
     """``$KGMIND_HOME/checkpoints.sqlite``."""
     return (home or kgmind_home()) / "checkpoints.sqlite"
 
 
-def get_checkpointer(path: str | None = None) -> SqliteSaver:
-    """Return the SQLite checkpointer at ``path`` (default :func:`checkpoint_path`), one per file.
+def _mask_password(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rsplit("@", 1)[-1]
+    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
+
+
+def parse_checkpoint_uri(uri: str | None = None) -> CheckpointURI:
+    """Parse a checkpoint URI; ``None``/``""``: ``$KGMIND_CHECKPOINT_URI``, else the SQLite default.
 
     Args:
-        path: Database file; its directory is created.
+        uri: ``sqlite:PATH``, ``postgresql://…``, ``postgres://…`` or a plain file path.
 
     Returns:
-        A ``SqliteSaver`` whose serializer knows kgmind's evidence types.
+        The parsed URI (SQLite paths resolved).
+
+    Raises:
+        ValueError: An unknown scheme or an empty SQLite path.
 
     """
-    return _open_saver(str(Path(path) if path else checkpoint_path()))
+    text = (uri or "").strip() or os.environ.get(CHECKPOINT_URI_ENV, "").strip()
+    if not text:
+        path = checkpoint_path().resolve()
+        return CheckpointURI("sqlite", str(path), str(path))
+    if text.startswith(_PG_SCHEMES):
+        return CheckpointURI("postgres", text, _mask_password(text))
+    if text.startswith("sqlite:"):
+        text = text[len("sqlite:") :]
+        if text.startswith("//"):
+            text = text[2:]
+        if not text.strip():
+            raise ValueError("checkpoint URI 'sqlite:' needs a file path, e.g. sqlite:./checkpoints.sqlite")
+    elif _SCHEME.match(text) and not _DRIVE.match(text):
+        raise ValueError(
+            f"unknown checkpoint URI {_mask_password(text)!r}: use sqlite:PATH or postgresql://USER@HOST:PORT/DB"
+        )
+    path = Path(text).expanduser().resolve()
+    return CheckpointURI("sqlite", str(path), str(path))
+
+
+def get_checkpointer(uri: str | None = None) -> BaseCheckpointSaver[Any]:
+    """Return the checkpointer for ``uri`` (see :func:`parse_checkpoint_uri`), one per database.
+
+    Args:
+        uri: Checkpoint URI or SQLite file; default ``$KGMIND_CHECKPOINT_URI`` or
+            ``$KGMIND_HOME/checkpoints.sqlite``.
+
+    Returns:
+        A ``SqliteSaver`` or ``PostgresSaver`` (tables created) whose serializer knows
+        kgmind's evidence types.
+
+    Raises:
+        ValueError: Bad URI.
+        CheckpointUnavailableError: The server cannot be reached, or the extra is missing.
+
+    """
+    parsed = parse_checkpoint_uri(uri)
+    if parsed.backend == "postgres":
+        return _open_postgres(parsed.location, parsed.display)
+    return _open_sqlite(parsed.location)
+
+
+def _serde() -> JsonPlusSerializer:
+    return JsonPlusSerializer(allowed_msgpack_modules=SERDE_ALLOWED)
 
 
 @functools.cache
-def _open_saver(path: str) -> SqliteSaver:
+def _open_sqlite(path: str) -> SqliteSaver:
     db = Path(path)
     db.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(str(db), check_same_thread=False)
-    saver = SqliteSaver(conn, serde=JsonPlusSerializer(allowed_msgpack_modules=SERDE_ALLOWED))
+    saver = SqliteSaver(conn, serde=_serde())
     saver.setup()
     return saver
 
 
-def compile_persistent(path: str | None = None) -> CompiledStateGraph[Any, Any, Any, Any]:
-    """Return the kgmind graph compiled with the SQLite checkpointer (what the CLI runs)."""
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+@functools.cache
+def _open_postgres(conninfo: str, display: str) -> BaseCheckpointSaver[Any]:
+    try:
+        import psycopg
+        from langgraph.checkpoint.postgres import PostgresSaver
+        from psycopg.conninfo import conninfo_to_dict, make_conninfo
+        from psycopg.rows import dict_row
+    except ImportError:
+        raise CheckpointUnavailableError(
+            "PostgreSQL checkpoints need the postgres extra: pip install 'kgmind[postgres]'"
+        ) from None
+    try:
+        options = conninfo_to_dict(conninfo)
+    except psycopg.Error as exc:
+        raise ValueError(f"bad checkpoint URI {display!r}: {_one_line(exc)}") from None
+    if "connect_timeout" not in options:  # an unreachable host fails in seconds, not minutes
+        conninfo = make_conninfo(conninfo, connect_timeout=10)
+    try:
+        conn = psycopg.connect(conninfo, autocommit=True, prepare_threshold=0, row_factory=dict_row)
+    except psycopg.Error as exc:
+        raise CheckpointUnavailableError(
+            f"cannot reach the checkpoint database {display}: {_one_line(exc)}"
+        ) from None
+    # PostgresSaver serialises use of its one connection with a lock (graph branches run in threads).
+    saver = PostgresSaver(conn, serde=_serde())
+    try:
+        saver.setup()
+    except psycopg.Error as exc:
+        conn.close()
+        raise CheckpointUnavailableError(
+            f"cannot set up the checkpoint tables in {display}: {_one_line(exc)}"
+        ) from None
+    return saver
+
+
+def compile_persistent(uri: str | None = None) -> CompiledStateGraph[Any, Any, Any, Any]:
+    """Return the kgmind graph compiled with the checkpointer of ``uri`` (what the CLI runs)."""
     from kgmind.graphs.pipeline import build_graph
 
-    return build_graph().compile(checkpointer=get_checkpointer(path), name="kgmind")
+    return build_graph().compile(checkpointer=get_checkpointer(uri), name="kgmind")
 
 
-def load_run_state(run_id: str, path: str | None = None) -> tuple[dict[str, Any], tuple[str, ...]]:
+def load_run_state(run_id: str, uri: str | None = None) -> tuple[dict[str, Any], tuple[str, ...]]:
     """Return the stored state of run ``run_id`` and the nodes it is paused before.
 
     Args:
         run_id: The run (= thread) id printed by ``kgmind ask``.
-        path: Checkpoint database (default :func:`checkpoint_path`).
+        uri: Checkpoint URI or SQLite file (default as :func:`get_checkpointer`).
 
     Returns:
         ``(values, next_nodes)``.
 
     Raises:
         KeyError: No run with that id was stored.
+        ValueError: Bad URI.
+        CheckpointUnavailableError: The checkpoint server cannot be reached.
 
     """
-    if not (Path(path) if path else checkpoint_path()).exists():
-        raise KeyError(run_id)
-    g = compile_persistent(path)
+    parsed = parse_checkpoint_uri(uri)
+    if parsed.backend == "sqlite" and not Path(parsed.location).exists():
+        raise KeyError(run_id)  # a lookup does not create an empty database
+    g = compile_persistent(uri)
     snapshot = g.get_state({"configurable": {"thread_id": run_id}})
     if not snapshot.values:
         raise KeyError(run_id)

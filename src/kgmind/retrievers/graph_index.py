@@ -10,6 +10,10 @@ deterministic.
 
 Weights change without changing the fingerprint (feedback): the feedback tool calls
 :func:`notify_weight_changes` after a commit so the cached index follows the store.
+Feedback committed by *another* process (a second CLI, a server worker, anyone sharing
+the Neo4j database) is seen through the store's weights version, a counter bumped in
+every weight-changing transaction: :func:`get_graph_index` compares it with the one the
+index holds and re-reads the weights (not the whole graph) when they differ.
 
 Searches:
 
@@ -60,6 +64,10 @@ class IndexableStore(Protocol):
 
     def fingerprint(self) -> str:
         """Changes when entities or relations are added or removed."""
+        ...
+
+    def weights_version(self) -> int:
+        """Changes when a transaction changes weights (feedback, reset)."""
         ...
 
 
@@ -115,6 +123,7 @@ class GraphIndex:
         *,
         uri: str = "",
         fingerprint: str = "",
+        weights_version: int = 0,
     ) -> None:
         """Build the index.
 
@@ -124,9 +133,11 @@ class GraphIndex:
                 ``entities`` get a placeholder node named after the id.
             uri: The store URI the index was built from.
             fingerprint: The store fingerprint at build time.
+            weights_version: The store's weights version, read before ``relations``.
         """
         self.uri = uri
         self.fingerprint = fingerprint
+        self.weights_version = weights_version
         self.ids: list[str] = []
         self.names: list[str] = []
         self.types: list[str] = []
@@ -272,6 +283,32 @@ class GraphIndex:
                     self.weights[e] = float(w)
                     n += 1
         return n
+
+    def reload_weights(self, relations: Iterable[Relation], weights_version: int) -> int:
+        """Take every known relation's weight from ``relations`` (another process changed them).
+
+        Args:
+            relations: The store's relations with their current weights; unknown ids are
+                ignored (new relations change the fingerprint, which rebuilds the index).
+            weights_version: The store's weights version read before ``relations``.
+
+        Returns:
+            How many edge weights differed.
+        """
+        fresh = self.weights.copy()
+        for rel in relations:
+            e = self.edge_index_of.get(rel.id)
+            if e is not None:
+                fresh[e] = rel.weight
+        totals = np.zeros(len(self.ids), dtype=np.float64)
+        if len(fresh):
+            np.add.at(totals, np.asarray(self.edge_head, dtype=np.int64), fresh)
+        with self._lock:
+            changed = int(np.count_nonzero(fresh != self.weights))
+            self.weights = fresh
+            self.out_weight_total = totals
+            self.weights_version = weights_version
+        return changed
 
     # -- search --------------------------------------------------------------------
     def _steps(self, node: int, forward: bool, directed: bool) -> Iterator[tuple[int, int]]:
@@ -426,20 +463,32 @@ def get_graph_index(store: IndexableStore, *, recheck_s: float = 0.0) -> GraphIn
             return gi
         key_lock = _key_locks.setdefault(store.uri, threading.Lock())
     fp = store.fingerprint()
+    # read before the relations: a commit in between costs one more reload, never a stale index
+    wv = store.weights_version()
     with key_lock:  # one build per store at a time; other stores' lookups are not blocked
         with _cache_lock:
             gi = _cache.get(store.uri)
         if gi is None or gi.fingerprint != fp:
-            gi = GraphIndex(store.iter_entities(), store.iter_relations(), uri=store.uri, fingerprint=fp)
+            gi = GraphIndex(
+                store.iter_entities(),
+                store.iter_relations(),
+                uri=store.uri,
+                fingerprint=fp,
+                weights_version=wv,
+            )
             with _cache_lock:
                 _cache[store.uri] = gi
+        elif gi.weights_version != wv:  # weights moved in another process (or a reset)
+            gi.reload_weights(store.iter_relations(), wv)
         with _cache_lock:
             _checked_at[store.uri] = now
         return gi
 
 
 @on_weight_changes
-def notify_weight_changes(store_uri: str, changes: Sequence[WeightChange]) -> None:
+def notify_weight_changes(
+    store_uri: str, changes: Sequence[WeightChange], weights_version: int | None = None
+) -> None:
     """Apply committed weight changes to the cached index of ``store_uri`` (if any).
 
     Registered with the feedback tool (:func:`kgmind.tools.feedback.on_weight_changes`),
@@ -449,11 +498,23 @@ def notify_weight_changes(store_uri: str, changes: Sequence[WeightChange]) -> No
     Args:
         store_uri: The store's ``uri``.
         changes: The committed changes (their ``new_weight`` is applied).
+        weights_version: The store's weights version read after the commit. When it is
+            exactly one past the index's, this commit was the only one since, so the
+            index takes that version and the next lookup needs no reload; otherwise
+            another process committed too and the next lookup re-reads the weights.
+            An index already at (or past) it holds these changes and is left alone.
     """
     with _cache_lock:
         gi = _cache.get(store_uri)
-    if gi is not None and changes:
+        key_lock = _key_locks.setdefault(store_uri, threading.Lock())
+    if gi is None or not changes:
+        return
+    with key_lock:  # not between a reload's read of the weights and its swap
+        if weights_version is not None and gi.weights_version >= weights_version:
+            return
         gi.set_weights((c.relation_id, c.new_weight) for c in changes)
+        if weights_version is not None and gi.weights_version == weights_version - 1:
+            gi.weights_version = weights_version
 
 
 def clear_graph_index_cache() -> None:

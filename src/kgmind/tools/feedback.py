@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from kgmind.models import Evidence, WeightChange
-from kgmind.tools.store import GraphStore
+from kgmind.tools.store import GraphStore, StoreError
 from kgmind.tools.weights import DEFAULT_BETA, RATINGS, check_rate, make_rule
 
 if TYPE_CHECKING:
@@ -137,9 +137,10 @@ def feedback_key(run_id: str, rating: str, relation_ids: Iterable[str]) -> str:
     return "fb" + h.hexdigest()
 
 
-WeightListener = Callable[[str, Sequence[WeightChange]], None]
+WeightListener = Callable[[str, Sequence[WeightChange], "int | None"], None]
 
-#: Called with (store URI, committed changes) after every feedback commit. Caches built
+#: Called with (store URI, committed changes, the store's weights version read after the
+#: commit, or None if it could not be read) after every feedback commit. Caches built
 #: from edge weights in higher layers (the retrievers' graph index) register here, so
 #: this module imports nothing above it.
 _weight_listeners: list[WeightListener] = []
@@ -152,9 +153,13 @@ def on_weight_changes(listener: WeightListener) -> WeightListener:
     return listener
 
 
-def _notify(store_uri: str, changes: Sequence[WeightChange]) -> None:
+def _notify(store: GraphStore, changes: Sequence[WeightChange]) -> None:
+    try:
+        version: int | None = store.weights_version()
+    except StoreError:  # committed already; listeners then re-read the weights on next use
+        version = None
     for listener in list(_weight_listeners):
-        listener(store_uri, changes)
+        listener(store.uri, changes, version)
 
 
 def apply_feedback(
@@ -203,7 +208,7 @@ def apply_feedback(
     fid = feedback_id or feedback_key(run_id, canon, ids)
     changes = store.apply_weight_updates(fid, run_id, canon, ids, make_rule(canon, alpha=alpha, beta=beta))
     if changes:
-        _notify(store.uri, changes)
+        _notify(store, changes)
     return changes
 
 

@@ -206,6 +206,15 @@ class GraphStore(Protocol):
         """
         ...
 
+    def weights_version(self) -> int:
+        """A counter bumped in the transaction of every weight change (feedback, reset).
+
+        Cheap to read, so a process can check per question whether another process moved
+        weights its cached graph index holds (the fingerprint ignores weights). Each
+        committed feedback that changed weights adds exactly 1.
+        """
+        ...
+
     # -- feedback ----------------------------------------------------------------
     def apply_weight_updates(
         self,

@@ -75,6 +75,7 @@ MAX_PATH_HOPS = 30
 _SEP = "\x1f"  # never part of a normalised key (``\s`` in normalize_name folds it)
 _NO_LIMIT = 2**62
 _META_LOAD = "load"
+_META_WEIGHTS = "weights"  # the weights version: a decimal counter in Meta.version
 
 _ENTITY_SCHEMA = pa.schema([(c, pa.string()) for c in q.ENTITY_COLUMNS])
 _REL_SCHEMA = pa.schema(
@@ -238,6 +239,11 @@ class LadybugStore:
 
     def _bump_version(self, conn: Any) -> None:
         conn.execute(q.SET_META, {"key": _META_LOAD, "version": uuid.uuid4().hex})
+
+    def _bump_weights_version(self, conn: Any) -> None:
+        """Add 1 to the weights version, in the caller's write transaction (one writer at a time)."""
+        version = int(self._scalar(q.GET_META, {"key": _META_WEIGHTS}, conn) or 0)
+        conn.execute(q.SET_META, {"key": _META_WEIGHTS, "version": str(version + 1)})
 
     @contextlib.contextmanager
     def _transaction(self, what: str) -> Iterator[Any]:
@@ -585,6 +591,7 @@ class LadybugStore:
             {"rows": [{"head": siblings.head_of[rid], "id": rid, "weight": new} for rid, new in updates]},
         )
         conn.execute(q.INSERT_AUDIT, {"rows": [c.model_dump() for c in changes]})
+        self._bump_weights_version(conn)
         return changes
 
     def weight_changes(self, feedback_id: str | None = None) -> list[WeightChange]:
@@ -602,8 +609,15 @@ class LadybugStore:
             The number of edges whose weight was not 1.0.
 
         """
-        rows = self._run_write("reset_weights", [(q.DELETE_ALL_AUDIT, {}), (q.RESET_WEIGHTS, {})])
+        with self._transaction("reset_weights") as conn:
+            conn.execute(q.DELETE_ALL_AUDIT).close()
+            rows = self._rows(q.RESET_WEIGHTS, None, conn)
+            self._bump_weights_version(conn)
         return int(rows[0][0]) if rows else 0
+
+    def weights_version(self) -> int:
+        """See :meth:`GraphStore.weights_version`."""
+        return int(self._scalar(q.GET_META, {"key": _META_WEIGHTS}) or 0)
 
     # -- lifecycle -------------------------------------------------------------------
     def close(self) -> None:

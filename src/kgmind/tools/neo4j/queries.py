@@ -19,8 +19,9 @@ Schema:
 * ``(:Doc {id, entity_id, text})``: knowledge documents.
 * ``(:Feedback {id, run_id, rating, at})-[:CHANGED]->(:WeightAudit {...})``: the
   audit log; the uniqueness constraint on ``Feedback.id`` makes feedback idempotent.
-* ``(:KgmindMeta {id, version})``: a counter bumped by every load and clear (for
-  :meth:`Neo4jStore.fingerprint`).
+* ``(:KgmindMeta {id, version, weights_version})``: ``version`` is bumped by every load
+  and clear (for :meth:`Neo4jStore.fingerprint`), ``weights_version`` in the transaction
+  of every weight change (for :meth:`Neo4jStore.weights_version`).
 """
 
 from __future__ import annotations
@@ -108,6 +109,13 @@ BUMP_VERSION = """
 MERGE (m:KgmindMeta {id: $meta_id})
 SET m.version = coalesce(m.version, 0) + 1
 RETURN m.version AS version
+"""
+
+#: Run last in a weight-changing transaction (feedback, reset): other processes see weights moved.
+BUMP_WEIGHTS_VERSION = """
+MERGE (m:KgmindMeta {id: $meta_id})
+SET m.weights_version = coalesce(m.weights_version, 0) + 1
+RETURN m.weights_version AS weights_version
 """
 
 # -- clear -----------------------------------------------------------------------------
@@ -230,6 +238,11 @@ RETURN count(d) AS count
 """
 
 #: Content version and counts (entity and relation counts come from the count store).
+WEIGHTS_VERSION = """
+OPTIONAL MATCH (m:KgmindMeta {id: $meta_id})
+RETURN coalesce(m.weights_version, 0) AS weights_version
+"""
+
 FINGERPRINT = """
 OPTIONAL MATCH (m:KgmindMeta {id: $meta_id})
 WITH coalesce(m.version, 0) AS version

@@ -567,6 +567,7 @@ class Neo4jStore:
                 q.WRITE_WEIGHTS,
                 {"feedback_id": feedback_id, "run_id": run_id, "rating": rating, "at": at, "rows": rows},
             ).consume()
+            tx.run(q.BUMP_WEIGHTS_VERSION, {"meta_id": META_ID}).consume()
             return siblings.changes(feedback_id, run_id, rating, at, updates)
 
         self.ensure_schema()
@@ -588,9 +589,15 @@ class Neo4jStore:
         def reset(tx: neo4j.ManagedTransaction) -> int:
             rec = tx.run(q.RESET_WEIGHTS).single()
             tx.run(q.DROP_AUDIT).consume()
+            tx.run(q.BUMP_WEIGHTS_VERSION, {"meta_id": META_ID}).consume()
             return int(rec["reset"]) if rec is not None else 0
 
         return self._write(reset, "reset_weights")
+
+    def weights_version(self) -> int:
+        """See :meth:`GraphStore.weights_version`."""
+        recs = self._read(q.WEIGHTS_VERSION, {"meta_id": META_ID}, "weights_version")
+        return int(recs[0]["weights_version"]) if recs else 0
 
     # -- lifecycle -------------------------------------------------------------------
     def close(self) -> None:
