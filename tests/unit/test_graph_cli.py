@@ -304,7 +304,10 @@ def test_cjk_evidence_rows_wrap_without_truncation(monkeypatch: pytest.MonkeyPat
     en = "Fever may be a sign of influenza, which can be treated with oseltamivir and rest. " * 2
     out = _printed(
         _result(
-            evidence=[{"id": "N1", "kind": "neighbor", "text": zh}, {"id": "N2", "kind": "path", "text": en}]
+            selected_evidence=[
+                {"id": "N1", "kind": "neighbor", "text": zh},
+                {"id": "N2", "kind": "path", "text": en},
+            ]
         ),
         monkeypatch,
     )
