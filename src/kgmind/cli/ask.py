@@ -98,6 +98,15 @@ def write_renderings(result: Mapping[str, Any], *, html: Path | None, mermaid: P
         err_console.print(f"wrote {path.resolve()}", highlight=False, markup=False, soft_wrap=True)
 
 
+def emit_result(result: Mapping[str, Any], *, as_json: bool, html: Path | None, mermaid: Path | None) -> None:
+    """Write the requested renderings, then print the run as JSON or as text (``ask`` and ``show``)."""
+    write_renderings(result, html=html, mermaid=mermaid)
+    if as_json:
+        typer.echo(json.dumps(result, ensure_ascii=False, indent=2))
+    else:
+        print_result(result)
+
+
 def _count(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
 
@@ -396,11 +405,7 @@ def ask(
         if isinstance(exc, RuntimeError):  # e.g. the embedding model is missing
             raise CliError(str(exc)) from exc
         raise
-    write_renderings(result, html=html, mermaid=mermaid)
-    if as_json:
-        typer.echo(json.dumps(result, ensure_ascii=False, indent=2))
-    else:
-        print_result(result)
+    emit_result(result, as_json=as_json, html=html, mermaid=mermaid)
 
 
 def register(app: typer.Typer) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -24,15 +23,10 @@ def show(
     checkpoint: CheckpointOption = None,
 ) -> None:
     """Show the stored run RUN_ID (answer, mind map, evidence) from its checkpoint."""
-    from kgmind.cli.ask import print_result, result_dict, write_renderings
+    from kgmind.cli.ask import emit_result, result_dict
 
     values, _next = load_stored_run(run_id, checkpoint)
-    result = result_dict(values)
-    write_renderings(result, html=html, mermaid=mermaid)
-    if as_json:
-        typer.echo(json.dumps(result, ensure_ascii=False, indent=2))
-    else:
-        print_result(result)
+    emit_result(result_dict(values), as_json=as_json, html=html, mermaid=mermaid)
 
 
 def register(app: typer.Typer) -> None:
