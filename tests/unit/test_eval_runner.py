@@ -206,3 +206,48 @@ def test_interleaved_run_visits_every_method_per_item_and_scores_the_same(tmp_pa
     # each question is answered by both methods before the next one (cache hits make no call)
     asked = [next(i for i, it in enumerate(items) if it.question in c) for c in llm.calls[2:]]
     assert len(asked) > 2 and asked == sorted(asked)
+
+
+@pytest.mark.parametrize(
+    ("dataset", "kg", "fmt", "expected"),
+    [
+        ("cmcqa", None, None, ("eval-cmckg-recrawl", "cmckg/recrawl_full", "recrawl-json")),
+        ("genmedgpt5k", None, None, ("eval-emckg-full", "emckg/format_dataset.csv", "chatdoctor")),
+        ("cmcqa", "my.tsv", "triples", ("eval-cmckg-recrawl", "my.tsv", "triples")),
+        ("genmedgpt5k", "my.csv", None, ("eval-emckg-full", "my.csv", "chatdoctor")),
+    ],
+)
+def test_each_data_set_gets_its_own_default_kg(
+    dataset: str,
+    kg: str | None,
+    fmt: str | None,
+    expected: tuple[str, str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import kgmind.importers
+    import kgmind.tools.factory
+    from kgmind.eval.runner import prepare_store
+
+    imported: list[tuple[str, str]] = []
+
+    class EmptyStore:
+        def __init__(self, uri: str) -> None:
+            self.uri = uri
+
+        def stats(self) -> Any:
+            return type("Stats", (), {"entities_total": 0})()
+
+    monkeypatch.setattr(kgmind.tools.factory, "open_store", EmptyStore)
+    monkeypatch.setattr(
+        kgmind.importers, "import_kg", lambda path, f, store, progress: imported.append((path, f))
+    )
+    uri = prepare_store(EvalConfig(dataset=dataset, kg=kg, kg_format=fmt))
+    name, path, f = expected
+    assert uri is not None and uri.endswith(name)
+    assert len(imported) == 1 and imported[0][0].endswith(path) and imported[0][1] == f
+
+
+def test_a_data_set_without_a_default_kg_needs_a_store() -> None:
+    from kgmind.eval.runner import prepare_store
+
+    assert prepare_store(EvalConfig(dataset="explaincpe")) is None

@@ -61,10 +61,15 @@ def eval_command(
     ] = None,
     vocab: Annotated[Path | None, typer.Option(help="EMCKG format_dataset.csv (gold vocabulary).")] = None,
     store: Annotated[
-        str | None, typer.Option(help="KG store URI (default ladybug:$KGMIND_HOME/eval-emckg-full).")
+        str | None,
+        typer.Option(
+            help="KG store URI (default ladybug:$KGMIND_HOME/eval-emckg-full; cmcqa: eval-cmckg-recrawl)."
+        ),
     ] = None,
     kg: Annotated[Path | None, typer.Option(help="KG file imported into an empty store.")] = None,
-    kg_format: Annotated[str, typer.Option(help="Importer format of --kg.")] = "chatdoctor",
+    kg_format: Annotated[
+        str | None, typer.Option(help="Importer format of --kg (default chatdoctor).")
+    ] = None,
     memory_sample: Annotated[int, typer.Option(min=0, help="Items in the tracemalloc memory pass.")] = 20,
     bertscore: Annotated[bool, typer.Option(help="Compute BERTScore (local MiniLM) when an LLM ran.")] = True,
     progress: Annotated[bool, typer.Option(help="Show a progress bar on stderr.")] = True,

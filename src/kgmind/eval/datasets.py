@@ -59,6 +59,7 @@ DEFAULT_FILES: dict[str, str] = {
     "gold": "genmedgpt5k/gold_kg_entities.jsonl",
     "docs": "genmedgpt5k/disease_documents",
     "emckg": "emckg/format_dataset.csv",
+    "recrawl": "cmckg/recrawl_full",
     "cmcqa": "cmcqa/qa_ner.jsonl",
     "cmckg_names": "cmcqa/cmckg_entity_names.txt",
     "explaincpe": "explaincpe/test.json",

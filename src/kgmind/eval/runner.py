@@ -131,7 +131,7 @@ class EvalConfig:
     vocab: str | None = None
     store: str | None = None
     kg: str | None = None
-    kg_format: str = "chatdoctor"
+    kg_format: str | None = None  # None: the default KG's format, or chatdoctor for ``kg``
     memory_sample: int = 20
     bertscore: bool = True
     llm_cache: str | None = None
@@ -272,11 +272,22 @@ def build_items(cfg: EvalConfig) -> tuple[list[EvalItem], dict[str, Any]]:
     return items, info
 
 
-def prepare_store(cfg: EvalConfig) -> str | None:
-    """Open the KG store for the KG methods, importing ``cfg.kg`` into it when it is empty.
+#: The KG a data set is evaluated on when no ``--store`` is given: store name under
+#: ``$KGMIND_HOME``, data file role (:data:`kgmind.eval.datasets.DEFAULT_FILES`), importer format.
+DEFAULT_KGS: dict[str, tuple[str, str, str]] = {
+    "genmedgpt5k": ("eval-emckg-full", "emckg", "chatdoctor"),
+    "cmcqa": ("eval-cmckg-recrawl", "recrawl", "recrawl-json"),
+}
 
-    Defaults for GenMedGPT-5k: store ``ladybug:$KGMIND_HOME/eval-emckg-full`` and KG
-    ``emckg/format_dataset.csv`` (format ``chatdoctor``). Other data sets need ``--store``.
+
+def prepare_store(cfg: EvalConfig) -> str | None:
+    """Open the KG store for the KG methods, importing the KG into it when it is empty.
+
+    Without ``cfg.store`` a data set of :data:`DEFAULT_KGS` gets its own store and KG
+    (GenMedGPT-5k: EMCKG-full from ``emckg/format_dataset.csv``; CMCQA: the CMCKG re-crawl
+    ``cmckg/recrawl_full``, whose first import takes about a minute); other data sets need
+    ``--store``. ``cfg.kg`` replaces the default KG file (format ``cfg.kg_format``, default
+    ``chatdoctor``).
 
     Returns:
         The store URI, or ``None`` when no KG is configured.
@@ -284,11 +295,13 @@ def prepare_store(cfg: EvalConfig) -> str | None:
     """
     from kgmind.settings import default_store_uri
 
-    uri = cfg.store
-    kg = cfg.kg
-    if uri is None and cfg.dataset == "genmedgpt5k":
-        uri = default_store_uri("eval-emckg-full")
-        kg = kg or str(ds.default_path("emckg"))
+    uri, kg, fmt = cfg.store, cfg.kg, cfg.kg_format
+    default = DEFAULT_KGS.get(cfg.dataset)
+    if uri is None and default is not None:
+        name, role, default_fmt = default
+        uri = default_store_uri(name)
+        if kg is None:
+            kg, fmt = str(ds.default_path(role)), fmt or default_fmt
     if uri is None:
         return None
     from kgmind.tools.factory import open_store
@@ -297,7 +310,7 @@ def prepare_store(cfg: EvalConfig) -> str | None:
     if kg and store.stats().entities_total == 0:
         from kgmind.importers import import_kg
 
-        import_kg(kg, cfg.kg_format, store, progress=False)
+        import_kg(kg, fmt or "chatdoctor", store, progress=False)
     return store.uri
 
 
