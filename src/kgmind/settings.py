@@ -24,3 +24,17 @@ def data_dir() -> Path:
 def default_store_uri(name: str = DEFAULT_KG_NAME) -> str:
     """The embedded store URI for the KG called ``name``: ``ladybug:$KGMIND_HOME/<name>``."""
     return f"ladybug:{kgmind_home() / name}"
+
+
+def uri_path(uri: str, scheme: str, what: str, example: str) -> str:
+    """The path after ``scheme:`` (an optional ``//`` dropped) in a ``what`` (store, checkpoint) URI.
+
+    Raises:
+        ValueError: The path is empty (``example`` shows a valid URI).
+    """
+    path = uri[len(scheme) + 1 :]
+    if path.startswith("//"):
+        path = path[2:]
+    if not path.strip():
+        raise ValueError(f"{what} URI '{scheme}:' needs a path, e.g. {example}")
+    return path

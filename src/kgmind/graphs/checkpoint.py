@@ -24,7 +24,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph.state import CompiledStateGraph
 
-from kgmind.settings import kgmind_home
+from kgmind.settings import kgmind_home, uri_path
 
 __all__ = [
     "CHECKPOINT_URI_ENV",
@@ -105,11 +105,7 @@ def parse_checkpoint_uri(uri: str | None = None) -> CheckpointURI:
     if text.startswith(_PG_SCHEMES):
         return CheckpointURI("postgres", text, _mask_password(text))
     if text.startswith("sqlite:"):
-        text = text[len("sqlite:") :]
-        if text.startswith("//"):
-            text = text[2:]
-        if not text.strip():
-            raise ValueError("checkpoint URI 'sqlite:' needs a file path, e.g. sqlite:./checkpoints.sqlite")
+        text = uri_path(text, "sqlite", "checkpoint", "sqlite:./checkpoints.sqlite")
     elif _SCHEME.match(text) and not _DRIVE.match(text):
         raise ValueError(
             f"unknown checkpoint URI {_mask_password(text)!r}: use sqlite:PATH or postgresql://USER@HOST:PORT/DB"

@@ -653,7 +653,8 @@ def fit_budget(
         if kept is not None:
             out.append(kept)
             used += cost(kept)
-            shown.add(kept)
+            if share_facts:
+                shown.add(kept)
         if kept is not ev and stop_at_first_miss:
             break
     if not out and evidence and truncate:

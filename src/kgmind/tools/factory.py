@@ -12,7 +12,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from kgmind.settings import default_store_uri
+from kgmind.settings import default_store_uri, uri_path
 from kgmind.tools.store import GraphStore, StoreUnavailableError
 
 __all__ = ["StoreURI", "close_all_stores", "open_store", "parse_store_uri"]
@@ -43,11 +43,7 @@ def parse_store_uri(uri: str | None) -> StoreURI:
     """
     uri = (uri or "").strip() or default_store_uri()
     if uri.startswith("ladybug:"):
-        path = uri[len("ladybug:") :]
-        if path.startswith("//"):
-            path = path[2:]
-        if not path.strip():
-            raise ValueError("store URI 'ladybug:' needs a directory path, e.g. ladybug:./kg")
+        path = uri_path(uri, "ladybug", "store", "ladybug:./kg")
         resolved = str(Path(path).expanduser().resolve())
         return StoreURI("ladybug", resolved, f"ladybug:{resolved}")
     if uri.startswith(_NEO4J_SCHEMES):
