@@ -274,9 +274,26 @@ def test_rank_diseases_weight_aware_follows_learnt_weights() -> None:
     gi = medical()
     fever_flu = next(e for e in gi.out_edges(eid("Fever")) if e.tail == eid("Flu"))
     gi.set_weights([(fever_flu.id, 4.0)])
-    ranking = rank_diseases(gi, ids("Fever", "Cough", "Rash"), weight_aware=True)
-    assert gi.name(ranking[0][0]) == "Flu"
-    assert gi.name(rank_diseases(gi, ids("Fever", "Cough", "Rash"))[0][0]) == "Measles"
+    question = ids("Fever", "Cough", "Rash")
+
+    def top(linked: list[str], **kw: object) -> str:
+        return gi.name(rank_diseases(gi, linked, weight_aware=True, **kw)[0][0])  # type: ignore[arg-type]
+
+    # scaled votes: one learnt edge outweighs Measles' more specific symptom
+    assert top(question, votes="scale") == "Flu"
+    # the default keeps votes and specificity first: Measles (Fever + Rash) stays ahead
+    assert top(question) == "Measles"
+    assert top(question, votes="lift_first") == "Flu"  # the lift before specificity
+    assert gi.name(rank_diseases(gi, question)[0][0]) == "Measles"
+    # ... and the learnt weight decides a tie the question leaves open: Fever alone
+    assert top(ids("Fever")) == "Flu"
+    assert gi.name(rank_diseases(gi, ids("Fever"))[0][0]) == "Flu"  # (first appearance without weights)
+    cough_cold = next(e for e in gi.out_edges(eid("Cough")) if e.tail == eid("Cold"))
+    gi.set_weights([(cough_cold.id, 3.0)])
+    assert gi.name(rank_diseases(gi, ids("Cough"))[0][0]) == "Flu"
+    assert top(ids("Cough")) == "Cold"
+    with pytest.raises(ValueError, match="votes"):
+        rank_diseases(gi, ids("Cough"), weight_aware=True, votes="count")
 
 
 def test_rank_diseases_counts_a_linked_disease_as_its_own_vote() -> None:

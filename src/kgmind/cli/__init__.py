@@ -1,10 +1,10 @@
-"""The ``kgmind`` command line: ``kg``, ``index``, ``ask``, ``show``, ``feedback``, ``eval``."""
+"""The ``kgmind`` command line: ``kg``, ``index``, ``ask``, ``show``, ``feedback``, ``learn``, ``eval``."""
 
 from __future__ import annotations
 
 import typer
 
-from kgmind.cli import ask, eval_cmd, feedback, index, kg, show, weights
+from kgmind.cli import ask, eval_cmd, feedback, index, kg, learn, show, weights
 
 app = typer.Typer(
     name="kgmind",
@@ -20,6 +20,7 @@ app.add_typer(eval_cmd.app, name="eval")
 ask.register(app)
 show.register(app)
 feedback.register(app)
+learn.register(app)
 
 
 def main() -> None:

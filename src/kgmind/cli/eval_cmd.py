@@ -46,10 +46,17 @@ def eval_command(
     ] = "dev",
     limit: Annotated[int | None, typer.Option(min=1, help="Evaluate a seeded sample of N items.")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the sample and of KGCoT's DFS.")] = 0,
+    ids: Annotated[
+        Path | None,
+        typer.Option(help="File of item ids, one per line: evaluate only these (within --split)."),
+    ] = None,
     out: Annotated[
         Path | None, typer.Option(help="Folder for results.json, results.md, results.png.")
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print results.json to stdout.")] = False,
+    rows: Annotated[
+        bool, typer.Option(help="Keep every item's scores in results.json (under 'rows'), for breakdowns.")
+    ] = False,
     dialogues: Annotated[Path | None, typer.Option(help="GenMedGPT-5k dialogues.json.")] = None,
     ner: Annotated[Path | None, typer.Option(help="ner_chatgpt.jsonl.")] = None,
     gold: Annotated[Path | None, typer.Option(help="gold_kg_entities.jsonl.")] = None,
@@ -112,6 +119,7 @@ def eval_command(
         split=split,
         limit=limit,
         seed=seed,
+        ids=s(ids),
         dialogues=s(dialogues),
         ner=s(ner),
         gold=s(gold),
@@ -148,9 +156,9 @@ def eval_command(
             bar.advance(tasks[name])  # type: ignore[arg-type]
 
         with bar:
-            results = run_eval(cfg, on_start=on_start, on_advance=on_advance)
+            results = run_eval(cfg, on_start=on_start, on_advance=on_advance, keep_rows=rows)
     else:
-        results = run_eval(cfg)
+        results = run_eval(cfg, keep_rows=rows)
     for name, why in results.get("disabled", {}).items():
         err_console.print(f"[yellow]method {name} disabled:[/] {why}", highlight=False, soft_wrap=True)
     if out is not None:

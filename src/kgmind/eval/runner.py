@@ -123,6 +123,7 @@ class EvalConfig:
     split: str = "dev"
     limit: int | None = None
     seed: int = 0
+    ids: str | None = None  # a file of item ids: evaluate only those (after the split)
     dialogues: str | None = None
     ner: str | None = None
     gold: str | None = None
@@ -267,9 +268,36 @@ def build_items(cfg: EvalConfig) -> tuple[list[EvalItem], dict[str, Any]]:
             items.append(EvalItem(id=str(m.id), question=m.question, reference=m.answer))
     else:
         raise ValueError(f"unknown dataset {cfg.dataset!r}; choose from {', '.join(DATASETS)}")
+    if cfg.ids:
+        items = _only_ids(items, cfg.ids)
+        info["ids_file"] = cfg.ids
     info["size"] = len(items)
     items = gd.sample(items, cfg.limit, cfg.seed)
     return items, info
+
+
+def read_ids(path: str | Path) -> list[str]:
+    """Item ids from a file, one per line, in file order (blank lines and ``#`` comments skipped).
+
+    Raises:
+        FileNotFoundError: No such file.
+
+    """
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    return list(dict.fromkeys(s for s in (line.strip() for line in lines) if s and not s.startswith("#")))
+
+
+def _only_ids(items: Sequence[EvalItem], path: str) -> list[EvalItem]:
+    """The items named in the ids file ``path``, in the file's order; every id must be an item."""
+    by_id = {it.id: it for it in items}
+    wanted = read_ids(path)
+    missing = [i for i in wanted if i not in by_id]
+    if missing:
+        raise ValueError(
+            f"{len(missing)} of the {len(wanted)} ids in {path} are not items of this data set and split "
+            f"(first: {missing[0]!r})"
+        )
+    return [by_id[i] for i in wanted]
 
 
 #: The KG a data set is evaluated on when no ``--store`` is given: store name under

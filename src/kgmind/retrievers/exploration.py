@@ -41,6 +41,7 @@ Faithful behaviour is the default; documented improvements sit behind flags:
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -59,6 +60,7 @@ __all__ = [
     "PATHS_PER_SEGMENT",
     "PIPELINE",
     "SYMPTOM_RELATION",
+    "WEIGHT_VOTES",
     "DocSource",
     "PipelineSettings",
     "chain_segments",
@@ -87,6 +89,9 @@ class PipelineSettings:
     dfs_chains: int = 3
     dfs_depth: int = 3
     weight_aware: bool = True
+    # how learnt weights rank diseases (rank_diseases, WEIGHT_VOTES): "tiebreak" keeps the vote count
+    # and specificity first; fitted on the calib split (README, "Learning from feedback")
+    weight_votes: str = "tiebreak"
     ranked: bool = True
     # evidence tokens shown to the LLM: with each fact shown once, 500 on the calib split gives the
     # recall 800 gave before (0.78), and the local model reads ~120 prompt tokens a second
@@ -95,6 +100,9 @@ class PipelineSettings:
 
 #: The pipeline's exploration defaults (see :class:`PipelineSettings`).
 PIPELINE = PipelineSettings()
+
+#: How :func:`rank_diseases` may use learnt weights (see there).
+WEIGHT_VOTES: tuple[str, ...] = ("tiebreak", "lift_first", "scale")
 
 #: MindMap: a relation whose type contains this word leads to diseases.
 DISEASE_MARK = "disease"
@@ -348,53 +356,90 @@ def _line(
         es.sort(key=lambda e: -float(gi.weights[e]))
     if max_tails is not None:
         es = es[:max_tails]
-    tails = [gi.edge_tail[e] for e in es]
-    text = "->".join([gi.names[node], rtype.replace("_", " "), ",".join(gi.names[t] for t in tails)])
+    tail_nodes = [gi.edge_tail[e] for e in es]
+    text = "->".join([gi.names[node], rtype.replace("_", " "), ",".join(gi.names[t] for t in tail_nodes)])
     return Evidence(
         kind="neighbor",
         text=text,
         triples=[_triple(gi, e) for e in es],
         relation_ids=[gi.edge_id[e] for e in es],
-        entity_ids=[gi.ids[node]] + [gi.ids[t] for t in tails],
+        entity_ids=[gi.ids[node]] + [gi.ids[t] for t in tail_nodes],
         score=score,
         source="neighbor_evidence",
         meta={"entity": gi.names[node], "relation": rtype, **meta},
     )
 
 
+def _reverse_lift(gi: GraphIndex, d: int, i: int) -> float:
+    """``log(p · n)`` of the disease's own edge back to the voter (``has_symptom``), 0 when it has none.
+
+    Learnt from the patients of the disease who reported the symptom: the likelihood side
+    of the vote, where the voter's edge is the posterior side.
+    """
+    out = gi.out_adj[d]
+    back = [e for e in out if gi.edge_tail[e] == i]
+    if not back:
+        return 0.0
+    e = max(back, key=lambda x: float(gi.weights[x]))
+    group = [x for x in out if gi.edge_type[x] == gi.edge_type[e]]  # p(symptom | disease) among its symptoms
+    total = float(gi.weights[group].sum())
+    return math.log(float(gi.weights[e]) * len(group) / total) if total > 0 else 0.0
+
+
 def rank_diseases(
-    gi: GraphIndex, entity_ids: Sequence[str], *, weight_aware: bool = False
+    gi: GraphIndex,
+    entity_ids: Sequence[str],
+    *,
+    weight_aware: bool = False,
+    votes: str | None = None,
 ) -> list[tuple[str, float, list[str]]]:
     """Candidate diseases ranked by the votes of the linked entities.
 
     Each linked entity votes once for every disease it reaches through a relation
     whose type contains ``disease`` (``possible_disease``, ``can_check_disease``,
     ``possible_cure_disease``); a linked entity that is itself a disease votes for
-    itself. With ``weight_aware`` a vote is scaled by the edge's selection probability
-    ``p = w / Σ w`` over the voter's disease edges, relative to its uniform value
-    ``1 / n`` (so an all-ones graph ranks exactly as without weights). Ties are broken
-    by specificity (``Σ 1 / n`` over the voters: a symptom shared by few diseases says
-    more) and then by first appearance.
+    itself. Without ``weight_aware`` the order is by votes, then by specificity
+    (``Σ 1 / n`` over the voters: a symptom shared by few diseases says more), then by
+    first appearance. With ``weight_aware`` the learnt edge weights enter as ``votes``
+    says (default :attr:`PipelineSettings.weight_votes`):
+
+    * ``tiebreak`` (default): votes, then specificity, then the learnt lift, then first
+      appearance. The lift of a disease is ``Σ log(p · n)`` over its voters, for the
+      voter's edge to the disease (``p = w / Σ w`` over the voter's disease edges, ``1 / n``
+      its uniform value) and for the disease's edge back to the voter among the disease's
+      edges of that type (p(symptom | disease), what ``kgmind learn`` credits); 0 on an
+      unlearnt graph. Learning only reorders diseases the question cannot tell apart.
+    * ``lift_first``: votes, then the lift, then specificity.
+    * ``scale``: each vote is scaled to ``p · n``, so one learnt symptom can outvote
+      several unlearnt ones.
+
+    The README ("Learning from feedback") has what each gave on held-out questions.
 
     Args:
         gi: The graph index.
         entity_ids: Linked entities.
-        weight_aware: Scale votes by the learnt edge weights.
+        weight_aware: Use the learnt edge weights.
+        votes: ``tiebreak``, ``lift_first`` or ``scale`` (``None``: the pipeline default).
 
     Returns:
         ``(disease id, score, supporting relation ids)``, best first; score is the
-        vote total plus half the voters' mean specificity (display and scaling only:
-        the order is by votes, then specificity).
+        (scaled) vote total plus half the voters' mean specificity (display and
+        scaling only: the order is as described).
     """
+    mode = votes or PIPELINE.weight_votes
+    if mode not in WEIGHT_VOTES:
+        raise ValueError(f"votes must be one of {', '.join(WEIGHT_VOTES)}, got {votes!r}")
+    scale = weight_aware and mode == "scale"
     nodes = _resolve(gi, entity_ids)
-    votes: dict[int, float] = {}
+    tally: dict[int, float] = {}
+    lift: dict[int, float] = {}
     spec: dict[int, float] = {}
     support: dict[int, list[int]] = {}
     order: dict[int, int] = {}
     for i in nodes:
         dedges = [e for e in gi.out_adj[i] if DISEASE_MARK in gi.edge_type[e]]
         if gi.types[i] == "disease" or any(gi.edge_type[e] == SYMPTOM_RELATION for e in gi.out_adj[i]):
-            votes[i] = votes.get(i, 0.0) + 1.0
+            tally[i] = tally.get(i, 0.0) + 1.0
             spec[i] = spec.get(i, 0.0) + 1.0
             support.setdefault(i, [])
             order.setdefault(i, len(order))
@@ -405,17 +450,25 @@ def rank_diseases(
         best: dict[int, tuple[float, int]] = {}
         for e in dedges:
             d = gi.edge_tail[e]
-            v = float(gi.weights[e]) * n / total if weight_aware and total > 0 else 1.0
-            if d not in best or v > best[d][0]:
-                best[d] = (v, e)
-        for d, (v, e) in best.items():
-            votes[d] = votes.get(d, 0.0) + v
+            r = float(gi.weights[e]) * n / total if weight_aware and total > 0 else 1.0
+            if d not in best or r > best[d][0]:
+                best[d] = (r, e)
+        for d, (r, e) in best.items():
+            v = r if scale else 1.0
+            tally[d] = tally.get(d, 0.0) + v
+            if weight_aware and not scale:
+                lift[d] = lift.get(d, 0.0) + math.log(r) + _reverse_lift(gi, d, i)
             spec[d] = spec.get(d, 0.0) + v / n
             support.setdefault(d, []).append(e)
             order.setdefault(d, len(order))
-    ranked = sorted(votes, key=lambda d: (-votes[d], -spec[d], order[d]))
+    if mode == "lift_first":
+        ranked = sorted(tally, key=lambda d: (-tally[d], -round(lift.get(d, 0.0), 9), -spec[d], order[d]))
+    else:  # rounded: float noise in the sums must not reorder ties
+        ranked = sorted(
+            tally, key=lambda d: (-tally[d], -round(spec[d], 9), -round(lift.get(d, 0.0), 9), order[d])
+        )
     return [
-        (gi.ids[d], votes[d] + 0.5 * spec[d] / votes[d], [gi.edge_id[e] for e in support[d]]) for d in ranked
+        (gi.ids[d], tally[d] + 0.5 * spec[d] / tally[d], [gi.edge_id[e] for e in support[d]]) for d in ranked
     ]
 
 
