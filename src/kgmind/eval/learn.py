@@ -38,7 +38,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kgmind.eval.runner import EvalConfig, EvalItem, build_items, prepare_store, read_ids
+from kgmind.eval.datasets import default_path
+from kgmind.eval.runner import DEFAULT_KGS, EvalConfig, EvalItem, build_items, prepare_store, read_ids
 from kgmind.graphs.context import Context
 from kgmind.models import Evidence, normalize_name
 from kgmind.retrievers.exploration import DISEASE_MARK, rank_diseases
@@ -113,7 +114,15 @@ class LearnConfig:
             )
 
     def eval_config(self) -> EvalConfig:
-        """The evaluation settings that build the same items and open the same store."""
+        """The evaluation settings that build the same items and open the same store.
+
+        Without ``kg`` the data set's default KG file is named, so that an empty store
+        gets it imported (a store that holds a KG is used as it is).
+        """
+        kg, kg_format = self.kg, self.kg_format
+        default = DEFAULT_KGS.get(self.dataset)
+        if kg is None and default is not None:
+            kg, kg_format = str(default_path(default[1])), kg_format or default[2]
         return EvalConfig(
             dataset=self.dataset,
             methods="kgmind",
@@ -124,8 +133,8 @@ class LearnConfig:
             qa=self.qa,
             vocab=self.vocab,
             store=self.store,
-            kg=self.kg,
-            kg_format=self.kg_format,
+            kg=kg,
+            kg_format=kg_format,
             budget=self.budget,
         )
 
