@@ -759,3 +759,56 @@ def test_labels_of(h: Harness) -> None:
     h.read_answers[q.ENTITY_LABELS] = [{"labels": ["Entity", "Disease"]}]
     assert h.store.labels_of(FLU.id) == ["Disease", "Entity"]
     assert h.read_calls() == [read_call(q.ENTITY_LABELS, {"id": FLU.id})]
+
+
+# -- pushed-down exploration -----------------------------------------------------------------
+
+
+def test_pushed_down_index_reads_neighbourhoods_from_readers_only(h: Harness) -> None:
+    """A per-question index on Neo4j: id-keyed neighbour and entity reads, routed to readers.
+
+    The fake server answers NEIGHBORS_BOTH and GET_ENTITIES from a small graph, by the ids
+    asked; the index must never stream the whole graph and must see what a full index sees.
+    """
+    from kgmind.retrievers.exploration import neighbor_evidence, rank_diseases
+    from kgmind.retrievers.graph_index import GraphIndex
+
+    cold = ent("Cold", "disease")
+    rash = ent("Rash", "symptom")
+    ents = {e.id: e for e in (FLU, FEVER, COUGH, cold, rash)}
+    rels = [
+        R_FEVER,
+        R_COUGH,
+        Relation(head=FEVER.id, type="possible_disease", tail=FLU.id),
+        Relation(head=COUGH.id, type="possible_disease", tail=FLU.id),
+        Relation(head=COUGH.id, type="possible_disease", tail=cold.id),
+        Relation(head=cold.id, type="has_symptom", tail=COUGH.id),
+        Relation(head=cold.id, type="has_symptom", tail=rash.id),
+    ]
+
+    def answer(query: str, params: Any = None, **kwargs: Any) -> neo4j.EagerResult:
+        ids = set(params["ids"])
+        if query == q.NEIGHBORS_BOTH:
+            rows = [rel_rec(r) for r in sorted(rels, key=lambda r: r.id) if r.head in ids or r.tail in ids]
+        elif query == q.GET_ENTITIES:
+            rows = [ent_rec(ents[i]) for i in params["ids"] if i in ents]
+        else:
+            raise AssertionError(f"unexpected read: {query}")
+        return neo4j.EagerResult(records=rows, summary=MagicMock(), keys=[])  # type: ignore[arg-type]
+
+    h.driver.execute_query.side_effect = answer
+    part = GraphIndex.neighborhood(h.store, [COUGH.id])
+    for c in h.read_calls():
+        assert c.args[0] in (q.NEIGHBORS_BOTH, q.GET_ENTITIES)
+        assert c.kwargs == {"database_": DB, "routing_": READ}
+    # Cough and its neighbours (Flu, Cold) are complete; Fever and Rash are loaded, not yet complete
+    assert {part.ids[n] for n in part._complete or ()} == {COUGH.id, FLU.id, cold.id}
+    full = GraphIndex(list(ents.values()), sorted(rels, key=lambda r: r.id))
+    assert [d for d, _, _ in rank_diseases(part, [COUGH.id], weight_aware=True)] == [
+        d for d, _, _ in rank_diseases(full, [COUGH.id], weight_aware=True)
+    ]
+    key = [(e.text, tuple(e.relation_ids)) for e in neighbor_evidence(full, [COUGH.id], ranked=True)]
+    assert [(e.text, tuple(e.relation_ids)) for e in neighbor_evidence(part, [COUGH.id], ranked=True)] == key
+    before = len(h.read_calls())
+    part.out_adj[part.idx(rash.id)]  # reading an incomplete node's edges completes it: one more query
+    assert len(h.read_calls()) == before + 1 and h.read_calls()[-1].args[0] == q.NEIGHBORS_BOTH

@@ -126,3 +126,11 @@ class Context:
     max_tokens: int = field(
         default=512, metadata={"description": "Maximum tokens the LLM may generate per call."}
     )
+    exploration: Literal["auto", "memory", "pushdown"] = field(
+        default="auto",
+        metadata={
+            "description": "memory = explore an in-memory index of the whole KG (built once per process); "
+            "pushdown = read only each question's neighbourhood from the store (bounded id-keyed queries, "
+            "Neo4j readers); auto = pushdown above kgmind.retrievers.graph_index.PUSHDOWN_MIN_RELATIONS."
+        },
+    )

@@ -64,7 +64,7 @@ def _node(
 ) -> Callable[[ExploreTask, Runtime[Context]], dict[str, Any]]:
     def node(task: ExploreTask, runtime: Runtime[Context]) -> dict[str, Any]:
         ids = list(task["entity_ids"])
-        return services.explore(name, key, runtime, lambda ctx, store, gi: tool(ctx, store, gi, ids))
+        return services.explore(name, key, runtime, lambda ctx, store, gi: tool(ctx, store, gi, ids), ids)
 
     node.__name__ = node.__qualname__ = name
     node.__doc__ = f"{doc}\n\nReturns ``{key}`` and timing."

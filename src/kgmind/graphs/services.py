@@ -30,6 +30,7 @@ __all__ = [
     "entity_types",
     "explore",
     "extract_mentions",
+    "get_exploration_index",
     "get_graph_index",
     "get_linker",
     "get_llm",
@@ -79,6 +80,7 @@ def explore(
     key: str,
     runtime: Runtime[Context],
     tool: Callable[[Context, GraphStore, Any], list[Evidence]],
+    seeds: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Run one exploration tool as a node does: timed, on the run's store and its graph index, traced.
 
@@ -87,6 +89,8 @@ def explore(
         key: The state key its evidence goes to (``path_evidence`` …).
         runtime: The node's LangGraph runtime (its :class:`Context`).
         tool: ``(ctx, store, graph index) -> evidence``.
+        seeds: The linked entity ids the tool explores from (the neighbourhood a
+            pushed-down index reads, ``Context.exploration``).
 
     Returns:
         ``{key: evidence, "timings_ms": {node: ms}}``.
@@ -96,7 +100,7 @@ def explore(
     timings: dict[str, float] = {}
     with timed(node, timings):
         store = get_store(ctx.store)
-        evidence = tool(ctx, store, get_graph_index(store))
+        evidence = tool(ctx, store, get_exploration_index(store, ctx.exploration, seeds))
     trace_evidence(f"{node}.evidence", evidence)
     return {key: evidence, "timings_ms": timings}
 
@@ -132,6 +136,15 @@ def get_graph_index(store: GraphStore) -> Any:
     from kgmind.retrievers.graph_index import get_graph_index as _get
 
     return _get(store)
+
+
+def get_exploration_index(store: GraphStore, mode: str, seeds: Sequence[str]) -> Any:
+    """The index exploration runs on: the whole KG in memory, or the seeds' neighbourhood per question."""
+    from kgmind.retrievers import graph_index as gx
+
+    if gx.pushdown_wanted(store, mode):
+        return gx.get_neighborhood_index(store, seeds)
+    return get_graph_index(store)
 
 
 def get_linker(store: GraphStore) -> Any:

@@ -31,21 +31,27 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from kgmind.models import Entity, Relation, WeightChange
 from kgmind.tools.feedback import on_weight_changes
+from kgmind.tools.store import Direction
 
 __all__ = [
+    "PUSHDOWN_MIN_RELATIONS",
     "EdgeView",
     "GraphIndex",
     "IndexPath",
     "IndexableStore",
+    "NeighborhoodStore",
+    "PushdownStore",
     "clear_graph_index_cache",
     "get_graph_index",
+    "get_neighborhood_index",
     "notify_weight_changes",
+    "pushdown_wanted",
 ]
 
 
@@ -69,6 +75,45 @@ class IndexableStore(Protocol):
     def weights_version(self) -> int:
         """Changes when a transaction changes weights (feedback, reset)."""
         ...
+
+
+class NeighborhoodStore(Protocol):
+    """What a pushed-down (per-question) index reads from a store: bounded, id-keyed queries only."""
+
+    uri: str
+
+    def neighbors(
+        self,
+        ids: Sequence[str],
+        direction: Direction = "out",
+        relation_types: Sequence[str] | None = None,
+        limit: int | None = None,
+    ) -> list[Relation]:
+        """Edges touching ``ids``."""
+        ...
+
+    def get_entities(self, ids: Sequence[str]) -> list[Entity]:
+        """Entities by id."""
+        ...
+
+
+class _LazyAdjacency(list[list[int]]):
+    """Per-node edge lists of a pushed-down index: reading a node's list first completes the node.
+
+    A node is *complete* when every edge touching it has been read from the store; the
+    exploration code reads ``out_adj[i]`` / ``in_adj[i]`` as it does on the full index and
+    never sees a partial neighbourhood.
+    """
+
+    def __init__(self, owner: GraphIndex, items: Iterable[list[int]] = ()) -> None:
+        super().__init__(items)
+        self._owner = owner
+
+    def __getitem__(self, i: Any) -> Any:
+        complete = self._owner._complete
+        if complete is not None and type(i) is int and i not in complete:
+            self._owner._complete_nodes([i])
+        return super().__getitem__(i)
 
 
 @dataclass(frozen=True)
@@ -183,6 +228,123 @@ class GraphIndex:
         self.out_weight_total: np.ndarray = np.zeros(len(self.ids), dtype=np.float64)
         if len(self.weights):
             np.add.at(self.out_weight_total, np.asarray(self.edge_head, dtype=np.int64), self.weights)
+        # pushed down (see neighborhood_index): the store to complete nodes from, and the
+        # nodes whose every edge is loaded; None = a full index, where every node is complete
+        self._source: NeighborhoodStore | None = None
+        self._complete: set[int] | None = None
+
+    @classmethod
+    def neighborhood(
+        cls,
+        store: NeighborhoodStore,
+        seeds: Sequence[str],
+        *,
+        complete_depth: int = 1,
+        fingerprint: str = "",
+        weights_version: int = 0,
+    ) -> GraphIndex:
+        """An index of the part of ``store`` around ``seeds``, read with bounded id-keyed queries.
+
+        Every node within ``complete_depth`` hops of a seed (either direction) is
+        *complete*: all its edges are loaded (one ``neighbors(..., "both")`` query per hop
+        level). Any other node is completed from the store the first time exploration
+        reads its edge lists, so every search sees the same graph as on the full index;
+        lists keep the full index's order (relation id, as the stores iterate), so the
+        evidence is the same too (``tests/integration/test_pushdown.py``).
+
+        Args:
+            store: The store (any backend; Neo4j reads go to its readers).
+            seeds: The question's linked entity ids (unknown ids are ignored).
+            complete_depth: Hops around the seeds loaded up front: 1 covers paths and
+                chains of up to 3 hops, the ranked neighbour lines and the disease votes.
+            fingerprint: The store fingerprint (cache keys).
+            weights_version: The store's weights version, read before the edges.
+
+        Returns:
+            The partial index.
+        """
+        gi = cls([], [], uri=store.uri, fingerprint=fingerprint, weights_version=weights_version)
+        gi._source = store
+        gi._complete = set()
+        gi.out_adj = _LazyAdjacency(gi)
+        gi.in_adj = _LazyAdjacency(gi)
+        frontier = gi._add_entities(store.get_entities(sorted(set(seeds))))
+        for depth in range(complete_depth + 1):
+            if not frontier:
+                break
+            added = gi._complete_nodes(frontier)
+            frontier = added if depth < complete_depth else []
+        return gi
+
+    def _add_entities(self, entities: Iterable[Entity]) -> list[int]:
+        """Append unknown entities as nodes (sorted by id, as the stores iterate); return their indices."""
+        out: list[int] = []
+        for ent in sorted(entities, key=lambda x: x.id):
+            if ent.id in self.index_of:
+                continue
+            self.index_of[ent.id] = len(self.ids)
+            out.append(len(self.ids))
+            self.ids.append(ent.id)
+            self.names.append(ent.name)
+            self.types.append(ent.type)
+            self.descriptions.append(ent.description)
+            list.append(self.out_adj, [])
+            list.append(self.in_adj, [])
+        if out:
+            self.out_weight_total = np.concatenate([self.out_weight_total, np.zeros(len(out))])
+        return out
+
+    def _complete_nodes(self, nodes: Sequence[int]) -> list[int]:
+        """Load every edge touching ``nodes`` (one query); return the nodes this added to the index."""
+        assert self._source is not None and self._complete is not None
+        with self._lock:
+            todo = [n for n in dict.fromkeys(nodes) if n not in self._complete]
+            if not todo:
+                return []
+            rels = [
+                r
+                for r in self._source.neighbors([self.ids[n] for n in todo], "both")
+                if r.id not in self.edge_index_of
+            ]
+            rels = list({r.id: r for r in rels}.values())
+            missing = sorted({x for r in rels for x in (r.head, r.tail)} - self.index_of.keys())
+            added = self._add_entities(self._source.get_entities(missing)) if missing else []
+            for (
+                ent_id
+            ) in missing:  # an endpoint the store has no entity for: a placeholder, as on the full index
+                if ent_id not in self.index_of:
+                    added += self._add_entities([Entity(id=ent_id, name=ent_id, type="entity")])
+            touched: set[int] = set()
+            new_weights: list[float] = []
+            for rel in sorted(rels, key=lambda r: r.id):
+                h, t = self.index_of[rel.head], self.index_of[rel.tail]
+                e = len(self.edge_id)
+                self.edge_index_of[rel.id] = e
+                self.edge_head.append(h)
+                self.edge_tail.append(t)
+                self.edge_type.append(rel.type)
+                self.edge_id.append(rel.id)
+                self.edge_source.append(rel.source)
+                new_weights.append(rel.weight)
+                list.__getitem__(self.out_adj, h).append(e)
+                list.__getitem__(self.in_adj, t).append(e)
+                self.out_weight_total[h] += rel.weight
+                touched.update((h, t))
+            if new_weights:
+                self.weights = np.concatenate([self.weights, np.asarray(new_weights, dtype=np.float64)])
+                self.edge_tail_array = np.asarray(self.edge_tail, dtype=np.int64)
+            ids = self.edge_id
+            for n in touched:  # the full index lists a node's edges in relation-id order
+                list.__getitem__(self.out_adj, n).sort(key=ids.__getitem__)
+                list.__getitem__(self.in_adj, n).sort(key=ids.__getitem__)
+                self._out_arrays.pop(n, None)
+            self._complete.update(todo)
+            return added
+
+    @property
+    def pushed_down(self) -> bool:
+        """Whether this index holds only the part of the store around one question."""
+        return self._complete is not None
 
     def _node(self, entity_id: str) -> int:
         i = self.index_of.get(entity_id)
@@ -199,6 +361,8 @@ class GraphIndex:
 
     def out_array(self, node: int) -> np.ndarray:
         """``out_adj[node]`` as a cached ``int64`` array (for vectorised sampling)."""
+        if self._complete is not None and node not in self._complete:
+            self._complete_nodes([node])
         arr = self._out_arrays.get(node)
         if arr is None:
             arr = np.asarray(self.out_adj[node], dtype=np.int64)
@@ -522,3 +686,82 @@ def clear_graph_index_cache() -> None:
     with _cache_lock:
         _cache.clear()
         _checked_at.clear()
+        _hood_cache.clear()
+        _hood_locks.clear()
+        _sizes.clear()
+
+
+class PushdownStore(NeighborhoodStore, Protocol):
+    """A store a per-question index can be cached for: its fingerprint and weights version key the cache."""
+
+    def fingerprint(self) -> str:
+        """Changes when entities or relations are added or removed."""
+        ...
+
+    def weights_version(self) -> int:
+        """Bumped by every weight change."""
+        ...
+
+
+#: Per-question indexes kept for reuse: the explore nodes of one run (and repeated
+#: questions) share one, keyed by store, fingerprint, weights version and seeds.
+_HOOD_CACHE_SIZE = 64
+_hood_cache: dict[tuple[str, str, int, tuple[str, ...]], GraphIndex] = {}
+_hood_locks: dict[tuple[str, str, int, tuple[str, ...]], threading.Lock] = {}
+
+
+def get_neighborhood_index(store: PushdownStore, seeds: Sequence[str]) -> GraphIndex:
+    """Return a pushed-down index around ``seeds`` (see :meth:`GraphIndex.neighborhood`), cached.
+
+    Nothing of the graph beyond the question's neighbourhood is read into Python; the
+    explore nodes of one run, which run in parallel on the same seeds, build it once.
+    """
+    key = (store.uri, store.fingerprint(), store.weights_version(), tuple(sorted(set(seeds))))
+    with _cache_lock:
+        gi = _hood_cache.get(key)
+        if gi is not None:
+            return gi
+        lock = _hood_locks.setdefault(key, threading.Lock())
+    with lock:
+        with _cache_lock:
+            gi = _hood_cache.get(key)
+        if gi is None:
+            gi = GraphIndex.neighborhood(store, key[3], fingerprint=key[1], weights_version=key[2])
+            with _cache_lock:
+                while len(_hood_cache) >= _HOOD_CACHE_SIZE:
+                    old = next(iter(_hood_cache))
+                    _hood_cache.pop(old)
+                    _hood_locks.pop(old, None)
+                _hood_cache[key] = gi
+        return gi
+
+
+#: ``exploration="auto"`` pushes exploration down into stores with more relations than this
+#: (README, "Neo4j as the store of record": where the per-question reads cost less than
+#: holding the whole graph in every worker).
+PUSHDOWN_MIN_RELATIONS = 2_000_000
+_sizes: dict[str, int] = {}
+
+
+def pushdown_wanted(store: Any, mode: str) -> bool:
+    """Whether exploration on ``store`` runs on a per-question index (``mode``: auto, memory, pushdown).
+
+    ``auto`` reads the store's relation count once per store and process (a store that
+    grows past the threshold switches at the next start); a store without counts
+    (``stats``) is explored in memory.
+
+    Raises:
+        ValueError: Unknown mode.
+    """
+    if mode not in ("auto", "memory", "pushdown"):
+        raise ValueError(f"exploration must be auto, memory or pushdown, got {mode!r}")
+    if mode != "auto":
+        return mode == "pushdown"
+    with _cache_lock:
+        n = _sizes.get(store.uri)
+    if n is None:
+        stats = getattr(store, "stats", None)
+        n = int(stats().relations_total) if callable(stats) else 0
+        with _cache_lock:
+            _sizes[store.uri] = n
+    return n > PUSHDOWN_MIN_RELATIONS
