@@ -12,7 +12,8 @@ store ``kgmind eval`` uses), one process:
 
 Usage::
 
-    python benchmarks/pushdown.py --kg both --questions 100 --out benchmarks/results/2026-11-23-pushdown
+    python benchmarks/pushdown.py --kg both --questions 100 --questions-recrawl 20 \\
+        --out benchmarks/results/2026-11-23-pushdown
 """
 
 from __future__ import annotations
@@ -105,6 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--kg", choices=("emckg", "recrawl", "both"), default="both")
     ap.add_argument("--questions", type=int, default=100)
+    ap.add_argument(
+        "--questions-recrawl", type=int, default=None, help="questions on the re-crawl (default --questions)"
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
@@ -116,7 +120,12 @@ def main(argv: list[str] | None = None) -> int:
         "date": date.today().isoformat(),
         "machine": machine_info(),
         "argv": argv,
-        "kgs": [measure(kg, args.questions, args.seed) for kg in kgs],
+        "kgs": [
+            measure(
+                kg, args.questions_recrawl or args.questions if kg == "recrawl" else args.questions, args.seed
+            )
+            for kg in kgs
+        ],
     }
     lines = [
         "| KG | relations | whole-KG index: build, bytes/edge | questions, same evidence | "

@@ -573,6 +573,8 @@ class GraphIndex:
         return nxt
 
     def _frontier_cost(self, front: list[int], forward: bool, directed: bool) -> int:
+        if self._complete is not None:  # pushed down: load the frontier's edges in one query, not one per node
+            self._complete_nodes(front)
         if not directed:
             return sum(len(self.out_adj[u]) + len(self.in_adj[u]) for u in front)
         adj = self.out_adj if forward else self.in_adj
