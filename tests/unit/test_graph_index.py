@@ -305,3 +305,23 @@ def test_out_weight_totals_follow_weight_updates() -> None:
     assert gi.out_weight_total.tolist() == pytest.approx(recomputed())
     assert gi.out_weight_total[gi.idx(entity_id("A"))] == pytest.approx(3.5 + float(gi.weights[1]))
     assert np.isclose(gi.out_weight_total[gi.idx(entity_id("B"))], float(gi.weights[2]))
+
+
+def test_relation_ids_survive_the_compact_index_whether_derived_or_not() -> None:
+    """Edge ids are derived from (head, type, tail) when the store used kgmind's ids, else kept as given."""
+    a, b, c = (Entity(name=n) for n in ("A", "B", "C"))
+    derived = Relation(head=a.id, type="r", tail=b.id)
+    custom = Relation(id="my-edge-7", head=b.id, type="r", tail=c.id, weight=2.0)
+    gi = GraphIndex([a, b, c], [derived, custom, derived])  # a repeated relation is indexed once
+    assert gi.num_edges == 2
+    assert [gi.edge_id[e] for e in range(2)] == [derived.id, "my-edge-7"]
+    assert gi.edge_index_of[derived.id] == 0 and gi.edge_index_of.get("my-edge-7") == 1
+    assert "my-edge-7" in gi.edge_index_of and "nope" not in gi.edge_index_of
+    assert gi.edge_index_of.get("nope") is None
+    with pytest.raises(KeyError):
+        gi.edge_index_of["nope"]
+    assert gi.weight("my-edge-7") == 2.0
+    assert gi.set_weights([("my-edge-7", 3.0), ("nope", 9.0)]) == 1
+    assert gi.out_weight_total[gi.idx(b.id)] == 3.0
+    assert [list(gi.out_adj[i]) for i in range(3)] == [[0], [1], []]
+    assert [list(gi.in_adj[i]) for i in range(3)] == [[], [0], [1]]

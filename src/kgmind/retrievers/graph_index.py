@@ -29,13 +29,14 @@ from __future__ import annotations
 import math
 import threading
 import time
+from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 
-from kgmind.models import Entity, Relation, WeightChange
+from kgmind.models import Entity, Relation, WeightChange, relation_id
 from kgmind.tools.feedback import on_weight_changes
 from kgmind.tools.store import Direction
 
@@ -95,6 +96,96 @@ class NeighborhoodStore(Protocol):
     def get_entities(self, ids: Sequence[str]) -> list[Entity]:
         """Entities by id."""
         ...
+
+
+def _csr_lists(ends: np.ndarray, nodes: int) -> list[Any]:
+    """Per node, the indices of the edges whose endpoint (head or tail) it is, ascending, as int32 arrays."""
+    order = np.argsort(ends, kind="stable").astype(np.int32)
+    bounds = (
+        np.searchsorted(ends[order], np.arange(nodes + 1)) if len(ends) else np.zeros(nodes + 1, np.int64)
+    )
+    data = order.tobytes()
+    out: list[Any] = []
+    for i in range(nodes):
+        a = array("i")
+        a.frombytes(data[int(bounds[i]) * 4 : int(bounds[i + 1]) * 4])
+        out.append(a)
+    return out
+
+
+class _EdgeIds:
+    """``edge_id[e]``: a relation id, derived from the edge when the store used kgmind's ids.
+
+    Keeping one string per edge was about 75 bytes of the index's per-edge cost; an id
+    that is not :func:`kgmind.models.relation_id` of its edge is kept in ``explicit``.
+    """
+
+    def __init__(self, gi: GraphIndex) -> None:
+        self._gi = gi
+        self.explicit: dict[int, str] = {}
+
+    def __getitem__(self, e: int) -> str:
+        rid = self.explicit.get(e)
+        if rid is not None:
+            return rid
+        gi = self._gi
+        return relation_id(gi.ids[gi.edge_head[e]], gi.edge_type[e], gi.ids[gi.edge_tail[e]])
+
+    def __len__(self) -> int:
+        return len(self._gi.edge_head)
+
+    def __iter__(self) -> Iterator[str]:
+        return (self[e] for e in range(len(self)))
+
+
+class _EdgeLookup:
+    """``edge_index_of``: relation id → edge index, through a sorted array of id hashes.
+
+    Ids added after the build (a pushed-down index grows) sit in ``pending``, a dict.
+    """
+
+    def __init__(self, gi: GraphIndex) -> None:
+        self._gi = gi
+        self.pending: dict[str, int] = {}
+        self._hashes = np.zeros(0, dtype=np.int64)
+        self._edges = np.zeros(0, dtype=np.int32)
+
+    def freeze(self, hashes: Sequence[int]) -> None:
+        """Move the build's ids from ``pending`` into the hash arrays (``hashes[e]`` = ``hash(id of e)``)."""
+        h = np.asarray(hashes, dtype=np.int64)
+        order = np.argsort(h, kind="stable")  # stable: a hash collision keeps edge order
+        self._hashes = h[order]
+        self._edges = order.astype(np.int32)
+        self.pending = {}
+
+    def get(self, rid: str, default: int | None = None) -> int | None:
+        e = self.pending.get(rid)
+        if e is not None:
+            return e
+        h = hash(rid)
+        i = int(np.searchsorted(self._hashes, h))
+        ids = self._gi.edge_id
+        while i < len(self._hashes) and int(self._hashes[i]) == h:
+            e = int(self._edges[i])
+            if ids[e] == rid:
+                return e
+            i += 1
+        return default
+
+    def __getitem__(self, rid: str) -> int:
+        e = self.get(rid)
+        if e is None:
+            raise KeyError(rid)
+        return e
+
+    def __contains__(self, rid: object) -> bool:
+        return isinstance(rid, str) and self.get(rid) is not None
+
+    def __setitem__(self, rid: str, e: int) -> None:
+        self.pending[rid] = e
+
+    def __len__(self) -> int:
+        return len(self._hashes) + len(self.pending)
 
 
 class _LazyAdjacency(list[list[int]]):
@@ -196,38 +287,53 @@ class GraphIndex:
             self.names.append(ent.name)
             self.types.append(ent.type)
             self.descriptions.append(ent.description)
-        self.out_adj: list[list[int]] = [[] for _ in self.ids]
-        self.in_adj: list[list[int]] = [[] for _ in self.ids]
-        self.edge_head: list[int] = []
-        self.edge_tail: list[int] = []
+        self.out_adj: list[Any] = [[] for _ in self.ids]
+        self.in_adj: list[Any] = [[] for _ in self.ids]
+        # per edge: int32 endpoints, interned type and source strings, the id derived from
+        # (head, type, tail) when the store used kgmind's ids (else kept), a hashed id lookup
+        self.edge_head: Any = array("i")
+        self.edge_tail: Any = array("i")
         self.edge_type: list[str] = []
-        self.edge_id: list[str] = []
         self.edge_source: list[str] = []
-        self.edge_index_of: dict[str, int] = {}
-        weights: list[float] = []
+        self.edge_id: _EdgeIds = _EdgeIds(self)
+        self.edge_index_of: _EdgeLookup = _EdgeLookup(self)
+        weights = array("d")
+        hashes = array("q")
+        interned: dict[str, str] = {}
+        pending = self.edge_index_of.pending
         for rel in relations:
-            if rel.id in self.edge_index_of:
+            if rel.id in pending:
                 continue
             h = self._node(rel.head)
             t = self._node(rel.tail)
-            e = len(self.edge_id)
-            self.edge_index_of[rel.id] = e
+            e = len(self.edge_head)
             self.edge_head.append(h)
             self.edge_tail.append(t)
-            self.edge_type.append(rel.type)
-            self.edge_id.append(rel.id)
-            self.edge_source.append(rel.source)
+            rtype = interned.setdefault(rel.type, rel.type)
+            self.edge_type.append(rtype)
+            self.edge_source.append(interned.setdefault(rel.source, rel.source))
+            if rel.id != relation_id(rel.head, rtype, rel.tail):
+                self.edge_id.explicit[e] = rel.id
+            pending[rel.id] = e
+            hashes.append(hash(rel.id))
             weights.append(rel.weight)
-            self.out_adj[h].append(e)
-            self.in_adj[t].append(e)
+        self.edge_index_of.freeze(hashes)
+        heads = (
+            np.frombuffer(self.edge_head, dtype=np.int32) if len(self.edge_head) else np.zeros(0, np.int32)
+        )
+        tails = (
+            np.frombuffer(self.edge_tail, dtype=np.int32) if len(self.edge_tail) else np.zeros(0, np.int32)
+        )
+        self.out_adj = _csr_lists(heads, len(self.ids))
+        self.in_adj = _csr_lists(tails, len(self.ids))
         self.weights: np.ndarray = np.asarray(weights, dtype=np.float64)
         self._lock = threading.Lock()
-        self.edge_tail_array: np.ndarray = np.asarray(self.edge_tail, dtype=np.int64)
+        self.edge_tail_array: np.ndarray = np.asarray(tails, dtype=np.int64)
         self._out_arrays: dict[int, np.ndarray] = {}
         # Σ weights of each node's outgoing edges (KGCoT's normaliser), kept in step with set_weights
         self.out_weight_total: np.ndarray = np.zeros(len(self.ids), dtype=np.float64)
         if len(self.weights):
-            np.add.at(self.out_weight_total, np.asarray(self.edge_head, dtype=np.int64), self.weights)
+            np.add.at(self.out_weight_total, heads.astype(np.int64), self.weights)
         # pushed down (see neighborhood_index): the store to complete nodes from, and the
         # nodes whose every edge is loaded; None = a full index, where every node is complete
         self._source: NeighborhoodStore | None = None
@@ -323,7 +429,8 @@ class GraphIndex:
                 self.edge_head.append(h)
                 self.edge_tail.append(t)
                 self.edge_type.append(rel.type)
-                self.edge_id.append(rel.id)
+                if rel.id != relation_id(rel.head, rel.type, rel.tail):
+                    self.edge_id.explicit[e] = rel.id
                 self.edge_source.append(rel.source)
                 new_weights.append(rel.weight)
                 list.__getitem__(self.out_adj, h).append(e)
@@ -378,7 +485,7 @@ class GraphIndex:
     @property
     def num_edges(self) -> int:
         """Number of relations."""
-        return len(self.edge_id)
+        return len(self.edge_head)
 
     def __contains__(self, entity_id: object) -> bool:
         return entity_id in self.index_of
@@ -573,7 +680,9 @@ class GraphIndex:
         return nxt
 
     def _frontier_cost(self, front: list[int], forward: bool, directed: bool) -> int:
-        if self._complete is not None:  # pushed down: load the frontier's edges in one query, not one per node
+        if (
+            self._complete is not None
+        ):  # pushed down: load the frontier's edges in one query, not one per node
             self._complete_nodes(front)
         if not directed:
             return sum(len(self.out_adj[u]) + len(self.in_adj[u]) for u in front)
@@ -759,11 +868,13 @@ def pushdown_wanted(store: Any, mode: str) -> bool:
         raise ValueError(f"exploration must be auto, memory or pushdown, got {mode!r}")
     if mode != "auto":
         return mode == "pushdown"
+    stats, uri = getattr(store, "stats", None), getattr(store, "uri", None)
+    if not callable(stats) or not isinstance(uri, str):
+        return False
     with _cache_lock:
-        n = _sizes.get(store.uri)
+        n = _sizes.get(uri)
     if n is None:
-        stats = getattr(store, "stats", None)
-        n = int(stats().relations_total) if callable(stats) else 0
+        n = int(stats().relations_total)
         with _cache_lock:
-            _sizes[store.uri] = n
+            _sizes[uri] = n
     return n > PUSHDOWN_MIN_RELATIONS
