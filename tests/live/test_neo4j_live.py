@@ -104,3 +104,32 @@ def test_concurrent_feedback_on_one_head_loses_no_update(neo4j_store: Neo4jStore
     for change in neo4j_store.weight_changes():
         assert change.old_weight == last[change.relation_id]
         last[change.relation_id] = change.new_weight
+
+
+def test_pushed_down_exploration_matches_the_whole_kg_index(neo4j_store: Neo4jStore) -> None:
+    """On a real server: per-question indexes read from Neo4j give the evidence of the whole-KG index."""
+    from kgmind.demo import load_demo
+    from kgmind.retrievers.exploration import (
+        hykge_chains,
+        neighbor_evidence,
+        path_evidence,
+        weighted_dfs_chains,
+    )
+    from kgmind.retrievers.graph_index import GraphIndex
+
+    load_demo(neo4j_store)
+    full = GraphIndex(neo4j_store.iter_entities(), neo4j_store.iter_relations())
+    symptoms = [full.ids[i] for i in range(full.num_nodes) if full.types[i] == "symptom"][:6]
+    for seeds in (symptoms[:2], symptoms[2:5], symptoms[5:6]):
+        part = GraphIndex.neighborhood(neo4j_store, seeds)
+        assert part.num_edges < full.num_edges
+
+        def key(evs: list) -> list:  # type: ignore[type-arg]
+            return [(e.text, tuple(e.relation_ids)) for e in evs]
+
+        assert key(neighbor_evidence(part, seeds, ranked=True)) == key(
+            neighbor_evidence(full, seeds, ranked=True)
+        )
+        assert key(path_evidence(part, seeds, max_hops=3)) == key(path_evidence(full, seeds, max_hops=3))
+        assert key(hykge_chains(part, seeds, max_hops=3)) == key(hykge_chains(full, seeds, max_hops=3))
+        assert key(weighted_dfs_chains(part, seeds, seed=1)) == key(weighted_dfs_chains(full, seeds, seed=1))
