@@ -38,7 +38,7 @@ import numpy as np
 
 from kgmind.models import Entity, Relation, WeightChange, relation_id
 from kgmind.tools.feedback import on_weight_changes
-from kgmind.tools.store import Direction
+from kgmind.tools.store import GraphStore
 
 __all__ = [
     "PUSHDOWN_MIN_RELATIONS",
@@ -46,8 +46,6 @@ __all__ = [
     "GraphIndex",
     "IndexPath",
     "IndexableStore",
-    "NeighborhoodStore",
-    "PushdownStore",
     "clear_graph_index_cache",
     "get_graph_index",
     "get_neighborhood_index",
@@ -75,26 +73,6 @@ class IndexableStore(Protocol):
 
     def weights_version(self) -> int:
         """Changes when a transaction changes weights (feedback, reset)."""
-        ...
-
-
-class NeighborhoodStore(Protocol):
-    """What a pushed-down (per-question) index reads from a store: bounded, id-keyed queries only."""
-
-    uri: str
-
-    def neighbors(
-        self,
-        ids: Sequence[str],
-        direction: Direction = "out",
-        relation_types: Sequence[str] | None = None,
-        limit: int | None = None,
-    ) -> list[Relation]:
-        """Edges touching ``ids``."""
-        ...
-
-    def get_entities(self, ids: Sequence[str]) -> list[Entity]:
-        """Entities by id."""
         ...
 
 
@@ -336,13 +314,13 @@ class GraphIndex:
             np.add.at(self.out_weight_total, heads.astype(np.int64), self.weights)
         # pushed down (see neighborhood_index): the store to complete nodes from, and the
         # nodes whose every edge is loaded; None = a full index, where every node is complete
-        self._source: NeighborhoodStore | None = None
+        self._source: GraphStore | None = None
         self._complete: set[int] | None = None
 
     @classmethod
     def neighborhood(
         cls,
-        store: NeighborhoodStore,
+        store: GraphStore,
         seeds: Sequence[str],
         *,
         complete_depth: int = 1,
@@ -802,18 +780,6 @@ def clear_graph_index_cache() -> None:
         _sizes.clear()
 
 
-class PushdownStore(NeighborhoodStore, Protocol):
-    """A store a per-question index can be cached for: its fingerprint and weights version key the cache."""
-
-    def fingerprint(self) -> str:
-        """Changes when entities or relations are added or removed."""
-        ...
-
-    def weights_version(self) -> int:
-        """Bumped by every weight change."""
-        ...
-
-
 #: Per-question indexes kept for reuse: the explore nodes of one run (and repeated
 #: questions) share one, keyed by store, fingerprint, weights version and seeds.
 _HOOD_CACHE_SIZE = 64
@@ -821,7 +787,7 @@ _hood_cache: dict[tuple[str, str, int, tuple[str, ...]], GraphIndex] = {}
 _hood_locks: dict[tuple[str, str, int, tuple[str, ...]], threading.Lock] = {}
 
 
-def get_neighborhood_index(store: PushdownStore, seeds: Sequence[str]) -> GraphIndex:
+def get_neighborhood_index(store: GraphStore, seeds: Sequence[str]) -> GraphIndex:
     """Return a pushed-down index around ``seeds`` (see :meth:`GraphIndex.neighborhood`), cached.
 
     Nothing of the graph beyond the question's neighbourhood is read into Python; the
