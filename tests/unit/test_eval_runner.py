@@ -14,7 +14,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 from kgmind.eval import metrics as mt
-from kgmind.eval.runner import EvalConfig, build_items, question_text, run_eval
+from kgmind.eval.runner import EvalConfig, build_items, in_calibration, question_text, run_eval
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "eval"
 
@@ -143,6 +143,17 @@ def test_cmcqa_items_use_question_kg_and_chinese_gold():
     assert items[0].gold_names == ["感冒", "血常规", "小儿金翘颗粒"]
     assert items[0].gold_diseases == [("感冒",)]
     assert items[1].gold_names == ["扁桃体结石", "清咽利喉颗粒"]
+
+
+def test_cmcqa_calib_and_test_partition_every_row():
+    base = {"dataset": "cmcqa", "qa": str(FIX / "qa_ner.jsonl"), "vocab": str(FIX / "cmckg_entity_dict")}
+    every = [it.id for it in build_items(EvalConfig(**base))[0]]
+    calib = [it.id for it in build_items(EvalConfig(**base, split="calib"))[0]]
+    test, info = build_items(EvalConfig(**base, split="test"))
+    assert sorted(calib + [it.id for it in test]) == sorted(every)
+    assert not set(calib) & {it.id for it in test}
+    assert all(in_calibration(i, set()) for i in calib)
+    assert "outside calib" in info["split_rule"]
 
 
 def test_question_text_appends_the_options():

@@ -239,9 +239,11 @@ def build_items(cfg: EvalConfig) -> tuple[list[EvalItem], dict[str, Any]]:
                     items.append(item)
         info["vocabulary"] = {"source": vocab.source, "entities": len(vocab.entities)}
     elif cfg.dataset == "cmcqa":
-        info["split_rule"] = (
-            "every row; entities = question_kg; gold = CMCKG diseases/checks/drugs named in the answer"
-        )
+        rule = "entities = question_kg; gold = CMCKG diseases/checks/drugs named in the answer"
+        info["split_rule"] = {
+            "calib": f"one row in {CALIB_ONE_IN} by sha256('kgmind-calib:'+id); {rule}",
+            "test": f"the rows outside calib (one in {CALIB_ONE_IN} by sha256('kgmind-calib:'+id)); {rule}",
+        }.get(cfg.split, f"every row; {rule}")
         try:
             vocab = gd.load_cmckg_vocabulary(cfg.vocab)
         except FileNotFoundError:
@@ -249,6 +251,7 @@ def build_items(cfg: EvalConfig) -> tuple[list[EvalItem], dict[str, Any]]:
         items.extend(
             _derived_item(str(q.id), q.question, q.answer, q.question_kg, vocab)
             for q in ds.load_cmcqa(cfg.qa)
+            if cfg.split not in ("calib", "test") or in_calibration(str(q.id), set()) == (cfg.split == "calib")
         )
     elif cfg.dataset == "explaincpe":
         info["split_rule"] = "every item of the given split file (default test.json); metric: accuracy"
