@@ -251,7 +251,8 @@ def build_items(cfg: EvalConfig) -> tuple[list[EvalItem], dict[str, Any]]:
         items.extend(
             _derived_item(str(q.id), q.question, q.answer, q.question_kg, vocab)
             for q in ds.load_cmcqa(cfg.qa)
-            if cfg.split not in ("calib", "test") or in_calibration(str(q.id), set()) == (cfg.split == "calib")
+            if cfg.split not in ("calib", "test")
+            or in_calibration(str(q.id), set()) == (cfg.split == "calib")
         )
     elif cfg.dataset == "explaincpe":
         info["split_rule"] = "every item of the given split file (default test.json); metric: accuracy"
