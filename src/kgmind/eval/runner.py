@@ -720,7 +720,7 @@ def run_eval(
 
     out: dict[str, Any] = {
         "dataset": cfg.dataset,
-        "split": cfg.split if cfg.dataset == "genmedgpt5k" else "all",
+        "split": cfg.split if cfg.dataset in ("genmedgpt5k", "cmcqa") else "all",
         "n": len(items),
         "budget": cfg.budget,
         "entities": cfg.entities,
