@@ -432,7 +432,7 @@ def rank_diseases(
     scale = weight_aware and mode == "scale"
     nodes = _resolve(gi, entity_ids)
     tally: dict[int, float] = {}
-    lift: dict[int, float] = {}
+    fwd: dict[int, float] = {}
     spec: dict[int, float] = {}
     support: dict[int, list[int]] = {}
     order: dict[int, int] = {}
@@ -457,16 +457,32 @@ def rank_diseases(
             v = r if scale else 1.0
             tally[d] = tally.get(d, 0.0) + v
             if weight_aware and not scale:
-                lift[d] = lift.get(d, 0.0) + math.log(r) + _reverse_lift(gi, d, i)
+                fwd[d] = fwd.get(d, 0.0) + math.log(r)
             spec[d] = spec.get(d, 0.0) + v / n
             support.setdefault(d, []).append(e)
             order.setdefault(d, len(order))
-    if mode == "lift_first":
-        ranked = sorted(tally, key=lambda d: (-tally[d], -round(lift.get(d, 0.0), 9), -spec[d], order[d]))
-    else:  # rounded: float noise in the sums must not reorder ties
-        ranked = sorted(
-            tally, key=lambda d: (-tally[d], -round(spec[d], 9), -round(lift.get(d, 0.0), 9), order[d])
-        )
+
+    def lift(d: int) -> float:  # rounded: float noise must not reorder ties
+        back = sum(_reverse_lift(gi, d, gi.edge_head[e]) for e in support[d])
+        return round(fwd.get(d, 0.0) + back, 9)
+
+    if not weight_aware or scale:
+        ranked = sorted(tally, key=lambda d: (-tally[d], -round(spec[d], 9), order[d]))
+    elif mode == "lift_first":
+        ranked = sorted(tally, key=lambda d: (-tally[d], -lift(d), -spec[d], order[d]))
+    else:  # the lift only inside runs of equal votes and specificity (reads reverse edges for those only)
+        ranked = sorted(tally, key=lambda d: (-tally[d], -round(spec[d], 9), order[d]))
+        out: list[int] = []
+        start = 0
+        while start < len(ranked):
+            key = (tally[ranked[start]], round(spec[ranked[start]], 9))
+            stop = start + 1
+            while stop < len(ranked) and (tally[ranked[stop]], round(spec[ranked[stop]], 9)) == key:
+                stop += 1
+            run = ranked[start:stop]
+            out.extend(sorted(run, key=lambda d: (-lift(d), order[d])) if len(run) > 1 else run)
+            start = stop
+        ranked = out
     return [
         (gi.ids[d], tally[d] + 0.5 * spec[d] / tally[d], [gi.edge_id[e] for e in support[d]]) for d in ranked
     ]
