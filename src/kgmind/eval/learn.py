@@ -309,15 +309,16 @@ def run_learn(
         "edges_up": 0,
         "edges_down": 0,
     }
+    applied = {c.feedback_id for c in store.weight_changes()}  # one read of the audit log, not one per item
     if on_start:
         on_start(len(items))
     for item in items:
         fids = {r: learn_feedback_id(cfg.dataset, item.id, r) for r in ("excellent", "poor")}
-        if any(store.weight_changes(fid) for fid in fids.values()):
+        if applied.intersection(fids.values()):
             stats["skipped_already_learnt"] += 1
         else:
+            # gi is the cached index: committed feedback updates its weights in place
             result = METHODS["kgmind"].func(item.question, item.entities, res, cfg.budget)
-            gi = res.graph_index()  # the same index, with the weights committed so far
             credit = credit_edges(
                 gi,
                 result.linked,
