@@ -8,7 +8,6 @@ LLM (``Context(hypothesis=False)``) and with the deterministic ``fake:`` model.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,24 +18,6 @@ QUESTIONS = [
     "I have had a fever, a cough and body aches for two days. What could it be?",
     "My joints are swollen and painful in the morning. Which tests should I take?",
 ]
-
-
-@pytest.fixture(scope="module")
-def demo_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    pytest.importorskip("sentence_transformers", reason="needs the local embedding model (kgmind[local])")
-    from kgmind.demo import ensure_demo_store
-    from kgmind.tools.factory import close_all_stores
-
-    mp = pytest.MonkeyPatch()
-    root = tmp_path_factory.mktemp("truth")
-    mp.setenv("KGMIND_HOME", str(root / "home"))
-    uri = f"ladybug:{root / 'kg'}"
-    ensure_demo_store(uri)
-    try:
-        yield uri
-    finally:
-        close_all_stores()
-        mp.undo()
 
 
 def _key(evidence: list[Any]) -> list[tuple[str, str, tuple[str, ...]]]:

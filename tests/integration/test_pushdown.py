@@ -7,7 +7,6 @@ per-question index read from the store (``"pushdown"``); the evidence must be id
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,27 +18,6 @@ QUESTIONS = [
     "My joints are swollen and painful in the morning. Which tests should I take?",
     "I feel thirsty all the time and urinate a lot, and I am losing weight.",
 ]
-
-
-@pytest.fixture(scope="module")
-def demo_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    pytest.importorskip("sentence_transformers", reason="needs the local embedding model (kgmind[local])")
-    from kgmind.demo import ensure_demo_store
-    from kgmind.retrievers.graph_index import clear_graph_index_cache
-    from kgmind.tools.factory import close_all_stores
-
-    mp = pytest.MonkeyPatch()
-    root = tmp_path_factory.mktemp("pushdown")
-    mp.setenv("KGMIND_HOME", str(root / "home"))
-    uri = f"ladybug:{root / 'kg'}"
-    ensure_demo_store(uri)
-    clear_graph_index_cache()
-    try:
-        yield uri
-    finally:
-        clear_graph_index_cache()
-        close_all_stores()
-        mp.undo()
 
 
 def _key(evidence: list[Any]) -> list[tuple[str, str, tuple[str, ...], float]]:
