@@ -466,7 +466,7 @@ def rank_diseases(
         back = sum(_reverse_lift(gi, d, gi.edge_head[e]) for e in support[d])
         return round(fwd.get(d, 0.0) + back, 9)
 
-    if not weight_aware or scale:
+    if not weight_aware or scale or gi.uniform_weights():  # uniform weights: every lift is 0
         ranked = sorted(tally, key=lambda d: (-tally[d], -round(spec[d], 9), order[d]))
     elif mode == "lift_first":
         ranked = sorted(tally, key=lambda d: (-tally[d], -lift(d), -spec[d], order[d]))

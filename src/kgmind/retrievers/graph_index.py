@@ -316,6 +316,7 @@ class GraphIndex:
         # nodes whose every edge is loaded; None = a full index, where every node is complete
         self._source: GraphStore | None = None
         self._complete: set[int] | None = None
+        self._uniform: bool | None = None  # cache of uniform_weights(); None = to be computed
 
     @classmethod
     def neighborhood(
@@ -417,6 +418,7 @@ class GraphIndex:
                 touched.update((h, t))
             if new_weights:
                 self.weights = np.concatenate([self.weights, np.asarray(new_weights, dtype=np.float64)])
+                self._uniform = None
                 self.edge_tail_array = np.asarray(self.edge_tail, dtype=np.int64)
             ids = self.edge_id
             for n in touched:  # the full index lists a node's edges in relation-id order
@@ -425,6 +427,14 @@ class GraphIndex:
                 self._out_arrays.pop(n, None)
             self._complete.update(todo)
             return added
+
+    def uniform_weights(self) -> bool:
+        """Whether every edge has the same weight (nothing learnt: every learnt lift is 0), cached."""
+        uniform = self._uniform
+        if uniform is None:
+            w = self.weights
+            uniform = self._uniform = bool(len(w) == 0 or np.all(w == w[0]))
+        return uniform
 
     @property
     def pushed_down(self) -> bool:
@@ -530,6 +540,7 @@ class GraphIndex:
                 if e is not None:
                     self.out_weight_total[self.edge_head[e]] += float(w) - float(self.weights[e])
                     self.weights[e] = float(w)
+                    self._uniform = None
                     n += 1
         return n
 
@@ -555,6 +566,7 @@ class GraphIndex:
         with self._lock:
             changed = int(np.count_nonzero(fresh != self.weights))
             self.weights = fresh
+            self._uniform = None
             self.out_weight_total = totals
             self.weights_version = weights_version
         return changed
