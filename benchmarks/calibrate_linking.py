@@ -228,18 +228,20 @@ def load_questions(root: Path) -> list[tuple[str, set[str]]]:
     return out
 
 
-def calibrate_spans(store: ListStore, questions: list[tuple[str, set[str]]], limit: int) -> None:
+def calibrate_spans(
+    store: ListStore, questions: list[tuple[str, set[str]]], limit: int, model: str = "minilm"
+) -> None:
     """NER without an LLM: gazetteer alone, then gazetteer + embedding spans at each δ_span.
 
     Two kinds of span vectors: per span (each candidate embedded alone, capped to
     ``DEFAULT_MAX_SPANS``) and contextual (the question embedded once, every candidate
     the mean of its token states: the default with MiniLM).
     """
-    embedder = get_embedder("minilm")
+    embedder = get_embedder(model)
     index = build_entity_index(store, embedder)
     gaz = Gazetteer(store.iter_entities())
     for kind in ("per span", "contextual"):
-        linker = EntityLinker(store, "minilm", embedder=embedder, index=index, cache_size=0)
+        linker = EntityLinker(store, model, embedder=embedder, index=index, cache_size=0)
         per_q: list[tuple[set[str], list[tuple[str, float]], set[str]]] = []
         t_ms: list[float] = []
         for text, gold in questions[: limit or None]:
@@ -253,7 +255,7 @@ def calibrate_spans(store: ListStore, questions: list[tuple[str, set[str]]], lim
             per_q.append((found, [(m.entity_id or "", m.score) for m in emb], gold))
         ngold = sum(len(g) for _, _, g in per_q)
         print(
-            f"\n### NER without LLM, minilm, {kind} span vectors "
+            f"\n### NER without LLM, {model}, {kind} span vectors "
             f"({len(per_q)} questions, gazetteer + spans)\n"
         )
         print("| δ_span | P | R | F1 | entities |\n|---|---|---|---|---|")
@@ -333,7 +335,8 @@ def main() -> None:
             best[f"{spec}@top{res['top_k']}"] = print_result(res)
     print("\nδ maximising F1:", json.dumps(best))
     if args.spans:
-        calibrate_spans(store, load_questions(root), args.limit)
+        for spec in [s.strip() for s in args.models.split(",") if s.strip().startswith("minilm")]:
+            calibrate_spans(store, load_questions(root), args.limit, spec)
     if args.cmcqa:
         delta = best.get(f"e5-query@top{top_ks[-1]}", best.get(f"e5@top{top_ks[-1]}", 0.9))
         cmcqa_check(root, args.cmcqa, delta)

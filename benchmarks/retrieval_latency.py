@@ -159,6 +159,24 @@ def open_kg(kg: str, store_dir: Path) -> tuple[Any, float | None]:
     return store, took
 
 
+def cpu_model() -> str:
+    """The CPU's model name and whether it has AVX-512 / AMX (they change the embedding speed)."""
+    name, flags = platform.processor() or "unknown CPU", set()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    name = line.split(":", 1)[1].strip()
+                elif line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                if name and flags:
+                    break
+    except OSError:
+        pass
+    isa = [x for x in ("avx512f", "avx512_bf16", "amx_bf16") if x in flags]
+    return f"{name} ({', '.join(isa) if isa else 'no AVX-512/AMX'})"
+
+
 def pct(xs: list[float], q: float) -> float:
     """The ``q`` quantile of ``xs`` (nearest rank)."""
     if not xs:
@@ -434,7 +452,7 @@ def main() -> None:
     date = _dt.date.today().isoformat()
     meta = {
         "date": date,
-        "machine": f"{os.cpu_count()}-core CPU, no GPU ({platform.machine()}, "
+        "machine": f"{cpu_model()}, {os.cpu_count()} cores, no GPU ({platform.machine()}, "
         f"Python {platform.python_version()})",
         "threads": f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}, torch threads {args.threads}",
         "loadavg": " ".join(f"{x:.1f}" for x in os.getloadavg()),

@@ -54,7 +54,8 @@ def names(linked) -> list[str]:
     return [le.name for le in linked]
 
 
-def test_minilm_links_paraphrases_and_rejects_unrelated():
+def test_minilm_links_paraphrases_and_rejects_unrelated(monkeypatch):
+    monkeypatch.setenv("KGMIND_EN_EMBEDDER", "minilm")
     store = FakeStore(EN_KG, "fake://en")
     lk = EntityLinker(store)
     assert lk.model == "minilm"
@@ -124,6 +125,37 @@ def test_minilm_contextual_spans_one_pass():
     assert "yellow" in got[0].text
     with pytest.raises(ValueError, match="as long as"):
         embedding_spans(text, lk, 0.6, context=text + "!")
+
+
+def test_onnx_minilm_fp32_is_torch_and_int8_links_at_its_own_thresholds():
+    import numpy as np
+
+    from kgmind.retrievers.embeddings import get_embedder, onnx_minilm_path
+    from kgmind.retrievers.ner import DEFAULT_CONTEXT_SPAN_THRESHOLD, span_threshold
+
+    texts = ["yellow eyes", "pain in my head", "a much longer text about liver function tests"]
+    torch_vecs = get_embedder("minilm").embed_queries(texts)
+    fp32 = get_embedder("minilm-onnx").embed_queries(texts)
+    assert (fp32 * torch_vecs).sum(axis=1).min() > 0.999  # the same model (torch may run bf16)
+    int8 = get_embedder("minilm-int8").embed_queries(texts)
+    assert int8.dtype == np.float32 and int8.shape == (3, 384)
+    assert 0.85 < (int8 * torch_vecs).sum(axis=1).min() < 1.0  # close, not equal: its own δ
+    path = onnx_minilm_path(quantized=True)
+    stamp = path.stat().st_mtime_ns
+    assert onnx_minilm_path(quantized=True) == path and path.stat().st_mtime_ns == stamp  # exported once
+    store = FakeStore(EN_KG, "fake://en-int8")
+    lk = EntityLinker(store, "minilm-int8")
+    assert lk.default_threshold == DEFAULT_THRESHOLD["minilm-int8"]
+    assert names(lk.link(["yellow eyes"], top_k=1, threshold=0.7)) == ["Jaundice"]
+    assert lk.link(["stock market prices"]) == []
+    assert span_threshold(lk) == DEFAULT_CONTEXT_SPAN_THRESHOLD["minilm-int8"]
+    got = extract_mentions("I have yellow eyes and a headache, what tests do I need?", store, linker=lk)
+    by_source = {(m.source, m.text) for m in got}
+    assert ("gazetteer", "headache") in by_source
+    assert any(src == "embedding" and "yellow" in text for src, text in by_source)
+    # the extras ride in a batch of their own and get their standalone vectors
+    _, _, extra = get_embedder("minilm-int8").embed_in_context("I have yellow eyes.", [(7, 18)], texts[:2])
+    np.testing.assert_allclose(extra, int8[:2], atol=1e-4)
 
 
 def test_e5_links_chinese_paraphrases():

@@ -9,6 +9,7 @@ import pytest
 
 from kgmind.models import Entity, Relation, WeightChange, entity_id
 from kgmind.retrievers.graph_index import (
+    BfsMemo,
     GraphIndex,
     clear_graph_index_cache,
     get_graph_index,
@@ -182,6 +183,25 @@ def test_shortest_paths_match_brute_force(seed: int, directed: bool) -> None:
         got_set = {(p.nodes, p.edges) for p in got}
         assert len(got_set) == len(got), "a path was enumerated twice"
         assert got_set == _brute_force(gi, s, t, 4, directed)
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("directed", [True, False])
+def test_shared_bfs_memo_gives_the_same_paths(seed: int, directed: bool) -> None:
+    """Pairs searched through one memo (each root's levels expanded once) = each pair alone, in order."""
+    rng = random.Random(seed)
+    names = [f"n{i}" for i in range(14)]
+    edges = [(rng.choice(names), rng.choice(names)) for _ in range(40)]
+    gi = make(names, [(h, t) for h, t in edges if h != t])
+    memo: BfsMemo = {}
+    pairs = [(rng.randrange(14), rng.randrange(14)) for _ in range(30)]
+    for hops in (3, 1, 4, 2):  # a deeper search first leaves deeper levels in the memo
+        for s, t in pairs:
+            alone = gi.shortest_paths(s, t, hops, directed=directed, limit=5)
+            assert gi.shortest_paths(s, t, hops, directed=directed, limit=5, memo=memo) == alone
+    assert memo  # the sides were kept
+    if not directed:  # one side per root serves both directions
+        assert all(direction is None for _, direction in memo)
 
 
 def test_shortest_paths_deterministic() -> None:

@@ -101,9 +101,28 @@ def test_detect_language(text, lang):
     assert detect_language(text) == lang
 
 
-def test_model_for_language():
+def test_model_for_language(monkeypatch):
+    monkeypatch.setenv("KGMIND_EN_EMBEDDER", "minilm")
     assert model_for_language("en") == "minilm"
     assert model_for_language("zh") == "e5"
+    monkeypatch.setenv("KGMIND_EN_EMBEDDER", "minilm-int8")
+    assert model_for_language("en") == "minilm-int8"
+    monkeypatch.setenv("KGMIND_EN_EMBEDDER", "bert")
+    with pytest.raises(ValueError, match="KGMIND_EN_EMBEDDER"):
+        model_for_language("en")
+
+
+def test_english_embedder_is_int8_only_where_onnx_runtime_is_installed(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.delenv("KGMIND_EN_EMBEDDER", raising=False)
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "onnxruntime" else real(name, *a)
+    )
+    assert embeddings.english_embedder() == "minilm"
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object())
+    assert embeddings.english_embedder() == "minilm-int8"
 
 
 def test_l2_normalize_keeps_zero_rows():
@@ -161,6 +180,26 @@ def test_index_is_persisted_and_reloaded_by_fingerprint(tmp_path):
     assert json.loads((directory / "meta.json").read_text())["fingerprint"] == store.fingerprint()
 
 
+def test_large_index_searches_an_hnsw_graph_saved_beside_it(tmp_path, monkeypatch):
+    store = kg()
+    flat = build_entity_index(store, HashEmbedder())
+    q = HashEmbedder().embed_queries(["ECG test", "headache", "yellow skin"])
+    expected = flat.search(q, 3)
+    assert flat.ann() is None  # below the size threshold: the flat scan
+    monkeypatch.setattr(entity_index, "HNSW_MIN_VECTORS", 5)
+    flat.save(tmp_path / "ix")
+    loaded = EntityIndex.load(tmp_path / "ix", model="hash", fingerprint=store.fingerprint())
+    assert loaded is not None and loaded.ann() is not None
+    assert loaded.search(q, 3) == expected  # 10 vectors: the graph finds the exact neighbours
+    saved = tmp_path / "ix" / "hnsw.faiss"
+    assert saved.is_file()
+    stamp = saved.stat().st_mtime_ns
+    again = EntityIndex.load(tmp_path / "ix", model="hash", fingerprint=store.fingerprint())
+    assert again is not None and again.ann().ntotal == len(again)
+    assert saved.stat().st_mtime_ns == stamp  # read, not rebuilt
+    assert again.search(q, 3) == expected
+
+
 def test_load_rejects_stale_or_foreign_index(tmp_path):
     store = kg()
     idx = build_entity_index(store, HashEmbedder())
@@ -180,7 +219,7 @@ def test_index_dir_beside_ladybug_store_else_under_home(tmp_path):
 
 
 def test_auto_model_follows_dominant_language():
-    assert resolve_model(kg(), "auto") == "minilm"
+    assert resolve_model(kg(), "auto") == model_for_language("en")
     zh = FakeStore([Entity(name=n) for n in ("感冒", "头痛", "咳嗽", "ECG")], uri="fake://zh")
     assert resolve_model(zh, None) == "e5"
     assert resolve_model(zh, "hash") == "hash"
@@ -293,7 +332,7 @@ def test_get_linker_is_cached_per_store_and_model():
     a = get_linker(store, "hash")
     assert get_linker(store, "hash") is a
     assert get_linker(kg(), "hash") is not a
-    assert get_linker(store, None).model == "minilm"
+    assert get_linker(store, None).model == model_for_language("en")
 
 
 def test_calibrated_thresholds_are_sane():

@@ -312,6 +312,7 @@ def test_extract_mentions_unions_gazetteer_spans_and_extra():
         "I have chest pain and jaundise.",
         store,
         extra=["Chest pain", "Shortness of breath", "the", "42"],
+        spans="always",
         linker=lk,
     )
     pairs = [(m.text, m.source) for m in got]
@@ -326,15 +327,38 @@ def test_extract_mentions_unions_gazetteer_spans_and_extra():
 
 def test_extract_mentions_without_embedding_spans_needs_no_model():
     store = en_store()
-    got = extract_mentions("headaches and jaundise", store, use_embedding_spans=False, extra=["fever"])
+    got = extract_mentions("headaches and jaundise", store, spans="never", extra=["fever"])
     assert [(m.text, m.source) for m in got] == [("headaches", "gazetteer"), ("fever", "given")]
+
+
+def test_extract_mentions_unnamed_spans_only_when_nothing_was_named():
+    class Counting(HashEmbedder):
+        calls: list[list[str]] = []
+
+        def embed_queries(self, texts):  # type: ignore[no-untyped-def]
+            Counting.calls.append(list(texts))
+            return super().embed_queries(texts)
+
+    store = en_store()
+    lk = EntityLinker(store, "hash", embedder=Counting())
+    named = extract_mentions(
+        "My skin shows jaundise lately", store, extra=["hedache"], spans="unnamed", linker=lk
+    )
+    assert Counting.calls == []  # no n-gram scored: the named mention is embedded when it is linked
+    assert [(m.text, m.source) for m in named] == [("hedache", "given")]
+    # a named list that cleans to nothing counts as nothing named
+    bare = extract_mentions(
+        "My skin shows jaundise lately", store, extra=["the", "42"], spans="unnamed", linker=lk
+    )
+    assert ("jaundise", "embedding") in {(m.text, m.source) for m in bare}
+    assert len(Counting.calls) == 1
+    with pytest.raises(ValueError, match="spans must be"):
+        extract_mentions("jaundise", store, spans="sometimes", linker=lk)  # type: ignore[arg-type]
 
 
 def test_extract_mentions_chinese():
     store = zh_store()
-    got = extract_mentions(
-        "孩子发烧咳嗽，吃了小儿金翘颗粒", store, use_embedding_spans=False, extra=["流鼻涕"]
-    )
+    got = extract_mentions("孩子发烧咳嗽，吃了小儿金翘颗粒", store, spans="never", extra=["流鼻涕"])
     assert [m.text for m in got] == ["发烧", "咳嗽", "小儿金翘颗粒", "流鼻涕"]
 
 
@@ -379,7 +403,13 @@ def test_extract_mentions_embeds_spans_and_unmatched_extras_in_one_batch():
 
     store = en_store()
     lk = EntityLinker(store, "hash", embedder=Counting())
-    got = extract_mentions("My skin shows jaundise lately", store, extra=["hedache", "Jaundice"], linker=lk)
+    got = extract_mentions(
+        "My skin shows jaundise lately",
+        store,
+        extra=["hedache", "Jaundice"],
+        spans="always",
+        linker=lk,
+    )
     assert len(Counting.calls) == 1 and "hedache" in Counting.calls[0]
     assert "Jaundice" not in Counting.calls[0]  # an exact name needs no vector
     lk.link(got)

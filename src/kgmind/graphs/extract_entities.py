@@ -38,5 +38,6 @@ def extract_entities(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             store,
             extra=[*(state.get("hypothesis_entities") or []), *(state.get("entities") or [])],
             language=state.get("language"),
+            embedding_spans=ctx.embedding_spans,
         )
     return {"mentions": mentions, "timings_ms": timings}

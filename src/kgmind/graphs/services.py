@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.runnables import RunnableLambda
 from langgraph.runtime import Runtime
@@ -155,12 +155,17 @@ def get_linker(store: GraphStore) -> Any:
 
 
 def extract_mentions(
-    text: str, store: GraphStore, *, extra: Sequence[str] = (), language: str | None = None
+    text: str,
+    store: GraphStore,
+    *,
+    extra: Sequence[str] = (),
+    language: str | None = None,
+    embedding_spans: Literal["always", "unnamed", "never"] = "always",
 ) -> list[Mention]:
     """Mentions in ``text`` by gazetteer, embedding spans and ``extra`` (H4a's NER)."""
     from kgmind.retrievers.ner import extract_mentions as _extract
 
-    return list(_extract(text, store, extra=list(extra), language=language))
+    return list(_extract(text, store, extra=list(extra), language=language, spans=embedding_spans))
 
 
 def link_mentions(

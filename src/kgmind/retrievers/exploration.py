@@ -50,7 +50,7 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 
 from kgmind.models import Evidence, KnowledgeDoc
-from kgmind.retrievers.graph_index import GraphIndex, IndexPath
+from kgmind.retrievers.graph_index import BfsMemo, GraphIndex, IndexPath
 
 T = TypeVar("T")
 N = TypeVar("N")
@@ -186,9 +186,10 @@ def _segment_paths(
     max_hops: int,
     weight_aware: bool,
     path_limit: int,
+    memo: BfsMemo | None = None,
 ) -> tuple[list[IndexPath], list[int]]:
     """MindMap's ``find_shortest_path``: the kept paths and the candidates they consume."""
-    paths = gi.shortest_paths(start, end, max_hops, directed=True, limit=path_limit)
+    paths = gi.shortest_paths(start, end, max_hops, directed=True, limit=path_limit, memo=memo)
     cand = set(candidates)
     for p in paths:
         hit = [n for n in p.nodes if n in cand]
@@ -313,8 +314,9 @@ def path_evidence(
     nodes = _resolve(gi, entity_ids)
     if len(nodes) < 2 or max_paths <= 0:
         return []
+    memo: BfsMemo = {}
     runs = chain_segments(
-        nodes, lambda a, b, rest: _segment_paths(gi, a, b, rest, max_hops, weight_aware, path_limit)
+        nodes, lambda a, b, rest: _segment_paths(gi, a, b, rest, max_hops, weight_aware, path_limit, memo)
     )
     out: list[Evidence] = []
     for r, choices in enumerate(select_diverse(runs, max_paths)):
@@ -689,13 +691,16 @@ def hykge_chains(
     outs = {n: _first_edges(gi.out_adj[n], gi.edge_tail) for n in nodes}
     ins = {n: _first_edges(gi.in_adj[n], gi.edge_head) for n in nodes}
     queues: list[list[_Cand]] = []
+    memo: BfsMemo = {}  # each entity's BFS levels, expanded once for all of its pairs
     for a, b in itertools.combinations(nodes, 2):
         anc = _meetings(outs[a], outs[b], a, b, "co_ancestor", max_chains)
         occ = _meetings(ins[a], ins[b], a, b, "co_occurrence", max_chains)
         co_keys = {frozenset(c[0]) for c in anc + occ}
         paths: list[_Cand] = [
             (p.edges, p.nodes, "path", (a, b))
-            for p in gi.shortest_paths(a, b, max_hops, directed=False, limit=max_chains + len(co_keys))
+            for p in gi.shortest_paths(
+                a, b, max_hops, directed=False, limit=max_chains + len(co_keys), memo=memo
+            )
         ]
         # an undirected 2-hop path may be a co-ancestor/co-occurrence chain: keep the specific type
         queues.append([c for c in paths if frozenset(c[0]) not in co_keys][:max_chains])

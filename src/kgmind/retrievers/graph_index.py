@@ -220,6 +220,25 @@ class IndexPath:
     edges: tuple[int, ...]
 
 
+@dataclass
+class BfsSide:
+    """One root's breadth-first search, level by level (see :meth:`GraphIndex.shortest_paths`).
+
+    Attributes:
+        dist: Level of every node reached.
+        links: Per node reached, the ``(edge, node one level nearer the root)`` pairs.
+        fronts: The nodes first reached at each level (``fronts[0]`` = the root).
+    """
+
+    dist: dict[int, int]
+    links: dict[int, list[tuple[int, int]]]
+    fronts: list[list[int]]
+
+
+#: BFS sides by ``(root, direction)`` (direction ``None``: undirected), for one batch of searches.
+BfsMemo = dict[tuple[int, bool | None], BfsSide]
+
+
 class GraphIndex:
     """In-memory adjacency of a KG (see the module docstring).
 
@@ -589,6 +608,7 @@ class GraphIndex:
         *,
         directed: bool = True,
         limit: int | None = 100,
+        memo: BfsMemo | None = None,
     ) -> list[IndexPath]:
         """All shortest paths ``source`` → ``target`` with at most ``max_hops`` edges.
 
@@ -597,12 +617,18 @@ class GraphIndex:
         last expanded level split every shortest path exactly once. Paths are
         enumerated in edge insertion order, so the result is deterministic.
 
+        Each side's levels depend only on its root, so a caller searching many pairs
+        of the same nodes (HyKGE chains: every pair of up to 10 linked entities) passes
+        one ``memo`` and expands each root's levels once instead of once per pair
+        (through hubs, a 2-hop level is most of a search). The result is the same.
+
         Args:
             source: Start node index.
             target: End node index.
             max_hops: Largest path length in edges.
             directed: Follow edge directions (``False``: walk edges both ways).
             limit: At most this many paths (``None``: all of them).
+            memo: BFS levels shared across calls on this index (and its current edges).
 
         Returns:
             The paths, ``[]`` when none of at most ``max_hops`` edges exists. A path
@@ -612,40 +638,54 @@ class GraphIndex:
             return [IndexPath((source,), ())]
         if max_hops <= 0:
             return []
-        # preds_f[n]: (edge, prev node) reaching n on a shortest path from source
-        # succ_b[n]: (edge, next node) leaving n on a shortest path to target
-        dist_f: dict[int, int] = {source: 0}
-        dist_b: dict[int, int] = {target: 0}
-        preds_f: dict[int, list[tuple[int, int]]] = {source: []}
-        succ_b: dict[int, list[tuple[int, int]]] = {target: []}
-        front_f: list[int] = [source]
-        front_b: list[int] = [target]
+        memo = {} if memo is None else memo
+        # fwd.links[n]: (edge, prev node) reaching n on a shortest path from source
+        # bwd.links[n]: (edge, next node) leaving n on a shortest path to target
+        fwd = self._bfs_side(memo, source, True, directed)
+        bwd = self._bfs_side(memo, target, False, directed)
         level_f = level_b = 0
         meet: list[int] = []
-        while front_f and front_b and level_f + level_b < max_hops:
-            expand_forward = self._frontier_cost(front_f, True, directed) <= self._frontier_cost(
-                front_b, False, directed
+        while fwd.fronts[level_f] and bwd.fronts[level_b] and level_f + level_b < max_hops:
+            expand_forward = self._frontier_cost(fwd.fronts[level_f], True, directed) <= self._frontier_cost(
+                bwd.fronts[level_b], False, directed
             )
             if expand_forward:
                 level_f += 1
-                front_f = self._expand(front_f, True, directed, level_f, dist_f, preds_f)
-                meet = [v for v in front_f if dist_b.get(v) == level_b]
+                front = self._bfs_level(fwd, level_f, True, directed)
+                meet = [v for v in front if bwd.dist.get(v) == level_b]
             else:
                 level_b += 1
-                front_b = self._expand(front_b, False, directed, level_b, dist_b, succ_b)
-                meet = [v for v in front_b if dist_f.get(v) == level_f]
+                front = self._bfs_level(bwd, level_b, False, directed)
+                meet = [v for v in front if fwd.dist.get(v) == level_f]
             if meet:
                 break
         if not meet:
             return []
         out: list[IndexPath] = []
         for m in meet:
-            for fn, fe in self._walk(m, preds_f, forward=False):
-                for bn, be in self._walk(m, succ_b, forward=True):
+            for fn, fe in self._walk(m, fwd.links, forward=False):
+                for bn, be in self._walk(m, bwd.links, forward=True):
                     out.append(IndexPath(tuple(fn) + tuple(bn[1:]), tuple(fe) + tuple(be)))
                     if limit is not None and len(out) >= limit:
                         return out
         return out
+
+    @staticmethod
+    def _bfs_side(memo: BfsMemo, root: int, forward: bool, directed: bool) -> BfsSide:
+        """The memoised BFS from ``root`` (an undirected search is the same both ways)."""
+        key = (root, forward if directed else None)
+        side = memo.get(key)
+        if side is None:
+            side = memo[key] = BfsSide(dist={root: 0}, links={root: []}, fronts=[[root]])
+        return side
+
+    def _bfs_level(self, side: BfsSide, level: int, forward: bool, directed: bool) -> list[int]:
+        """Level ``level`` of ``side``'s BFS, expanded from the level before on first use."""
+        if len(side.fronts) <= level:
+            side.fronts.append(
+                self._expand(side.fronts[level - 1], forward, directed, level, side.dist, side.links)
+            )
+        return side.fronts[level]
 
     def _expand(
         self,

@@ -28,7 +28,7 @@ import string
 import threading
 import unicodedata
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -64,7 +64,13 @@ log = logging.getLogger(__name__)
 #: ``input_KG`` gold; gazetteer + spans): 0.70 gives P 0.72 / R 0.42 (best F1 0.547 at
 #: 0.65 with P 0.64; gazetteer alone P 0.97 / R 0.22). e5: not calibrated, set just above
 #: its linking δ (e5 cosines are compressed into ~0.75–1.0).
-DEFAULT_SPAN_THRESHOLD: dict[str, float] = {"minilm": 0.7, "e5": 0.95, "hash": 0.75}
+DEFAULT_SPAN_THRESHOLD: dict[str, float] = {
+    "minilm": 0.7,
+    "minilm-onnx": 0.7,
+    "minilm-int8": 0.7,
+    "e5": 0.95,
+    "hash": 0.75,
+}
 _FALLBACK_SPAN_THRESHOLD = 0.85
 
 #: δ_span for *contextual* span vectors (one pass over the whole question, each span
@@ -73,7 +79,10 @@ _FALLBACK_SPAN_THRESHOLD = 0.85
 #: gazetteer + every candidate span): 0.55 gives P 0.70 / R 0.44 — the per-span
 #: default's precision with more recall (per span at 0.70: P 0.72 / R 0.42); best F1
 #: 0.554 at 0.50 with P 0.64. Extraction p50 16 ms vs 24 ms per span.
-DEFAULT_CONTEXT_SPAN_THRESHOLD: dict[str, float] = {"minilm": 0.55}
+#: int8 MiniLM (same run, ``--models minilm,minilm-int8 --spans``): 0.55 gives P 0.72 / R 0.43
+#: (its per-span 0.70: P 0.69 / R 0.42), the same operating point, in 6 ms per question instead
+#: of 16 ms; ONNX fp32 vectors equal torch's.
+DEFAULT_CONTEXT_SPAN_THRESHOLD: dict[str, float] = {"minilm": 0.55, "minilm-onnx": 0.55, "minilm-int8": 0.55}
 
 #: Most candidate spans embedded per text, per model, when spans are embedded one by
 #: one (MiniLM scores every candidate in one contextual pass instead; see
@@ -84,7 +93,7 @@ DEFAULT_CONTEXT_SPAN_THRESHOLD: dict[str, float] = {"minilm": 0.55}
 #: gave evidence recall 0.398 / disease hit 0.656 against 0.409 / 0.672 without them
 #: (the jieba dictionary match already finds the names Chinese questions spell out).
 #: Raise it to turn them on.
-DEFAULT_MAX_SPANS: dict[str, int] = {"minilm": 24, "e5": 0, "hash": 24}
+DEFAULT_MAX_SPANS: dict[str, int] = {"minilm": 24, "minilm-onnx": 24, "minilm-int8": 24, "e5": 0, "hash": 24}
 _FALLBACK_MAX_SPANS = 24
 
 #: Words that join two mentions: an n-gram holding one spans two things ("eyes and a headache").
@@ -735,19 +744,26 @@ def extract_mentions(
     store: GraphStore,
     *,
     extra: Sequence[str] = (),
-    use_embedding_spans: bool = True,
+    spans: Literal["always", "unnamed", "never"] = "always",
     language: str | None = None,
     linker: EntityLinker | None = None,
 ) -> list[Mention]:
     """All mentions of ``text``: gazetteer ∪ embedding spans ∪ ``extra``, filtered and deduplicated.
+
+    Embedding spans cost one embedding pass over the question (MiniLM; e5 scores no
+    spans by default, see :data:`DEFAULT_MAX_SPANS`), about half of English retrieval's
+    time. They pay for themselves even when an LLM has named the mentions: without them
+    GenMedGPT-5k evidence recall fell from 0.773 to 0.739 on the calibration split with
+    the stored ChatGPT mentions, so they run by default.
 
     Args:
         text: The question.
         store: The KG (gazetteer, entity index).
         extra: More entity strings, e.g. from the LLM or the hypothesis call
             (``source="given"``).
-        use_embedding_spans: Also score n-grams against the entity index (needs the
-            embedding model); spans already matched by the gazetteer are skipped.
+        spans: Embedding spans: score n-grams against the entity index (needs the embedding
+            model; spans the gazetteer matched are skipped): ``always``, ``never``, or
+            ``unnamed`` = only when ``extra`` holds no usable mention.
         language: ``en`` or ``zh``; detected from ``text`` when ``None``.
         linker: The linker scoring embedding spans; default :func:`get_linker` of the
             store with e5 for Chinese text and the KG's own model otherwise.
@@ -756,22 +772,26 @@ def extract_mentions(
         Gazetteer mentions, then embedding mentions, then the cleaned ``extra`` strings,
         without duplicates (an unlinked string is dropped when the same text is linked).
     """
+    if spans not in ("always", "unnamed", "never"):
+        raise ValueError(f"spans must be always, unnamed or never, not {spans!r}")
     lang = language or detect_language(text)
     gaz = Gazetteer.for_store(store)
-    spans = gaz.find_spans(text)
+    found = gaz.find_spans(text)
     out: list[Mention] = []
-    for _, _, m in spans:
+    for _, _, m in found:
         cleaned = clean_mention(m.text)
         if cleaned:
             out.append(m.model_copy(update={"text": cleaned}))
-    if use_embedding_spans and text.strip():
+    named = [c for c in map(clean_mention, extra) if c]
+    wanted = spans == "always" or (spans == "unnamed" and not named)
+    if wanted and text.strip():
         if linker is None:
             linker = get_linker(store, "e5" if lang == "zh" else None)
         threshold = span_threshold(linker)
-        masked = _mask(text, [(s, e) for s, e, _ in spans])
+        masked = _mask(text, [(s, e) for s, e, _ in found])
         # the extra strings the linker cannot match exactly will be embedded when they
         # are linked: embed them now, in the spans' batch
-        unmatched = [c for c in map(clean_mention, extra) if c and not linker.exact_ids(c)]
+        unmatched = [c for c in named if not linker.exact_ids(c)]
         out.extend(
             embedding_spans(masked, linker, threshold, language=lang, prefetch=unmatched, context=text)
         )
