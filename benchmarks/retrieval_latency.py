@@ -79,6 +79,7 @@ from kgmind.retrievers.aggregate import (
     rerank_evidence,
 )
 from kgmind.retrievers.baselines import mindmap_retrieve
+from kgmind.retrievers.embeddings import minilm_backend
 from kgmind.retrievers.exploration import hykge_chains, neighbor_evidence, path_evidence, weighted_dfs_chains
 from kgmind.retrievers.graph_index import get_graph_index
 from kgmind.tools.factory import open_store
@@ -320,7 +321,8 @@ def run(
         "import_s": import_s,
         "graph_index_load_s": graph_index_s,
         "entity_index_load_s": entity_index_s,
-        "embedding_model": index.model,
+        "embedding_model": index.model
+        + (f" ({minilm_backend()})" if index.model == "minilm" else ""),
         "reranker": f"EntityVectorReranker(question={reranker.question!r})",
         "max_linked": max_linked,
         "budget_tokens": budget,

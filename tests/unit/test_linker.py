@@ -70,9 +70,10 @@ def test_get_embedder_is_cached_and_rejects_unknown_names():
 
 def test_real_embedders_are_created_lazily():
     # Creating the embedder objects must not load a model (that happens on first embed).
-    assert isinstance(get_embedder("minilm"), embeddings.MiniLMEmbedder)
+    assert isinstance(get_embedder("minilm"), (embeddings.MiniLMEmbedder, embeddings.OnnxMiniLMEmbedder))
     assert isinstance(get_embedder("e5"), embeddings.E5Embedder)
     assert embeddings.MiniLMEmbedder()._model is None
+    assert embeddings.OnnxMiniLMEmbedder()._session is None
     fresh = embeddings.E5Embedder()
     assert fresh._model is None and fresh.entity_prefix == "query"
 
@@ -102,7 +103,7 @@ def test_detect_language(text, lang):
 
 
 def test_model_for_language(monkeypatch):
-    monkeypatch.setenv("KGMIND_EN_EMBEDDER", "minilm")
+    monkeypatch.delenv("KGMIND_EN_EMBEDDER", raising=False)
     assert model_for_language("en") == "minilm"
     assert model_for_language("zh") == "e5"
     monkeypatch.setenv("KGMIND_EN_EMBEDDER", "minilm-int8")
@@ -112,17 +113,26 @@ def test_model_for_language(monkeypatch):
         model_for_language("en")
 
 
-def test_english_embedder_is_int8_only_where_onnx_runtime_is_installed(monkeypatch):
+def test_minilm_backend_by_cpu_and_installed_packages(monkeypatch):
     import importlib.util
 
     real = importlib.util.find_spec
-    monkeypatch.delenv("KGMIND_EN_EMBEDDER", raising=False)
-    monkeypatch.setattr(
-        importlib.util, "find_spec", lambda name, *a: None if name == "onnxruntime" else real(name, *a)
-    )
-    assert embeddings.english_embedder() == "minilm"
+    monkeypatch.delenv("KGMIND_EMBED_BACKEND", raising=False)
+    monkeypatch.setattr(embeddings, "_cpu_flags", lambda: {"avx512f", "avx512_bf16"})
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object())
-    assert embeddings.english_embedder() == "minilm-int8"
+    assert embeddings.minilm_backend() == "onnx"
+    monkeypatch.setattr(embeddings, "_cpu_flags", lambda: {"avx512_bf16", "amx_bf16"})
+    assert embeddings.minilm_backend() == "torch"  # AMX: torch's bf16 path
+    monkeypatch.setattr(embeddings, "_cpu_flags", lambda: set())
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "onnxscript" else real(name, *a)
+    )
+    assert embeddings.minilm_backend() == "torch"  # cannot export the model
+    monkeypatch.setenv("KGMIND_EMBED_BACKEND", "onnx")
+    assert embeddings.minilm_backend() == "onnx"
+    monkeypatch.setenv("KGMIND_EMBED_BACKEND", "tensorflow")
+    with pytest.raises(ValueError, match="KGMIND_EMBED_BACKEND"):
+        embeddings.minilm_backend()
 
 
 def test_l2_normalize_keeps_zero_rows():

@@ -45,12 +45,13 @@ __all__ = [
     "english_embedder",
     "get_embedder",
     "l2_normalize",
+    "minilm_backend",
     "model_for_language",
     "onnx_minilm_path",
 ]
 
 #: Names accepted by :func:`get_embedder`.
-EMBEDDER_NAMES: tuple[str, ...] = ("minilm", "minilm-int8", "minilm-onnx", "e5", "hash")
+EMBEDDER_NAMES: tuple[str, ...] = ("minilm", "minilm-int8", "e5", "hash")
 
 
 @runtime_checkable
@@ -529,15 +530,16 @@ def onnx_minilm_path(quantized: bool = True) -> Any:
 
 
 class OnnxMiniLMEmbedder:
-    """``all-MiniLM-L6-v2`` run by ONNX Runtime: ``minilm-int8`` (int8 weights) or ``minilm-onnx`` (fp32).
+    """``all-MiniLM-L6-v2`` run by ONNX Runtime: fp32 (``minilm``) or int8 weights (``minilm-int8``).
 
     The same model and pooling as :class:`MiniLMEmbedder` with less fixed cost per call.
-    Measured on the AMD EPYC dev box (one thread, 100 GenMedGPT-5k questions of ~33
-    tokens, ``benchmarks/onnx_embedding.py``): a question 5.0 ms in int8, 10.6 ms in ONNX
-    fp32, 11.5 ms in torch bf16, 16 ms in torch fp32. fp32 vectors equal torch's
-    (cosine ≥ 0.9999), so ``minilm-onnx`` shares ``minilm``'s thresholds; int8 vectors
-    differ (mean-pooled cosine to fp32 0.94–0.99) and have their own calibrated
-    thresholds and their own entity index.
+    Measured on the AMD EPYC dev box (avx512_bf16, no AMX; one thread; 100 GenMedGPT-5k
+    questions, ``benchmarks/onnx_embedding.py``): a question 11.9 ms in ONNX fp32 vs 16.9 ms
+    in torch bf16, the question's 3.4 mentions 8.8 vs 17.9 ms. fp32 vectors equal torch's
+    (cosine ≥ 0.9999), so it *is* ``minilm``: same name, index and thresholds
+    (:func:`minilm_backend` picks it). int8 embeds a question in 5.9 ms, but its vectors
+    differ (cosine to fp32 0.90–0.99): it has its own calibrated thresholds and entity
+    index, and cost evidence recall (README), so it is opt-in.
 
     int8 embeds one text per forward pass: its activations are quantised with one scale
     per call, so in a batch a text's vector depends on the other texts (cosine down to
@@ -551,7 +553,7 @@ class OnnxMiniLMEmbedder:
     """
 
     def __init__(self, quantized: bool = True, batch_size: int = 64, sentence_cache: int = 256) -> None:
-        self.name = "minilm-int8" if quantized else "minilm-onnx"
+        self.name = "minilm-int8" if quantized else "minilm"
         self.dim = 384
         self.quantized = quantized
         self.batch_size = 1 if quantized else batch_size
@@ -725,9 +727,9 @@ def get_embedder(name: str) -> Embedder:
         ValueError: Unknown name.
     """
     if name == "minilm":
-        return MiniLMEmbedder()
-    if name in ("minilm-int8", "minilm-onnx"):
-        return OnnxMiniLMEmbedder(quantized=name == "minilm-int8")
+        return OnnxMiniLMEmbedder(quantized=False) if minilm_backend() == "onnx" else MiniLMEmbedder()
+    if name == "minilm-int8":
+        return OnnxMiniLMEmbedder(quantized=True)
     if name == "e5":
         return E5Embedder()
     if name == "hash":
@@ -736,33 +738,51 @@ def get_embedder(name: str) -> Embedder:
 
 
 #: English embedders ``$KGMIND_EN_EMBEDDER`` may name.
-EN_EMBEDDERS: tuple[str, ...] = ("minilm", "minilm-int8", "minilm-onnx")
+EN_EMBEDDERS: tuple[str, ...] = ("minilm", "minilm-int8")
 
 
 def english_embedder() -> str:
-    """The English embedding model: ``$KGMIND_EN_EMBEDDER``, else ``minilm-int8`` with ONNX Runtime installed.
+    """The English embedding model: ``$KGMIND_EN_EMBEDDER`` (``minilm``, ``minilm-int8``), default ``minilm``.
 
-    int8 MiniLM under ONNX Runtime embeds a question in 5 ms where torch takes 11.5 ms
-    (bf16) or 16 ms (fp32) on the AMD dev box, and links as well at its own calibrated
-    thresholds (``benchmarks/calibrate_linking.py``); evidence recall through the graph is
-    in the README. Without ``onnxruntime`` (or ``onnxscript``, which exports the model
-    once), torch's ``minilm`` (bf16 where the CPU has native bf16).
+    ``minilm-int8`` embeds a question twice as fast as ``minilm`` under ONNX Runtime, but
+    cost 0.4 (calibration split) and 1.1 (test split) points of GenMedGPT-5k evidence
+    recall, more than a speed-up may cost; so it is opt-in.
 
     Raises:
         ValueError: ``$KGMIND_EN_EMBEDDER`` names something else.
     """
     explicit = os.environ.get("KGMIND_EN_EMBEDDER", "").strip().lower()
+    if not explicit:
+        return "minilm"
+    if explicit not in EN_EMBEDDERS:
+        raise ValueError(f"KGMIND_EN_EMBEDDER must be one of {', '.join(EN_EMBEDDERS)}, not {explicit!r}")
+    return explicit
+
+
+def minilm_backend() -> Literal["torch", "onnx"]:
+    """What runs ``minilm``: ``$KGMIND_EMBED_BACKEND`` (``torch``/``onnx``), else chosen by the CPU.
+
+    torch in bf16 where the CPU has AMX (a question in 9.4 ms on the Intel AMX box vs 19.5
+    ms in fp32); elsewhere ONNX Runtime fp32 when it is installed (``onnxruntime``, and
+    ``onnx`` + ``onnxscript`` for the one-time export), which on the AMD EPYC box beat
+    torch bf16 (avx512_bf16 without AMX) 11.9 vs 16.9 ms per question; else torch. The
+    vectors are the same either way (cosine ≥ 0.9999), so one index serves both.
+
+    Raises:
+        ValueError: ``$KGMIND_EMBED_BACKEND`` is set to something else.
+    """
+    explicit = os.environ.get("KGMIND_EMBED_BACKEND", "").strip().lower()
+    if explicit in ("torch", "onnx"):
+        return explicit  # type: ignore[return-value]
     if explicit and explicit != "auto":
-        if explicit not in EN_EMBEDDERS:
-            raise ValueError(
-                f"KGMIND_EN_EMBEDDER must be one of {', '.join(EN_EMBEDDERS)} or auto, not {explicit!r}"
-            )
-        return explicit
+        raise ValueError(f"KGMIND_EMBED_BACKEND must be torch, onnx or auto, not {explicit!r}")
+    if "amx_bf16" in _cpu_flags():
+        return "torch"
     import importlib.util
 
     if all(importlib.util.find_spec(m) is not None for m in ("onnxruntime", "onnx", "onnxscript")):
-        return "minilm-int8"
-    return "minilm"
+        return "onnx"
+    return "torch"
 
 
 def model_for_language(lang: str) -> str:

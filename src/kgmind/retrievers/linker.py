@@ -40,11 +40,10 @@ __all__ = [
 #: With top_k=1 the best F1 is higher: minilm δ=0.60-0.70 (0.64; P 0.84 / R 0.51 at
 #: 0.70), e5 δ=0.90 (0.58). MindMap's forced top-1 match: minilm F1 0.61, e5 0.56.
 #: minilm-int8 (ONNX Runtime, int8 weights; same run) δ=0.80: P 0.85 / R 0.42 / F1 0.56, the
-#: same rule (best recall with P ≥ 0.8; best F1 0.58 at 0.75 with P 0.73). minilm-onnx (ONNX
-#: fp32) has torch's vectors (cosine ≥ 0.9999) and so torch's δ.
+#: same rule (best recall with P ≥ 0.8; best F1 0.58 at 0.75 with P 0.73). (minilm under ONNX
+#: Runtime fp32 has torch's vectors, cosine ≥ 0.9999, and so torch's δ.)
 DEFAULT_THRESHOLD: dict[str, float] = {
     "minilm": 0.8,
-    "minilm-onnx": 0.8,
     "minilm-int8": 0.8,
     "e5": 0.94,
     "hash": 0.6,

@@ -66,7 +66,6 @@ log = logging.getLogger(__name__)
 #: its linking δ (e5 cosines are compressed into ~0.75–1.0).
 DEFAULT_SPAN_THRESHOLD: dict[str, float] = {
     "minilm": 0.7,
-    "minilm-onnx": 0.7,
     "minilm-int8": 0.7,
     "e5": 0.95,
     "hash": 0.75,
@@ -81,8 +80,8 @@ _FALLBACK_SPAN_THRESHOLD = 0.85
 #: 0.554 at 0.50 with P 0.64. Extraction p50 16 ms vs 24 ms per span.
 #: int8 MiniLM (same run, ``--models minilm,minilm-int8 --spans``): 0.55 gives P 0.72 / R 0.43
 #: (its per-span 0.70: P 0.69 / R 0.42), the same operating point, in 6 ms per question instead
-#: of 16 ms; ONNX fp32 vectors equal torch's.
-DEFAULT_CONTEXT_SPAN_THRESHOLD: dict[str, float] = {"minilm": 0.55, "minilm-onnx": 0.55, "minilm-int8": 0.55}
+#: of 16 ms.
+DEFAULT_CONTEXT_SPAN_THRESHOLD: dict[str, float] = {"minilm": 0.55, "minilm-int8": 0.55}
 
 #: Most candidate spans embedded per text, per model, when spans are embedded one by
 #: one (MiniLM scores every candidate in one contextual pass instead; see
@@ -93,7 +92,7 @@ DEFAULT_CONTEXT_SPAN_THRESHOLD: dict[str, float] = {"minilm": 0.55, "minilm-onnx
 #: gave evidence recall 0.398 / disease hit 0.656 against 0.409 / 0.672 without them
 #: (the jieba dictionary match already finds the names Chinese questions spell out).
 #: Raise it to turn them on.
-DEFAULT_MAX_SPANS: dict[str, int] = {"minilm": 24, "minilm-onnx": 24, "minilm-int8": 24, "e5": 0, "hash": 24}
+DEFAULT_MAX_SPANS: dict[str, int] = {"minilm": 24, "minilm-int8": 24, "e5": 0, "hash": 24}
 _FALLBACK_MAX_SPANS = 24
 
 #: Words that join two mentions: an n-gram holding one spans two things ("eyes and a headache").
