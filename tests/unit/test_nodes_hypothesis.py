@@ -85,15 +85,23 @@ def test_extract_entities_passes_hypothesis_entities(monkeypatch: pytest.MonkeyP
     store = object()
     monkeypatch.setattr(services, "get_store", lambda uri: store)
 
-    def fake_extract(text: str, st: Any, *, extra: Any = (), language: Any = None) -> list[Mention]:
-        calls.append({"text": text, "store": st, "extra": list(extra), "language": language})
+    def fake_extract(
+        text: str, st: Any, *, extra: Any = (), language: Any = None, embedding_spans: Any = None
+    ) -> list[Mention]:
+        calls.append(
+            {"text": text, "store": st, "extra": list(extra), "language": language, "spans": embedding_spans}
+        )
         return [Mention(text="fever", source="gazetteer"), *[Mention(text=e, source="llm") for e in extra]]
 
     monkeypatch.setattr(services, "extract_mentions", fake_extract)
     state: Any = {"question": "fever?", "hypothesis_entities": ["influenza"], "language": "en"}
     out = extract_entities(state, _rt(store="ladybug:/x"))
     assert [m.text for m in out["mentions"]] == ["fever", "influenza"]
-    assert calls == [{"text": "fever?", "store": store, "extra": ["influenza"], "language": "en"}]
+    assert calls == [
+        {"text": "fever?", "store": store, "extra": ["influenza"], "language": "en", "spans": "always"}
+    ]
+    extract_entities(state, _rt(store="ladybug:/x", embedding_spans="unnamed"))
+    assert calls[-1]["spans"] == "unnamed"  # the Context setting reaches NER
 
 
 def test_link_entities_dedupes_and_passes_settings(monkeypatch: pytest.MonkeyPatch) -> None:
