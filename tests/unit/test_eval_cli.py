@@ -110,6 +110,24 @@ def test_eval_unknown_dataset_and_method_fail_cleanly(tmp_path, monkeypatch):
     assert bad.exit_code == 2 and "unknown method" in bad.output
 
 
+def test_eval_set_passes_context_settings_and_rejects_unknown_fields(tmp_path, monkeypatch):
+    monkeypatch.setenv("KGMIND_HOME", str(tmp_path / "home"))
+    base = ["eval", "genmedgpt5k", "--methods", "bm25_doc", "--split", "gold203", "--limit", "1"]
+    ok = CliRunner().invoke(
+        app,
+        [*base, "--set", "hub_percentile=99.5", "--set", "embedding_spans=never", "--json", *_fixture_args()],
+    )
+    assert ok.exit_code == 0, ok.output
+    res = json.loads(ok.stdout[ok.stdout.index("{") :])
+    assert res["config"]["context"] == {"hub_percentile": 99.5, "embedding_spans": "never"}
+    for bad_pair, message in (("warp_speed=9", "no field 'warp_speed'"), ("hub_percentile", "FIELD=VALUE")):
+        bad = CliRunner().invoke(
+            app, [*base, "--set", bad_pair, "--out", str(tmp_path / "x"), *_fixture_args()]
+        )
+        assert bad.exit_code == 2 and message in bad.output
+        assert not (tmp_path / "x").exists()  # nothing ran, nothing written
+
+
 def test_markdown_table_lists_methods_and_disabled():
     res = {
         "dataset": "d",

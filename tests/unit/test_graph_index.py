@@ -196,12 +196,42 @@ def test_shared_bfs_memo_gives_the_same_paths(seed: int, directed: bool) -> None
     memo: BfsMemo = {}
     pairs = [(rng.randrange(14), rng.randrange(14)) for _ in range(30)]
     for hops in (3, 1, 4, 2):  # a deeper search first leaves deeper levels in the memo
-        for s, t in pairs:
-            alone = gi.shortest_paths(s, t, hops, directed=directed, limit=5)
-            assert gi.shortest_paths(s, t, hops, directed=directed, limit=5, memo=memo) == alone
+        for cap in (None, 3):  # capped and uncapped searches share one memo without mixing
+            for s, t in pairs:
+                alone = gi.shortest_paths(s, t, hops, directed=directed, limit=5, max_degree=cap)
+                shared = gi.shortest_paths(s, t, hops, directed=directed, limit=5, memo=memo, max_degree=cap)
+                assert shared == alone
     assert memo  # the sides were kept
     if not directed:  # one side per root serves both directions
-        assert all(direction is None for _, direction in memo)
+        assert all(direction is None for _, direction, _ in memo)
+
+
+def test_hub_cap_walks_around_hubs_but_not_from_or_into_them() -> None:
+    # A - H - G - B: two hubs in the middle (degree 4 each); A - X - Y - B goes around them
+    names = ["A", "B", "H", "G", "X", "Y", "p", "q", "r", "s"]
+    edges = [("A", "H"), ("H", "G"), ("G", "B"), ("H", "p"), ("H", "q"), ("G", "r"), ("G", "s")]
+    gi = make(names, edges)
+    a, b, h = (gi.idx(entity_id(n)) for n in ("A", "B", "H"))
+    assert gi.hub_degree(100) == 4 and gi.hub_degree(50) <= 2
+    with pytest.raises(ValueError, match="percentile"):
+        gi.hub_degree(0)
+    (free,) = gi.shortest_paths(a, b, 3, directed=False)
+    assert named(gi, free.nodes) == ["A", "H", "G", "B"]
+    assert gi.shortest_paths(a, b, 3, directed=False, max_degree=3) == []  # would walk through a hub
+    # two hops meet *at* the hub: no hub is walked through, so the path stays
+    p_ = gi.idx(entity_id("p"))
+    assert [named(gi, q.nodes) for q in gi.shortest_paths(a, p_, 3, directed=False, max_degree=3)] == [
+        ["A", "H", "p"]
+    ]
+    # a hub that is a search's own end is still expanded
+    assert [named(gi, q.nodes) for q in gi.shortest_paths(h, b, 3, directed=False, max_degree=3)] == [
+        ["H", "G", "B"]
+    ]
+    # with a way around, the capped search takes it
+    gi2 = make(names, [*edges, ("A", "X"), ("X", "Y"), ("Y", "B")])
+    a2, b2 = gi2.idx(entity_id("A")), gi2.idx(entity_id("B"))
+    got = [named(gi2, q.nodes) for q in gi2.shortest_paths(a2, b2, 3, directed=False, max_degree=3)]
+    assert got == [["A", "X", "Y", "B"]]
 
 
 def test_shortest_paths_deterministic() -> None:

@@ -8,7 +8,7 @@ Example::
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -23,6 +23,33 @@ app = typer.Typer(
     # a group with a positional argument: let options follow DATASET (`kgmind eval genmedgpt5k --json`)
     context_settings={"allow_interspersed_args": True},
 )
+
+
+def context_settings(pairs: list[str]) -> dict[str, Any]:
+    """``FIELD=VALUE`` pairs as :class:`Context` overrides (VALUE parsed as JSON, else kept as text).
+
+    Raises:
+        CliError: A pair without ``=``, or a field the Context does not have.
+    """
+    import dataclasses
+    import json
+
+    from kgmind.graphs.context import Context
+
+    known = {f.name for f in dataclasses.fields(Context)}
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        name, sep, raw = pair.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise CliError(f"--set needs FIELD=VALUE, not {pair!r}", 2)
+        if name not in known:
+            raise CliError(f"--set: Context has no field {name!r}; fields: {', '.join(sorted(known))}", 2)
+        try:
+            out[name] = json.loads(raw)
+        except ValueError:
+            out[name] = raw
+    return out
 
 
 @app.callback(invoke_without_command=True)
@@ -98,6 +125,14 @@ def eval_command(
             "so that every call runs and is timed."
         ),
     ] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help="FIELD=VALUE: a Context setting for every graph run (repeatable; an ablation), "
+            "e.g. --set hub_percentile=99.5 --set embedding_spans=never. VALUE is JSON, else text.",
+        ),
+    ] = None,
 ) -> None:
     """Run the evaluation of DATASET and write/print the results."""
     from kgmind.eval.report import to_json, write_results
@@ -135,6 +170,7 @@ def eval_command(
         max_tokens=max_tokens,
         llm_cache=llm_cache,
         interleave=interleave,
+        context=context_settings(set_ or []),
     )
     if progress:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn

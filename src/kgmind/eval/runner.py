@@ -139,6 +139,7 @@ class EvalConfig:
     interleave: bool = False
     threads: int | None = None
     max_tokens: int | None = None
+    context: dict[str, Any] = field(default_factory=dict)  # Context overrides for kgmind's graph runs
 
 
 def _from_vocab(
@@ -619,7 +620,12 @@ def run_eval(
     runnable, disabled = check_methods(names, has_store=store_uri is not None)
     model = None if cfg.llm in ("", "none") else cfg.llm
     res = Resources(
-        store_uri=store_uri, docs_dir=cfg.docs, model=model, max_tokens=cfg.max_tokens, seed=cfg.seed
+        store_uri=store_uri,
+        docs_dir=cfg.docs,
+        model=model,
+        max_tokens=cfg.max_tokens,
+        seed=cfg.seed,
+        context_overrides=cfg.context,
     )
     if model is not None:
         res.llm_log.tokenize = _llama_token_counter(model)

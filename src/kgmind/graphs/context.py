@@ -79,6 +79,14 @@ class Context:
     max_chains: int = field(
         default=PIPELINE.max_chains, metadata={"description": "Cap on HyKGE chains before reranking (C…)."}
     )
+    hub_percentile: float | None = field(
+        default=PIPELINE.hub_percentile,
+        metadata={
+            "description": "HyKGE chains walk through no node whose degree is above this percentile of "
+            "the KG's (hubs such as a blood test tied to thousands of diseases); None = through every "
+            "node. Not applied under pushdown exploration."
+        },
+    )
     dfs_chains: int = field(
         default=PIPELINE.dfs_chains, metadata={"description": "KGCoT: number of weighted-DFS chains (K…)."}
     )

@@ -49,7 +49,9 @@ def _neighbors(ctx: Context, store: GraphStore, gi: Any, ids: list[str]) -> list
 
 def _chains(ctx: Context, store: GraphStore, gi: Any, ids: list[str]) -> list[Evidence]:
     hops = min(ctx.max_hops, exploration.PIPELINE.max_chain_hops)
-    return exploration.hykge_chains(gi, ids, max_hops=hops, max_chains=ctx.max_chains)
+    return exploration.hykge_chains(
+        gi, ids, max_hops=hops, max_chains=ctx.max_chains, hub_percentile=ctx.hub_percentile
+    )
 
 
 def _kgcot(ctx: Context, store: GraphStore, gi: Any, ids: list[str]) -> list[Evidence]:

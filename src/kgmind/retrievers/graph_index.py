@@ -235,8 +235,9 @@ class BfsSide:
     fronts: list[list[int]]
 
 
-#: BFS sides by ``(root, direction)`` (direction ``None``: undirected), for one batch of searches.
-BfsMemo = dict[tuple[int, bool | None], BfsSide]
+#: BFS sides by ``(root, direction, degree cap)`` (direction ``None``: undirected), for one batch
+#: of searches.
+BfsMemo = dict[tuple[int, bool | None, int | None], BfsSide]
 
 
 class GraphIndex:
@@ -609,6 +610,7 @@ class GraphIndex:
         directed: bool = True,
         limit: int | None = 100,
         memo: BfsMemo | None = None,
+        max_degree: int | None = None,
     ) -> list[IndexPath]:
         """All shortest paths ``source`` → ``target`` with at most ``max_hops`` edges.
 
@@ -629,6 +631,9 @@ class GraphIndex:
             directed: Follow edge directions (``False``: walk edges both ways).
             limit: At most this many paths (``None``: all of them).
             memo: BFS levels shared across calls on this index (and its current edges).
+            max_degree: Walk through no node with more edges than this (a hub); the two
+                ends are always expanded, and a hub may still be where a path ends or
+                where the two searches meet (``None``: no cap).
 
         Returns:
             The paths, ``[]`` when none of at most ``max_hops`` edges exists. A path
@@ -641,8 +646,8 @@ class GraphIndex:
         memo = {} if memo is None else memo
         # fwd.links[n]: (edge, prev node) reaching n on a shortest path from source
         # bwd.links[n]: (edge, next node) leaving n on a shortest path to target
-        fwd = self._bfs_side(memo, source, True, directed)
-        bwd = self._bfs_side(memo, target, False, directed)
+        fwd = self._bfs_side(memo, source, True, directed, max_degree)
+        bwd = self._bfs_side(memo, target, False, directed, max_degree)
         level_f = level_b = 0
         meet: list[int] = []
         while fwd.fronts[level_f] and bwd.fronts[level_b] and level_f + level_b < max_hops:
@@ -651,11 +656,11 @@ class GraphIndex:
             )
             if expand_forward:
                 level_f += 1
-                front = self._bfs_level(fwd, level_f, True, directed)
+                front = self._bfs_level(fwd, level_f, True, directed, max_degree)
                 meet = [v for v in front if bwd.dist.get(v) == level_b]
             else:
                 level_b += 1
-                front = self._bfs_level(bwd, level_b, False, directed)
+                front = self._bfs_level(bwd, level_b, False, directed, max_degree)
                 meet = [v for v in front if fwd.dist.get(v) == level_f]
             if meet:
                 break
@@ -671,21 +676,47 @@ class GraphIndex:
         return out
 
     @staticmethod
-    def _bfs_side(memo: BfsMemo, root: int, forward: bool, directed: bool) -> BfsSide:
+    def _bfs_side(memo: BfsMemo, root: int, forward: bool, directed: bool, max_degree: int | None) -> BfsSide:
         """The memoised BFS from ``root`` (an undirected search is the same both ways)."""
-        key = (root, forward if directed else None)
+        key = (root, forward if directed else None, max_degree)
         side = memo.get(key)
         if side is None:
             side = memo[key] = BfsSide(dist={root: 0}, links={root: []}, fronts=[[root]])
         return side
 
-    def _bfs_level(self, side: BfsSide, level: int, forward: bool, directed: bool) -> list[int]:
+    def _bfs_level(
+        self, side: BfsSide, level: int, forward: bool, directed: bool, max_degree: int | None
+    ) -> list[int]:
         """Level ``level`` of ``side``'s BFS, expanded from the level before on first use."""
         if len(side.fronts) <= level:
-            side.fronts.append(
-                self._expand(side.fronts[level - 1], forward, directed, level, side.dist, side.links)
-            )
+            front = side.fronts[level - 1]
+            if max_degree is not None and level > 1:  # the root itself is always expanded
+                front = [u for u in front if len(self.out_adj[u]) + len(self.in_adj[u]) <= max_degree]
+            side.fronts.append(self._expand(front, forward, directed, level, side.dist, side.links))
         return side.fronts[level]
+
+    def hub_degree(self, percentile: float) -> int | None:
+        """The degree (edges in + out) at ``percentile`` of this index's nodes, cached per percentile.
+
+        ``None`` for a pushed-down neighbourhood index: it holds only part of each
+        node's edges until read, so it cannot tell a hub from the whole KG's degrees.
+
+        Raises:
+            ValueError: ``percentile`` outside (0, 100].
+        """
+        if not 0 < percentile <= 100:
+            raise ValueError(f"percentile must be in (0, 100], not {percentile}")
+        if self._complete is not None:
+            return None
+        cache: dict[float, int] = self.__dict__.setdefault("_hub_degree", {})
+        if percentile not in cache:
+            degrees = np.fromiter(
+                (len(o) + len(i) for o, i in zip(self.out_adj, self.in_adj, strict=True)),
+                dtype=np.int64,
+                count=len(self.out_adj),
+            )
+            cache[percentile] = int(np.percentile(degrees, percentile)) if len(degrees) else 0
+        return cache[percentile]
 
     def _expand(
         self,
