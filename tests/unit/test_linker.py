@@ -329,6 +329,46 @@ def test_mention_embeddings_are_batched_and_cached():
     assert len(small._cache) == 1
 
 
+def test_mention_vectors_persist_on_disk_across_linkers(tmp_path, monkeypatch, caplog):
+    class Keyed(CountingEmbedder):
+        cache_key = "counting:1"
+
+    first = Keyed()
+    lk = make_linker(embedder=first)
+    got = lk.link(["jaundise", "hedache"], threshold=0.5)
+    assert sorted(first.query_texts) == ["hedache", "jaundise"]
+    files = list((tmp_path / "home" / "cache").glob("vectors-*.sqlite"))
+    assert len(files) == 1
+    # a new process (a new linker, empty memory) reads them back instead of embedding again
+    second = Keyed()
+    lk2 = make_linker(embedder=second)
+    again = lk2.link(["jaundise", "hedache"], threshold=0.5)
+    assert second.query_texts == []
+    assert [(le.entity_id, le.score) for le in again] == [(le.entity_id, le.score) for le in got]
+    lk2.link(["jaundise", "icterus eyes"], threshold=0.5)
+    assert second.query_texts == ["icterus eyes"]  # only the new text is embedded
+    # off: nothing read or written
+    monkeypatch.setenv("KGMIND_VECTOR_CACHE", "off")
+    third = Keyed()
+    make_linker(embedder=third).link(["jaundise"], threshold=0.5)
+    assert third.query_texts == ["jaundise"]
+    # an unreadable file is reported once and linking goes on with the model
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    monkeypatch.setenv("KGMIND_VECTOR_CACHE", str(broken))
+    (broken / next(iter(files)).name).write_bytes(b"not a database" * 100)
+    fourth = Keyed()
+    with caplog.at_level("WARNING"):
+        linked = make_linker(embedder=fourth).link(["jaundise", "hedache"], threshold=0.5)
+    assert sorted(fourth.query_texts) == ["hedache", "jaundise"] and linked
+    assert "cache" in caplog.text and "disabled" in caplog.text
+    # an embedder without a cache key (tests, the hash embedder) never touches the disk
+    monkeypatch.delenv("KGMIND_VECTOR_CACHE")
+    plain = CountingEmbedder()
+    make_linker(embedder=plain).link(["jaundise"], threshold=0.5)
+    assert plain.query_texts == ["jaundise"]
+
+
 def test_linker_sees_store_changes(monkeypatch):
     store = kg()
     lk = make_linker(store, recheck_s=0.0)

