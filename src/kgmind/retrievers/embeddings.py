@@ -213,23 +213,20 @@ class DiskVectorCache:
         """The cached vectors of ``texts`` (those found)."""
         if self._broken or not texts:
             return {}
+        import json
         import sqlite3
 
         out: dict[str, np.ndarray] = {}
         try:
             with self._lock:
                 conn = self._connect()
-                uniq = list(dict.fromkeys(texts))
-                for at in range(0, len(uniq), 500):
-                    chunk = uniq[at : at + 500]
-                    marks = ",".join("?" * len(chunk))
-                    for text, blob in conn.execute(
-                        f"SELECT text, vec FROM vectors WHERE text IN ({marks})",  # noqa: S608 - placeholders only
-                        chunk,
-                    ):
-                        vec = np.frombuffer(blob, dtype=np.float32)
-                        if vec.shape == (dim,):
-                            out[text] = vec.copy()
+                wanted = json.dumps(list(dict.fromkeys(texts)), ensure_ascii=False)
+                for text, blob in conn.execute(
+                    "SELECT text, vec FROM vectors WHERE text IN (SELECT value FROM json_each(?))", (wanted,)
+                ):
+                    vec = np.frombuffer(blob, dtype=np.float32)
+                    if vec.shape == (dim,):
+                        out[text] = vec.copy()
         except (sqlite3.Error, OSError) as exc:
             self._failed(exc)
             return {}
@@ -345,8 +342,10 @@ def e5_threads() -> int | None:
     box, a batch of ≤ 9 CMCQA mentions, p50 / p95: 1 thread 77 / 105 ms; 2 threads 41 / 55
     ms idle but 85 / 240 ms with the other core busy, where spinning OpenMP workers fight
     for it; 2 threads with ``OMP_WAIT_POLICY=PASSIVE`` 48 / 60 ms idle and 80 / 102 ms busy,
-    as good as one thread. So every usable CPU (up to 4) when OpenMP waits passively (the
-    ``kgmind`` command sets it), else :func:`default_threads`.
+    as good as one thread. So every usable CPU (up to 4) when the user made OpenMP wait
+    passively, else :func:`default_threads`. kgmind does not set that itself: in the same
+    process it made llama.cpp (OpenMP too) generate 1.8× slower (64 tokens of the local
+    0.5B model, 1.32 → 2.35 s), so it suits processes that embed but run no local LLM.
     ``$KGMIND_TORCH_THREADS`` and ``$OMP_NUM_THREADS`` still win.
 
     Returns:
