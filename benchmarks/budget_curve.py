@@ -26,6 +26,8 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from _common import git_commit
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 METHODS = ("kgmind", "mindmap")
@@ -85,9 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         "benchmark": "budget_curve",
         "date": date.today().isoformat(),
         "machine": machine_info(),
-        "commit": subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-        ).stdout.strip(),
+        "commit": git_commit(),
         "points": points,
         "commands": commands,
     }

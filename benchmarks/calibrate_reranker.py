@@ -17,9 +17,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 from datetime import date
 from pathlib import Path
+
+from _common import git_commit
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -68,9 +69,7 @@ def main() -> int:
         }
         print(mode, json.dumps(rows[mode]), flush=True)
     best = max(rows, key=lambda m: (rows[m]["evidence_recall"] or 0.0, rows[m]["gold_disease_hit"] or 0.0))
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-    ).stdout.strip()
+    commit = git_commit()
     out = {
         "benchmark": "calibrate_reranker",
         "split": "calib",

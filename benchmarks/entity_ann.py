@@ -30,12 +30,13 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import cpu_model
 from kgmind.retrievers.entity_index import HNSW_EF_SEARCH, HNSW_M, get_entity_index
 from kgmind.retrievers.linker import DEFAULT_THRESHOLD, get_linker
 from kgmind.retrievers.ner import clean_mention
 from kgmind.settings import data_dir
 from kgmind.tools.factory import open_store
-from retrieval_latency import cpu_model, pct
+from retrieval_latency import pct
 
 
 def main() -> None:

@@ -24,25 +24,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 from datetime import date
 from pathlib import Path
 from typing import Any
 
+from _common import git_commit
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 METHODS = "llm_only,mindmap,kgmind_free,kgmind"
-
-
-def _commit() -> str:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
-        )
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return out.stdout.strip()
 
 
 def goals(methods: dict[str, Any]) -> dict[str, Any]:
@@ -96,7 +87,7 @@ def main() -> int:
 
     results = run_eval(cfg, on_advance=progress, keep_rows=True)
     results["benchmark"] = "grounded_answers"
-    results["commit"] = _commit()
+    results["commit"] = git_commit()
     results["command"] = "python " + " ".join(sys.argv)
     results["run_date"] = date.today().isoformat()
     results["goals"] = goals(results["methods"])

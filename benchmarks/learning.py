@@ -39,6 +39,8 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
+from _common import git_commit
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 METRICS = ("evidence_recall", "evidence_precision", "gold_disease_hit", "evidence_tokens")
@@ -187,9 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         "benchmark": "learning",
         "date": date.today().isoformat(),
         "machine": machine_info(),
-        "commit": subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-        ).stdout.strip(),
+        "commit": git_commit(),
         "argv": sys.argv[1:] if argv is None else argv,
         "held_out": len(held_out),
         "train_pool": len(train),

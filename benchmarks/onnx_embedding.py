@@ -39,8 +39,9 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import cpu_model
 from kgmind.retrievers.embeddings import MiniLMEmbedder, OnnxMiniLMEmbedder
-from retrieval_latency import cpu_model, pct, question_sets
+from retrieval_latency import pct, question_sets
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

@@ -75,6 +75,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from _common import cpu_model
 from kgmind.graphs.context import Context
 from kgmind.models import Evidence
 from kgmind.retrievers.aggregate import (
@@ -169,24 +170,6 @@ def open_kg(kg: str, store_dir: Path) -> tuple[Any, float | None]:
         file=sys.stderr,
     )
     return store, took
-
-
-def cpu_model() -> str:
-    """The CPU's model name and whether it has AVX-512 / AMX (they change the embedding speed)."""
-    name, flags = platform.processor() or "unknown CPU", set()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    name = line.split(":", 1)[1].strip()
-                elif line.startswith("flags"):
-                    flags = set(line.split(":", 1)[1].split())
-                if name and flags:
-                    break
-    except OSError:
-        pass
-    isa = [x for x in ("avx512f", "avx512_bf16", "amx_bf16") if x in flags]
-    return f"{name} ({', '.join(isa) if isa else 'no AVX-512/AMX'})"
 
 
 def pct(xs: list[float], q: float) -> float:

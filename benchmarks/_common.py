@@ -1,0 +1,25 @@
+"""What every benchmark records about how its figures were made: the commit and the CPU."""
+
+from __future__ import annotations
+
+import subprocess
+
+from kgmind.eval.runner import machine_info
+
+
+def git_commit() -> str:
+    """The short hash of HEAD, or ``unknown`` outside a git checkout."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return out.stdout.strip()
+
+
+def cpu_model() -> str:
+    """The CPU's model name and whether it has AVX-512 / AMX (they change the embedding speed)."""
+    info = machine_info()
+    isa = info["isa"]
+    return f"{info['cpu']} ({', '.join(isa) if isa else 'no AVX-512/AMX'})"
