@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from kgmind.models import Evidence, normalize_name
+from kgmind.prompts import grounded
 from kgmind.prompts.grounded import (
     STEP_CHARS,
     build_answer_schema,
@@ -127,6 +128,31 @@ def test_workups_tie_tests_and_drugs_to_their_own_disease_in_either_direction() 
     by_disease = {v["properties"]["disease"]["const"]: v["properties"] for v in variants}
     assert set(by_disease["Pneumonia"]["tests"]["items"]["enum"]) == {"Chest X-ray"}  # not Influenza's test
     assert "Asthma" not in by_disease  # nothing to do about it in the evidence: no workup to choose
+
+
+def test_the_first_diseases_with_a_workup_are_offered_and_both_must_be_worked_up() -> None:
+    """Offered: diseases with a workup, in evidence (rank) order, at most CANDIDATE_DIAGNOSES of them."""
+    ranked = ["Influenza", "Asthma", "Pneumonia", "Bronchitis", "Sinusitis"]
+    evidence = [
+        Evidence(
+            id=f"N{i}",
+            kind="neighbor",
+            text=f"{d} can be treated with Drug{i}.",
+            triples=[(d, "need_medication", f"Drug{i}")] if d != "Asthma" else [("Cough", "x", d)],
+        )
+        for i, d in enumerate(ranked, start=1)
+    ]
+    types = {normalize_name(d): "disease" for d in ranked} | {
+        normalize_name(f"Drug{i}"): "medication" for i in range(1, 6)
+    }
+    field = build_answer_schema(evidence, types)["properties"]["diagnoses"]
+    offered = [v["properties"]["disease"]["const"] for v in field["items"]["anyOf"]]
+    assert grounded.CANDIDATE_DIAGNOSES == 2 and grounded.MIN_DIAGNOSES == 2
+    assert offered == ["Influenza", "Pneumonia"]  # Asthma has no workup; Bronchitis ranks third
+    assert field["minItems"] == 2 == field["maxItems"]
+    one = build_answer_schema(evidence[:2], types)["properties"]["diagnoses"]
+    assert [v["properties"]["disease"]["const"] for v in one["items"]["anyOf"]] == ["Influenza"]
+    assert one["minItems"] == 1  # fewer diseases with a workup than MIN_DIAGNOSES: as many as there are
 
 
 def test_medical_kg_without_ties_gets_flat_conclusions_by_type() -> None:

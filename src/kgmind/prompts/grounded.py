@@ -65,10 +65,17 @@ MAX_OWN = 1
 STEP_CHARS = 100
 SUMMARY_CHARS = 240
 OWN_CHARS = 100
-#: A workup: at most this many diagnoses, and per diagnosis the tests and medications chosen
-#: from those the evidence ties to it (at least the minimum where the evidence has that many:
-#: a reference answer names the main tests and drugs of the diagnosis, not one of them).
-MAX_DIAGNOSES = 2
+#: A workup: this many diagnoses, and per diagnosis the tests and medications chosen from
+#: those the evidence ties to it (at least the minimum where the evidence has that many: a
+#: reference answer names the main tests and drugs of the diagnosis, not one of them).
+MIN_DIAGNOSES, MAX_DIAGNOSES = 2, 2
+#: The diagnoses offered are the first this many diseases with a workup, in evidence (rank)
+#: order. Fitted on the calibration split (benchmarks/results/2026-11-23-grounded-calib): the
+#: gold disease was the first such disease for 86 of 200 questions, the second for 10, the
+#: third for 4 and later never; left a free choice among all of them (up to ~10), the 0.5B
+#: model named fewer gold entities (answer recall 0.25 with one diagnosis, 0.35 with two,
+#: 0.37 with two of the first two, on 20 calib questions).
+CANDIDATE_DIAGNOSES: int | None = 2
 MIN_TESTS, MAX_TESTS = 3, 4
 MIN_MEDICATIONS, MAX_MEDICATIONS = 2, 3
 
@@ -133,13 +140,14 @@ def _workup_field(ties: Mapping[str, Mapping[str, list[str]]]) -> dict[str, Any]
     """``diagnoses`` as workups: one ``anyOf`` variant per disease, its own tests and medications as enums.
 
     Only diseases the evidence says what to do about can be diagnosed: a disease that a
-    path merely passes through (the 0.5B model picked those) has no workup to offer.
+    path merely passes through (the 0.5B model picked those) has no workup to offer. Of
+    those, the first :data:`CANDIDATE_DIAGNOSES` in rank order are offered, and
+    :data:`MIN_DIAGNOSES` of them must be worked up where the evidence has that many.
     """
     bounds = {"tests": (MIN_TESTS, MAX_TESTS), "medications": (MIN_MEDICATIONS, MAX_MEDICATIONS)}
     variants = []
-    for disease, tied in ties.items():
-        if not (tied["tests"] or tied["medications"]):
-            continue
+    actionable = [(d, t) for d, t in ties.items() if t["tests"] or t["medications"]]
+    for disease, tied in actionable[:CANDIDATE_DIAGNOSES]:
         props: dict[str, Any] = {"disease": {"const": disease}}
         for field, (low, high) in bounds.items():
             if tied[field]:
@@ -150,7 +158,12 @@ def _workup_field(ties: Mapping[str, Mapping[str, list[str]]]) -> dict[str, Any]
                     "maxItems": high,
                 }
         variants.append(_object(props))
-    return {"type": "array", "items": {"anyOf": variants}, "minItems": 1, "maxItems": MAX_DIAGNOSES}
+    return {
+        "type": "array",
+        "items": {"anyOf": variants},
+        "minItems": min(MIN_DIAGNOSES, len(variants)),
+        "maxItems": MAX_DIAGNOSES,
+    }
 
 
 def _conclusion_fields(
