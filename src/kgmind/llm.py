@@ -332,8 +332,8 @@ class _GrammarAfterGreedy:
     """A llama.cpp sampler that checks the greedy token against the grammar before masking the vocabulary.
 
     llama-cpp-python puts the grammar sampler in the chain ahead of ``greedy``, so every
-    generated token runs the grammar over all 151k vocabulary entries: ~17 ms a token for
-    the 0.5B model's per-question answer grammar, a third of its generation time. llama.cpp's
+    generated token runs the grammar over all 151k vocabulary entries (a fifth of the 0.5B
+    model's time on 12 replayed hypothesis and answer calls, 146 -> 116 s). llama.cpp's
     own sampler (``common/sampling.cpp``) first checks only the token it would pick and
     masks the whole vocabulary only when the grammar rejects it. Under greedy decoding
     that picks the same token, so answers are unchanged (tested against the full-mask
@@ -414,9 +414,8 @@ def _grammar_checking_llama_class() -> Any:
             chain = super()._init_sampler(**{**kwargs, "grammar": None})  # [penalties, greedy]
             last = llama_cpp.llama_sampler_chain_n(chain.sampler) - 1
             tail = llama_cpp.llama_sampler_chain_get(chain.sampler, last) if last >= 0 else None
-            if (
-                tail is None or llama_cpp.llama_sampler_name(tail) != b"greedy"
-            ):  # another llama-cpp-python layout
+            # a chain laid out otherwise (another llama-cpp-python version): its own grammar step
+            if tail is None or llama_cpp.llama_sampler_name(tail) != b"greedy":
                 chain.close()
                 return super()._init_sampler(**kwargs)
             greedy = llama_cpp.llama_sampler_chain_remove(chain.sampler, last)
@@ -453,7 +452,7 @@ def _locked_llama_class() -> Any:
 
         @model_validator(mode="after")
         def _check_grammar_after_greedy(self) -> Any:
-            # the parent's validator built a plain Llama; its subclass adds behaviour, no state
+            # the parent's validator built a plain Llama; the subclass needs no other construction
             if isinstance(self.client, Llama):
                 self.client.__class__ = _grammar_checking_llama_class()
             return self
