@@ -9,7 +9,7 @@ from kgmind.eval import metrics as mt
 from kgmind.eval.methods import METHODS, Resources
 from kgmind.eval.runner import EvalConfig, build_items, prepare_store, question_text
 from kgmind.graphs import services
-from kgmind.retrievers.exploration import DISEASE_MARK, SYMPTOM_RELATION, _resolve
+from kgmind.retrievers.exploration import DISEASE_MARK, SYMPTOM_RELATION, _resolve, rank_diseases
 
 split = sys.argv[1]
 limit = int(sys.argv[2])
@@ -66,12 +66,12 @@ def votes(ids):
     return V, order
 
 
-def variants(V, order):
+def variants(V, order, ids):
     out = {}
     vt = {d: len(v) for d, v in V.items()}
     sp = {d: round(sum(1 / n for _, n in v), 9) for d, v in V.items()}
     idf = {d: sum(math.log(1 + ndis / n) for _, n in v) for d, v in V.items()}
-    out["current"] = sorted(V, key=lambda d: (-vt[d], -sp[d], order[d]))
+    out["current"] = [gi.index_of[d] for d, _, _ in rank_diseases(gi, ids)]  # the shipped ranking
     out["idf"] = sorted(V, key=lambda d: (-idf[d], order[d]))
     out["spec"] = sorted(V, key=lambda d: (-sp[d], order[d]))
     for b in (0.25, 0.5, 1.0):
@@ -96,7 +96,7 @@ for it in items:
         continue
     n += 1
     V, order = votes(linked[it.id])
-    for name, ranked in variants(V, order).items():
+    for name, ranked in variants(V, order, linked[it.id]).items():
         pos = next(
             (k for k, d in enumerate(ranked) if mt.gold_disease_hit(gi.names[d], it.gold_diseases)), None
         )
