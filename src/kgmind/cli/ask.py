@@ -20,6 +20,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from kgmind.cli._common import CheckpointOption, CliError, console, err_console, handle_errors
+from kgmind.llm import DEFAULT_MODEL
 
 __all__ = [
     "NodeStatus",
@@ -358,7 +359,9 @@ def ask(
     question: Annotated[str, typer.Argument(help="The question (English or Chinese).")],
     store: Annotated[str | None, typer.Option(help="Store URI; default: the shipped demo KG.")] = None,
     mode: Annotated[str, typer.Option(help="full | mindmap | hykge | kgcot | llm_only")] = "full",
-    model: Annotated[str, typer.Option(help="local | local-1.5b | fake:<tag> | provider:model")] = "local",
+    model: Annotated[
+        str, typer.Option(help="local-1.5b (default) | local (0.5B, faster) | fake:<tag> | provider:model")
+    ] = DEFAULT_MODEL,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
     mermaid: Annotated[
         Path | None, typer.Option(help="Write the mind map + evidence graph as Mermaid.")

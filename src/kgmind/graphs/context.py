@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from kgmind.llm import DEFAULT_MODEL
 from kgmind.retrievers.exploration import PIPELINE
 
 __all__ = ["MODES", "Context", "Mode"]
@@ -30,9 +31,10 @@ class Context:
         },
     )
     model: str = field(
-        default="local",
+        default=DEFAULT_MODEL,
         metadata={
-            "description": "Chat model: 'local' (offline GGUF via llama.cpp), 'local-1.5b', 'fake:<tag>' "
+            "description": "Chat model: 'local-1.5b' (offline Qwen2.5-1.5B GGUF via llama.cpp, the default), "
+            "'local' (the faster 0.5B GGUF), 'fake:<tag>' "
             "(deterministic test model) or any langchain init_chat_model string, e.g. 'openai:gpt-4o-mini'."
         },
     )
