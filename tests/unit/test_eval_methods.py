@@ -30,6 +30,56 @@ def test_bm25_doc_ranks_the_matching_disease_first():
     assert len(one.evidence) == 1
 
 
+def _recrawl(tmp_path: Path) -> Path:
+    import json
+
+    def rec(name: str, symptoms: list[str], checks: list[str], drugs: list[str]) -> dict[str, object]:
+        return {
+            "gaishu_info": {"name": name, "desc": "", "common_drug": drugs},
+            "symptom_data": {"symptoms": symptoms},
+            "inspect_info": checks,
+        }
+
+    records = {
+        "1": rec("胃炎", ["腹痛", "恶心"], ["胃镜检查"], ["奥美拉唑"]),
+        "2": rec("上呼吸道感染", ["发烧", "咳嗽", "咽痛"], ["血常规"], ["布洛芬", "连花清瘟胶囊"]),
+        "3": rec("无症状病", [], [], []),
+    }
+    (tmp_path / "medical_0.json").write_text(json.dumps(records, ensure_ascii=False), encoding="utf-8")
+    return tmp_path
+
+
+def test_chinese_documents_are_written_from_the_kg(tmp_path: Path) -> None:
+    from kgmind.eval.datasets import kg_disease_documents
+
+    docs = kg_disease_documents(_recrawl(tmp_path), "recrawl-json", "zh")
+    assert [name for name, _ in docs] == ["胃炎", "上呼吸道感染"]  # a disease with nothing to list has no document
+    assert docs[1][1] == "上呼吸道感染。症状：发烧、咳嗽、咽痛。检查：血常规。常用药物：布洛芬、连花清瘟胶囊。"
+    en = kg_disease_documents(_recrawl(tmp_path), "recrawl-json", "en")
+    assert en[0][1].startswith("The given csv contains information about a disease called 胃炎. The symptoms")
+
+
+def test_chinese_bm25_ranks_the_matching_disease_first(tmp_path: Path) -> None:
+    res = me.Resources(docs_kg=(_recrawl(tmp_path), "recrawl-json", "zh"))
+    out = me.bm25_doc("我发烧咳嗽三天了，嗓子疼，该吃什么药？", [], res, budget=10_000)
+    assert out.evidence and out.evidence[0].source == "doc:上呼吸道感染"
+    assert [e.source for e in out.evidence] == ["doc:上呼吸道感染"]  # no shared word with 胃炎's document
+    assert me.bm25_doc("天气很好。", [], res, budget=10_000).evidence == []  # no word the index knows
+
+
+def test_chinese_data_sets_search_documents_of_the_chinese_kg() -> None:
+    from kgmind.eval.runner import EvalConfig, _documents_kg
+
+    assert _documents_kg(EvalConfig(dataset="genmedgpt5k")) is None
+    path, fmt, language = _documents_kg(EvalConfig(dataset="cmcqa")) or ("", "", "")
+    assert path.endswith("recrawl_full") and fmt == "recrawl-json" and language == "zh"
+    assert _documents_kg(EvalConfig(dataset="cmcqa", kg="x.json", kg_format="qasystem-json")) == (
+        "x.json",
+        "qasystem-json",
+        "zh",
+    )
+
+
 def test_llm_only_has_no_evidence():
     assert me.METHODS["llm_only"].func("q", ["x"], me.Resources(), 800).evidence == []
 

