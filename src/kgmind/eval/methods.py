@@ -57,6 +57,7 @@ from kgmind.graphs.context import Context, Mode
 from kgmind.models import Evidence, Mention
 from kgmind.retrievers import aggregate, baselines, exploration
 from kgmind.retrievers.ner import Gazetteer
+from kgmind.text import detect_language
 
 __all__ = [
     "GRAPH_MODES",
@@ -208,8 +209,6 @@ class Resources:
         self.callbacks: list[Any] = [self.llm_log]
         self.docs_dir = Path(docs_dir) if docs_dir else default_path("docs")
         self.docs_kg = None if docs_dir else docs_kg
-        #: Language of the documents: picks BM25's tokenizer and the documents' embedder.
-        self.docs_language = self.docs_kg[2] if self.docs_kg else "en"
         self.model = model
         self.max_tokens = max_tokens
         self.embed_model = embed_model
@@ -362,6 +361,13 @@ class Resources:
             return [(f.stem, f.read_text(encoding="utf-8").strip()) for f in files]
 
         return list(self._get("docs", build))
+
+    @property
+    def docs_language(self) -> str:
+        """Language of the documents (picks BM25's tokenizer and their embedder): of their first ten."""
+        if self.docs_kg:
+            return self.docs_kg[2]
+        return detect_language(" ".join(t for _, t in self.docs()[:10]))
 
     def bm25(self) -> Any:
         """Return a ``bm25s`` index over :meth:`docs` (tokens by :meth:`bm25_tokens`)."""
