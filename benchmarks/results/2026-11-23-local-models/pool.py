@@ -20,7 +20,15 @@ SETS = {
             R + "2026-11-23-local-models/local-1.5b/results.json",
         ),
     ],
+    # the issue's own sample: the 50 seeded test questions of the grounded-answers benchmark
+    "test50": [
+        (
+            R + "2026-11-23-grounded-answers-50/results.json",
+            R + "2026-11-23-grounded-answers-50-1.5b/results.json",
+        ),
+    ],
 }
+SETS["calib60+test50"] = SETS["calib"] + SETS["test50"]
 
 
 def rows(path: str) -> dict:

@@ -360,7 +360,7 @@ def ask(
     store: Annotated[str | None, typer.Option(help="Store URI; default: the shipped demo KG.")] = None,
     mode: Annotated[str, typer.Option(help="full | mindmap | hykge | kgcot | llm_only")] = "full",
     model: Annotated[
-        str, typer.Option(help="local-1.5b (default) | local (0.5B, faster) | fake:<tag> | provider:model")
+        str, typer.Option(help="local (default, 0.5B) | local-1.5b | fake:<tag> | provider:model")
     ] = DEFAULT_MODEL,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
     mermaid: Annotated[

@@ -33,8 +33,8 @@ class Context:
     model: str = field(
         default=DEFAULT_MODEL,
         metadata={
-            "description": "Chat model: 'local-1.5b' (offline Qwen2.5-1.5B GGUF via llama.cpp, the default), "
-            "'local' (the faster 0.5B GGUF), 'fake:<tag>' "
+            "description": "Chat model: 'local' (offline Qwen2.5-Coder-0.5B GGUF via llama.cpp; default), "
+            "'local-1.5b' (Qwen2.5-1.5B GGUF, slower), 'fake:<tag>' "
             "(deterministic test model) or any langchain init_chat_model string, e.g. 'openai:gpt-4o-mini'."
         },
     )
