@@ -205,6 +205,10 @@ class LocalModelSpec:
         """Return the pip names of the part packages."""
         return [f"{self.dist_prefix}{i}" for i in range(1, self.parts + 1)]
 
+    def modules(self) -> list[str]:
+        """Return the import names of the part packages."""
+        return [f"{self.module_prefix}{i}" for i in range(1, self.parts + 1)]
+
 
 LOCAL_MODELS: dict[str, LocalModelSpec] = {
     "local": LocalModelSpec(
@@ -240,11 +244,11 @@ _assemble_lock = threading.Lock()
 def _part_paths(spec: LocalModelSpec) -> list[Path]:
     paths: list[Path] = []
     missing: list[str] = []
-    for i in range(1, spec.parts + 1):
+    for module_name, package in zip(spec.modules(), spec.packages(), strict=True):
         try:
-            module = importlib.import_module(f"{spec.module_prefix}{i}")
+            module = importlib.import_module(module_name)
         except ImportError:
-            missing.append(f"{spec.dist_prefix}{i}")
+            missing.append(package)
             continue
         paths.append(Path(module.get_part_path()))
     if missing:

@@ -25,8 +25,7 @@ QUESTION = "I have a fever and a cough for three days. What disease might I have
 def _missing() -> str | None:
     from kgmind.llm import DEFAULT_MODEL, LOCAL_MODELS
 
-    spec = LOCAL_MODELS[DEFAULT_MODEL]
-    for mod in ("llama_cpp", "kgmind.demo", *(f"{spec.module_prefix}{i}" for i in range(1, spec.parts + 1))):
+    for mod in ("llama_cpp", "kgmind.demo", *LOCAL_MODELS[DEFAULT_MODEL].modules()):
         if importlib.util.find_spec(mod) is None:
             return mod
     return None

@@ -53,13 +53,9 @@ def test_chinese_documents_are_written_from_the_kg(tmp_path: Path) -> None:
     from kgmind.eval.datasets import kg_disease_documents
 
     docs = kg_disease_documents(_recrawl(tmp_path), "recrawl-json", "zh")
-    assert [name for name, _ in docs] == [
-        "胃炎",
-        "上呼吸道感染",
-    ]  # a disease with nothing to list has no document
-    assert (
-        docs[1][1] == "上呼吸道感染。症状：发烧、咳嗽、咽痛。检查：血常规。常用药物：布洛芬、连花清瘟胶囊。"
-    )
+    assert [name for name, _ in docs] == ["胃炎", "上呼吸道感染"]  # 无症状病 has nothing to list
+    expected = "上呼吸道感染。症状：发烧、咳嗽、咽痛。检查：血常规。常用药物：布洛芬、连花清瘟胶囊。"
+    assert docs[1][1] == expected
     en = kg_disease_documents(_recrawl(tmp_path), "recrawl-json", "en")
     assert en[0][1].startswith("The given csv contains information about a disease called 胃炎. The symptoms")
 
@@ -75,10 +71,8 @@ def test_chinese_bm25_ranks_the_matching_disease_first(tmp_path: Path) -> None:
     for i, (_, text) in enumerate(res.docs()):
         (folder / f"{i}.txt").write_text(text, encoding="utf-8")
     from_files = me.Resources(docs_dir=folder)
-    assert (
-        from_files.docs_language == "zh"
-        and me.Resources(docs_dir=FIX / "disease_documents").docs_language == "en"
-    )
+    assert from_files.docs_language == "zh"
+    assert me.Resources(docs_dir=FIX / "disease_documents").docs_language == "en"
     assert [e.text for e in me.bm25_doc("我发烧咳嗽", [], from_files, 10_000).evidence] == [res.docs()[1][1]]
 
 

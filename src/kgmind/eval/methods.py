@@ -381,18 +381,21 @@ class Resources:
 
         return self._get("bm25", build)
 
-    def bm25_tokens(self, texts: Sequence[str]) -> Any:
-        """BM25 tokens in the documents' language.
+    def bm25_tokens(self, texts: Sequence[str]) -> list[list[str]]:
+        """BM25 words of each text, in the documents' language.
 
         English: ``bm25s.tokenize`` with its English stop words (MindMap's baseline).
         Chinese: jieba's search-mode words (a long word and its shorter words, so that
         "上呼吸道感染" in a question meets "呼吸道感染" in a document), keeping only
         words with a letter, digit or ideograph.
         """
-        import bm25s
-
         if self.docs_language != "zh":
-            return bm25s.tokenize(list(texts), stopwords="en", show_progress=False)
+            import bm25s
+
+            words: list[list[str]] = bm25s.tokenize(
+                list(texts), stopwords="en", return_ids=False, show_progress=False
+            )
+            return words
         import logging
 
         import jieba
@@ -513,12 +516,11 @@ def bm25_doc(question: str, entities: Sequence[EntityInput], res: Resources, bud
     """BM25 over the disease documents: best documents first while the budget lasts."""
     retriever = res.bm25()
     n = len(res.docs())
-    tokens = res.bm25_tokens([question])
-    if isinstance(tokens, list):  # words: keep those the index knows (bm25s rejects a query of none)
-        tokens = [[w for w in tokens[0] if w in retriever.vocab_dict]]
-        if not tokens[0]:
-            return MethodResult(evidence=[])
-    docs_idx, scores = retriever.retrieve(tokens, k=n, show_progress=False)
+    # only the words the index knows: bm25s rejects a query with none
+    words = [w for w in res.bm25_tokens([question])[0] if w in retriever.vocab_dict]
+    if not words:
+        return MethodResult(evidence=[])
+    docs_idx, scores = retriever.retrieve([words], k=n, show_progress=False)
     ranked = [(int(i), float(s)) for i, s in zip(docs_idx[0], scores[0], strict=True) if float(s) > 0]
     return MethodResult(evidence=_doc_evidence(ranked, res, budget))
 
