@@ -24,14 +24,16 @@ import json
 import os
 import tempfile
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models.chat_models import generate_from_stream
 from langchain_core.messages import BaseMessage
-from langchain_core.outputs import ChatResult
+from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import BaseModel, PrivateAttr, model_validator
 
@@ -51,6 +53,7 @@ __all__ = [
     "invoke_structured",
     "is_llama_cpp",
     "message_text",
+    "schema_decoding_enabled",
     "unreachable_model_error",
     "uses_native_structured_output",
     "with_max_tokens",
@@ -60,6 +63,8 @@ S = TypeVar("S", bound=BaseModel)
 
 #: Generation settings of the local model (deterministic, bounded).
 LOCAL_N_CTX = 4096
+#: Prompt prefixes (a system message) whose evaluated state a local model keeps (LRU).
+PREFIX_STATES = 8
 LOCAL_MAX_TOKENS = 512
 LOCAL_SEED = 42
 
@@ -445,6 +450,53 @@ def _grammar_checking_llama_class() -> Any:
     return GrammarCheckingLlama
 
 
+def schema_decoding_enabled() -> bool:
+    """Whether llama.cpp models write schema-held answers with :mod:`kgmind.schema_decoding`.
+
+    On by default; ``KGMIND_LOCAL_DECODER=grammar`` keeps llama.cpp's own grammar sampler
+    for every call (schemas outside the decoder's subset always use it).
+    """
+    return os.environ.get("KGMIND_LOCAL_DECODER", "schema").strip().lower() != "grammar"
+
+
+class _LlamaTokens:
+    """:class:`kgmind.schema_decoding.TokenModel` over a ``llama_cpp.Llama`` (the caller holds its lock)."""
+
+    def __init__(self, llama: Any) -> None:
+        import llama_cpp
+        import numpy as np
+
+        self._llama = llama
+        self._lib = llama_cpp
+        self._np = np
+
+    def tokenize_text(self, text: bytes) -> list[int]:
+        return list(self._llama.tokenize(text, add_bos=False, special=False))
+
+    def eval_tokens(self, tokens: Sequence[int]) -> None:
+        self._llama.eval(list(tokens))
+
+    def last_logits(self) -> Any:
+        ptr = self._lib.llama_get_logits_ith(self._llama._ctx.ctx, -1)
+        return self._np.ctypeslib.as_array(ptr, shape=(self._llama.n_vocab(),))
+
+
+def _token_table(llama: Any) -> Any:
+    """The vocabulary of ``llama`` as :class:`~kgmind.schema_decoding.TokenTable` (control tokens empty)."""
+    import llama_cpp
+
+    from kgmind.schema_decoding import TokenTable
+
+    vocab = llama._model.vocab
+    data = [
+        b""
+        if llama_cpp.llama_vocab_is_control(vocab, i) or llama_cpp.llama_vocab_is_eog(vocab, i)
+        else llama.detokenize([i], special=False)
+        for i in range(llama.n_vocab())
+    ]
+    return TokenTable(data)
+
+
 @functools.cache
 def _locked_llama_class() -> Any:
     """``ChatLlamaCpp`` whose calls hold a per-model lock: llama.cpp is not thread-safe.
@@ -453,6 +505,11 @@ def _locked_llama_class() -> Any:
     serves them all; copies made by :func:`with_max_tokens` share the lock (pydantic
     copies private attributes shallowly), so every call into one llama.cpp context is
     serialised. Streaming holds the lock until the stream ends.
+
+    A call bound to a JSON schema (``response_format``) that :mod:`kgmind.schema_decoding`
+    supports is written by that decoder, greedily (the local models run at temperature 0):
+    the schema's fixed text is evaluated in batches instead of being generated token by
+    token. Other calls go through llama-cpp-python's chat completion with its grammar.
     """
     try:
         from langchain_community.chat_models import ChatLlamaCpp
@@ -465,6 +522,8 @@ def _locked_llama_class() -> Any:
     class LockedChatLlamaCpp(ChatLlamaCpp):
         # re-entrant: ChatLlamaCpp._generate itself runs through _stream (streaming is its default)
         _call_lock: threading.RLock = PrivateAttr(default_factory=threading.RLock)
+        # built once per model and shared by copies (the dict is shared like the lock)
+        _shared: dict[str, Any] = PrivateAttr(default_factory=dict)
 
         @model_validator(mode="after")
         def _check_grammar_after_greedy(self) -> Any:
@@ -480,15 +539,163 @@ def _locked_llama_class() -> Any:
             # Evaluating every prompt from position 0 makes an answer depend on its prompt only.
             self.client.reset()
 
+        def _decodable_schema(self, kwargs: dict[str, Any]) -> dict[str, Any] | None:
+            """The schema this call is bound to, when the schema decoder writes it (else None)."""
+            from kgmind.schema_decoding import supports
+
+            fmt = kwargs.get("response_format")
+            if not (isinstance(fmt, dict) and fmt.get("type") == "json_object"):
+                return None
+            schema = fmt.get("schema")
+            temperature = kwargs.get("temperature", self.temperature)
+            if (
+                not isinstance(schema, dict)
+                or not schema_decoding_enabled()
+                or (temperature or 0.0) > 0.0
+                or kwargs.get("grammar") is not None
+                or kwargs.get("logits_processor") is not None
+            ):
+                return None
+            return schema if supports(schema) else None
+
+        def _formatter(self, generation_prompt: bool) -> Any:
+            """The model's chat template (as llama-cpp-python's chat handler renders it), built once."""
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+            key = f"formatter:{generation_prompt}"
+            if key not in self._shared:
+                llama = self.client
+                eos, bos = llama.token_eos(), llama.token_bos()
+                self._shared[key] = Jinja2ChatFormatter(
+                    template=llama.metadata["tokenizer.chat_template"],
+                    eos_token=llama._model.token_get_text(eos) if eos != -1 else "",
+                    bos_token=llama._model.token_get_text(bos) if bos != -1 else "",
+                    add_generation_prompt=generation_prompt,
+                    stop_token_ids=[eos],
+                )
+            return self._shared[key]
+
+        def _tokens(self, messages: list[dict[str, Any]], generation_prompt: bool) -> list[int]:
+            rendered = self._formatter(generation_prompt)(messages=messages)
+            text = rendered.prompt.encode("utf-8")
+            return list(self.client.tokenize(text, add_bos=not rendered.added_special, special=True))
+
+        def _evaluate_prompt(self, messages: list[BaseMessage]) -> int:
+            """Evaluate the prompt from position 0, message by message; returns its length in tokens.
+
+            Every prefix that ends a message (but the last) is evaluated as its own batch, and
+            its state (the KV cache of sequence 0, a few MB) is kept in a small LRU: the next
+            prompt with the same system message starts from there. A prompt is always split
+            at the same places, whether its prefix is cached or not, so an answer still
+            depends on its prompt only (the reason every call starts from position 0).
+            """
+            import ctypes
+
+            import llama_cpp
+
+            llama = self.client
+            dicts = self._create_message_dicts(messages)
+            tokens = self._tokens(dicts, True)
+            if len(tokens) >= llama.n_ctx():
+                raise ValueError(f"Requested tokens ({len(tokens)}) exceed context window of {llama.n_ctx()}")
+            bounds: list[int] = []
+            for k in range(1, len(dicts)):
+                head = self._tokens(dicts[:k], False)
+                if head and head == tokens[: len(head)] and (not bounds or len(head) > bounds[-1]):
+                    bounds.append(len(head))
+            states: OrderedDict[tuple[int, ...], Any] = self._shared.setdefault(
+                "prefix_states", OrderedDict()
+            )
+            self._fresh_context()
+            start = 0
+            for b in reversed(bounds):
+                state = states.get(tuple(tokens[:b]))
+                if state is not None:
+                    states.move_to_end(tuple(tokens[:b]))
+                    llama_cpp.llama_state_seq_set_data(llama._ctx.ctx, state, len(state), 0)
+                    llama.input_ids[:b] = tokens[:b]
+                    llama.n_tokens = start = b
+                    break
+            for b in [*(x for x in bounds if x > start), len(tokens)]:
+                llama.eval(tokens[start:b])
+                start = b
+                if b < len(tokens) and tuple(tokens[:b]) not in states:
+                    size = llama_cpp.llama_state_seq_get_size(llama._ctx.ctx, 0)
+                    buf = (ctypes.c_uint8 * size)()
+                    llama_cpp.llama_state_seq_get_data(llama._ctx.ctx, buf, size, 0)
+                    states[tuple(tokens[:b])] = buf
+                    while len(states) > PREFIX_STATES:
+                        states.popitem(last=False)
+            return len(tokens)
+
+        def _schema_stream(
+            self, messages: list[BaseMessage], schema: dict[str, Any], kwargs: dict[str, Any]
+        ) -> Iterator[ChatGenerationChunk]:
+            """Write the answer with the schema decoder; the last chunk carries usage and finish reason."""
+            from langchain_core.messages import AIMessageChunk
+            from langchain_core.messages.ai import UsageMetadata
+
+            from kgmind.schema_decoding import iter_json
+
+            llama = self.client
+            table = self._shared.get("tokens")
+            if table is None:
+                table = self._shared["tokens"] = _token_table(llama)
+            n_prompt = self._evaluate_prompt(messages)
+            max_tokens = min(
+                kwargs.get("max_tokens", self.max_tokens) or llama.n_ctx(), llama.n_ctx() - n_prompt
+            )
+            decoding = iter_json(
+                _LlamaTokens(llama),
+                table,
+                schema,
+                max_tokens=max_tokens,
+                repeat_penalty=kwargs.get("repeat_penalty", self.repeat_penalty),
+                penalty_last_n=self.last_n_tokens_size,
+            )
+            while True:
+                try:
+                    piece = next(decoding)
+                except StopIteration as done:
+                    result = done.value
+                    break
+                yield ChatGenerationChunk(message=AIMessageChunk(content=piece))
+            usage = UsageMetadata(
+                input_tokens=n_prompt,
+                output_tokens=result.completion_tokens,
+                total_tokens=n_prompt + result.completion_tokens,
+            )
+            info = {"finish_reason": result.finish_reason, "decisions": result.decisions}
+            yield ChatGenerationChunk(
+                message=AIMessageChunk(content="", usage_metadata=usage, response_metadata=info),
+                generation_info=info,
+            )
+
         def _generate(self, *args: Any, **kwargs: Any) -> ChatResult:
             with self._call_lock:
-                self._fresh_context()
-                return super()._generate(*args, **kwargs)
+                schema = self._decodable_schema(kwargs)
+                if schema is None:
+                    self._fresh_context()
+                    return super()._generate(*args, **kwargs)
+                return generate_from_stream(self._stream(*args, **kwargs))
 
-        def _stream(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        def _stream(
+            self,
+            messages: list[BaseMessage],
+            stop: list[str] | None = None,
+            run_manager: Any = None,
+            **kwargs: Any,
+        ) -> Iterator[Any]:
             with self._call_lock:
-                self._fresh_context()
-                yield from super()._stream(*args, **kwargs)
+                schema = self._decodable_schema(kwargs)
+                if schema is None:
+                    self._fresh_context()
+                    yield from super()._stream(messages, stop=stop, run_manager=run_manager, **kwargs)
+                    return
+                for chunk in self._schema_stream(messages, schema, kwargs):
+                    if run_manager is not None and chunk.text:
+                        run_manager.on_llm_new_token(chunk.text, chunk=chunk)
+                    yield chunk
 
     return LockedChatLlamaCpp
 

@@ -22,6 +22,7 @@ LAYERS: dict[str, int] = {
     "tools": 1,
     "importers": 1,
     "llm": 1,
+    "schema_decoding": 0,
     "prompts": 1,
     "demo": 1,
     "testing": 1,

