@@ -17,6 +17,7 @@ from kgmind.graphs.explore import explore_chains, explore_kgcot, explore_neighbo
 from kgmind.graphs.plan_exploration import EXPLORATION_NODES, plan_exploration
 from kgmind.models import Evidence, LinkedEntity
 from kgmind.retrievers import aggregate, exploration
+from kgmind.retrievers.packing import EVIDENCE_VALUES
 
 
 def _rt(**kw: Any) -> Runtime[Context]:
@@ -93,10 +94,16 @@ def test_explore_paths_weight_aware_except_mindmap(fake_kg: dict[str, Any]) -> N
 
 
 def test_explore_neighbors_faithful_in_mindmap(fake_kg: dict[str, Any]) -> None:
-    out = explore_neighbors(TASK, _rt(max_neighbors=3))
+    out = explore_neighbors(TASK, _rt(max_neighbors=3, packing="rank"))
     assert out["neighbor_evidence"][0].kind == "neighbor"
     assert fake_kg["neighbors"]["ranked"] is True and fake_kg["neighbors"]["max_lines"] == 3
+    assert fake_kg["neighbors"]["tail_types"] is None
+    # value packing is offered the answer-type lines of more diseases, and keeps what is worth it
+    explore_neighbors(TASK, _rt(max_neighbors=3))
+    assert fake_kg["neighbors"]["max_lines"] == exploration.PIPELINE.candidate_lines
+    assert fake_kg["neighbors"]["tail_types"] == {"disease", "test", "medication"}
     explore_neighbors(TASK, _rt(mode="mindmap"))
+    assert fake_kg["neighbors"]["tail_types"] is None
     assert fake_kg["neighbors"]["ranked"] is False and fake_kg["neighbors"]["weight_aware"] is False
 
 
@@ -138,14 +145,22 @@ def test_aggregate_evidence_merges_all_branches(monkeypatch: pytest.MonkeyPatch)
         "chain_evidence": [],
         "kgcot_evidence": [Evidence(kind="kgcot", text="c")],
     }
-    out = aggregate_evidence(state, _rt(budget_tokens=321))
+    out = aggregate_evidence(state, _rt(budget_tokens=321, packing="rank"))
     assert seen == {
         "kinds": ["path", "neighbor", "kgcot"],
         "question": "q",
         "hypothesis": "h",
         "budget_tokens": 321,
+        "value": None,
+        "types": None,
     }
     assert [e.id for e in out["selected_evidence"]] == ["P1", "N2", "K3"]
+    # full mode packs by value, with the language's fitted chances and the entities' types
+    monkeypatch.setattr(services, "index_entity_types", lambda ctx, seeds, evs: {"a": "disease"})
+    aggregate_evidence({**state, "language": "zh"}, _rt(budget_tokens=321))
+    assert seen["value"] is EVIDENCE_VALUES["zh"] and seen["types"] == {"a": "disease"}
+    aggregate_evidence(state, _rt(budget_tokens=321, mode="mindmap"))  # single-method modes: rank order
+    assert seen["value"] is None
     assert out["llm_calls"] == 0
     assert out["flags"] == {"no_kg_evidence": False}
 

@@ -21,6 +21,7 @@ from kgmind.graphs.context import Context
 from kgmind.graphs.state import State
 from kgmind.models import Evidence
 from kgmind.prompts.evidence import render_evidence_prompt
+from kgmind.retrievers.packing import EVIDENCE_VALUES
 
 __all__ = ["aggregate_evidence", "evidence_block", "rewrite_evidence"]
 
@@ -81,7 +82,8 @@ def aggregate_evidence(state: State, runtime: Runtime[Context]) -> dict[str, Any
 
     Args:
         state: The four evidence lists, ``question`` and ``hypothesis``.
-        runtime: LangGraph runtime with the :class:`Context` (``budget_tokens``, ``evidence_renderer``).
+        runtime: LangGraph runtime with the :class:`Context` (``budget_tokens``, ``packing``,
+            ``evidence_renderer``).
 
     Returns:
         ``selected_evidence`` (numbered), timing, LLM calls (0, or 1 with the LLM
@@ -100,8 +102,19 @@ def aggregate_evidence(state: State, runtime: Runtime[Context]) -> dict[str, Any
             *(state.get("chain_evidence") or []),
             *(state.get("kgcot_evidence") or []),
         ]
+        value, types = None, None
+        if ctx.mode == "full" and ctx.packing == "value" and pool:
+            language = state.get("language") or services.resolve_language(ctx, state["question"])
+            value = EVIDENCE_VALUES["zh" if language == "zh" else "en"]
+            seeds = [le.entity_id for le in state.get("linked_entities") or []]
+            types = services.index_entity_types(ctx, seeds, pool)
         selected = aggregate.aggregate_evidence(
-            pool, state["question"], state.get("hypothesis", ""), budget_tokens=ctx.budget_tokens
+            pool,
+            state["question"],
+            state.get("hypothesis", ""),
+            budget_tokens=ctx.budget_tokens,
+            value=value,
+            types=types,
         )
         if selected and ctx.evidence_renderer == "llm":
             selected = rewrite_evidence(

@@ -76,7 +76,11 @@ class Context:
         default=PIPELINE.max_paths, metadata={"description": "Cap on path-based evidence (MindMap P…)."}
     )
     max_neighbors: int = field(
-        default=PIPELINE.max_neighbors, metadata={"description": "Cap on neighbor-based evidence (N…)."}
+        default=PIPELINE.max_neighbors,
+        metadata={
+            "description": "Cap on neighbor-based evidence (N…); a value-packed full run considers at least "
+            "PIPELINE.candidate_lines and keeps those worth their tokens."
+        },
     )
     max_chains: int = field(
         default=PIPELINE.max_chains, metadata={"description": "Cap on HyKGE chains before reranking (C…)."}
@@ -101,6 +105,14 @@ class Context:
     budget_tokens: int = field(
         default=PIPELINE.budget_tokens,
         metadata={"description": "Token budget of the evidence block given to the LLM."},
+    )
+    packing: Literal["value", "rank"] = field(
+        default="value",
+        metadata={
+            "description": "full mode: value = spend the budget by expected value per token (the candidate "
+            "diseases and the best one's tests and medications first; stops when what is left is worth "
+            "little, kgmind.retrievers.packing); rank = keep items in rerank order while they fit."
+        },
     )
     answer_schema: Literal["grounded", "free"] = field(
         default="grounded",

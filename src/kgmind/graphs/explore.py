@@ -26,6 +26,7 @@ from kgmind.graphs.context import Context
 from kgmind.graphs.state import ExploreTask
 from kgmind.models import Evidence
 from kgmind.retrievers import exploration
+from kgmind.retrievers.packing import ANSWER_TYPES
 from kgmind.tools.store import GraphStore
 
 __all__ = ["explore_chains", "explore_kgcot", "explore_neighbors", "explore_paths"]
@@ -42,8 +43,11 @@ def _paths(ctx: Context, store: GraphStore, gi: Any, ids: list[str]) -> list[Evi
 
 def _neighbors(ctx: Context, store: GraphStore, gi: Any, ids: list[str]) -> list[Evidence]:
     ranked = ctx.mode != "mindmap"
+    lines, types = ctx.max_neighbors, None
+    if ctx.mode == "full" and ctx.packing == "value":  # packing keeps only what is worth its tokens
+        lines, types = max(lines, exploration.PIPELINE.candidate_lines), ANSWER_TYPES
     return exploration.neighbor_evidence(
-        gi, ids, max_lines=ctx.max_neighbors, weight_aware=ctx.weight_aware and ranked, ranked=ranked
+        gi, ids, max_lines=lines, weight_aware=ctx.weight_aware and ranked, ranked=ranked, tail_types=types
     )
 
 

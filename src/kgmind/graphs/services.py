@@ -35,6 +35,7 @@ __all__ = [
     "get_linker",
     "get_llm",
     "get_store",
+    "index_entity_types",
     "link_mentions",
     "resolve_language",
     "timed",
@@ -129,6 +130,24 @@ def entity_types(store_uri: str | None, evidence: Sequence[Evidence]) -> dict[st
 
     ids = sorted({i for ev in evidence for i in ev.entity_ids})
     return {normalize_name(e.name): e.type for e in get_store(store_uri).get_entities(ids)} if ids else {}
+
+
+def index_entity_types(ctx: Context, seeds: Sequence[str], evidence: Sequence[Evidence]) -> dict[str, str]:
+    """``normalize_name(name) -> type`` of the evidence's entities, read off the index it was explored on.
+
+    The exploration index holds every entity the evidence names (it was built from it),
+    so no store query is made.
+    """
+    from kgmind.models import normalize_name
+
+    gi = get_exploration_index(get_store(ctx.store), ctx.exploration, seeds)
+    out: dict[str, str] = {}
+    for ev in evidence:
+        for eid in ev.entity_ids:
+            i = gi.index_of.get(eid)
+            if i is not None:
+                out[normalize_name(gi.names[i])] = gi.types[i]
+    return out
 
 
 def get_graph_index(store: GraphStore) -> Any:

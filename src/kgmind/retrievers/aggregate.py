@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
@@ -47,6 +47,7 @@ import numpy as np
 from kgmind.models import EVIDENCE_PREFIX, Evidence, normalize_name
 from kgmind.retrievers.embeddings import VectorCache
 from kgmind.retrievers.exploration import PIPELINE
+from kgmind.retrievers.packing import ANSWER_TYPES, EvidenceValue, pack_by_value
 from kgmind.text import CJK, detect_language
 
 if TYPE_CHECKING:
@@ -67,8 +68,10 @@ __all__ = [
     "format_evidence",
     "number_evidence",
     "prune_redundant",
+    "rank_candidates",
     "render_evidence",
     "rerank_evidence",
+    "select_evidence",
 ]
 
 Tokenizer = Callable[[str], Sequence[Any]]
@@ -796,19 +799,15 @@ def number_evidence(evidence: Sequence[Evidence]) -> list[Evidence]:
     return out
 
 
-def aggregate_evidence(
+def rank_candidates(
     evidence: Sequence[Evidence],
     question: str,
     hypothesis: str = "",
     *,
     reranker: Reranker | EvidenceReranker | Literal["auto", "prior"] | None = None,
-    budget_tokens: int = PIPELINE.budget_tokens,
-    max_items: int | None = None,
     prior_weight: float = 0.5,
-    tokenizer: Tokenizer | None = None,
-    share_facts: bool = True,
 ) -> list[Evidence]:
-    """Render, rerank, dedupe, prune, fit the budget and number (see the module docstring).
+    """Render, rerank, dedupe and prune: the candidates a budget is then spent on, best first.
 
     Args:
         evidence: Raw items from the exploration tools.
@@ -818,14 +817,10 @@ def aggregate_evidence(
             reranking); ``None`` or ``"auto"`` (default): :func:`default_reranker`
             (an :class:`EntityVectorReranker` on the loaded entity index of the
             evidence's KG; prior only when none is loaded); ``"prior"``: no reranker.
-        budget_tokens: Token budget for the kept items.
-        max_items: Cap on the number of items (before the budget).
         prior_weight: Weight of the normalised exploration score next to the rerank score.
-        tokenizer: Optional exact tokenizer for the budget.
-        share_facts: Pay for each fact once (see :func:`fit_budget`).
 
     Returns:
-        The final evidence: rendered ``text``, numbered ``id``, rank order.
+        Rendered items in rank order, repeats and items inside earlier ones dropped.
     """
     rendered = [ev.model_copy(update={"text": render_evidence(ev)}) for ev in evidence]
     chosen: Reranker | EvidenceReranker | None
@@ -838,7 +833,89 @@ def aggregate_evidence(
     else:
         chosen = reranker
     ranked = rerank_evidence(rendered, question, hypothesis, reranker=chosen, prior_weight=prior_weight)
-    kept = prune_redundant(dedupe_evidence(ranked))
+    return prune_redundant(dedupe_evidence(ranked))
+
+
+def select_evidence(
+    candidates: Sequence[Evidence],
+    budget_tokens: int,
+    *,
+    tokenizer: Tokenizer | None = None,
+    share_facts: bool = True,
+    value: EvidenceValue | None = None,
+    types: Mapping[str, str] | None = None,
+) -> list[Evidence]:
+    """Spend the budget on ``candidates``: by value per token, or in rank order while they fit.
+
+    Args:
+        candidates: Rendered items in rank order (:func:`rank_candidates`).
+        budget_tokens: Token budget for the kept items.
+        tokenizer: Optional exact tokenizer for the budget.
+        share_facts: Pay for each fact once (see :func:`fit_budget`).
+        value: Pack by expected value per token (:func:`~kgmind.retrievers.packing.pack_by_value`)
+            instead of keeping items in rank order while they fit; needs ``types``, and
+            falls back to rank order when they name no answer type (a non-medical KG).
+        types: ``normalize_name(name) -> entity type`` of the evidence's entities.
+
+    Returns:
+        The kept items, not yet numbered.
+    """
+    if value is None or not types or not ANSWER_TYPES & set(types.values()):
+        return fit_budget(candidates, budget_tokens, tokenizer=tokenizer, share_facts=share_facts)
+    shown = ShownFacts()
+
+    def cost(ev: Evidence) -> int:
+        return count_tokens(ev.text, tokenizer) + ID_OVERHEAD
+
+    return pack_by_value(
+        candidates,
+        budget_tokens,
+        value,
+        types,
+        cost=cost,
+        without_shown=shown.without_shown if share_facts else (lambda ev: ev),
+        on_keep=shown.add,
+        cut_to=lambda ev, room: _longest_fitting_line(ev, room, cost),
+    )
+
+
+def aggregate_evidence(
+    evidence: Sequence[Evidence],
+    question: str,
+    hypothesis: str = "",
+    *,
+    reranker: Reranker | EvidenceReranker | Literal["auto", "prior"] | None = None,
+    budget_tokens: int = PIPELINE.budget_tokens,
+    max_items: int | None = None,
+    prior_weight: float = 0.5,
+    tokenizer: Tokenizer | None = None,
+    share_facts: bool = True,
+    value: EvidenceValue | None = None,
+    types: Mapping[str, str] | None = None,
+) -> list[Evidence]:
+    """Render, rerank, dedupe, prune, spend the budget and number (see the module docstring).
+
+    Args:
+        evidence: Raw items from the exploration tools.
+        question: The user question.
+        hypothesis: The hypothesis output (HyKGE), may be empty.
+        reranker: See :func:`rank_candidates`.
+        budget_tokens: Token budget for the kept items.
+        max_items: Cap on the number of items (before the budget).
+        prior_weight: Weight of the normalised exploration score next to the rerank score.
+        tokenizer: Optional exact tokenizer for the budget.
+        share_facts: Pay for each fact once (see :func:`fit_budget`).
+        value: Pack by expected value per token (see :func:`select_evidence`).
+        types: ``normalize_name(name) -> entity type`` of the evidence's entities.
+
+    Returns:
+        The final evidence: rendered ``text``, numbered ``id``; rank order, or best value
+        per token first when packed by value.
+    """
+    kept = rank_candidates(evidence, question, hypothesis, reranker=reranker, prior_weight=prior_weight)
     if max_items is not None:
         kept = kept[:max_items]
-    return number_evidence(fit_budget(kept, budget_tokens, tokenizer=tokenizer, share_facts=share_facts))
+    chosen = select_evidence(
+        kept, budget_tokens, tokenizer=tokenizer, share_facts=share_facts, value=value, types=types
+    )
+    return number_evidence(chosen)

@@ -85,6 +85,9 @@ class PipelineSettings:
     max_chain_hops: int = 3  # HyKGE chains: k-hop, capped (pairwise search grows fast)
     max_paths: int = 5
     max_neighbors: int = 5
+    # neighbor lines a value-packed run (kgmind.retrievers.packing) considers: it keeps only what
+    # is worth its tokens, so it is offered more than MindMap's five
+    candidate_lines: int = 40
     max_chains: int = 30
     dfs_chains: int = 3
     dfs_depth: int = 3
@@ -502,6 +505,7 @@ def neighbor_evidence(
     weight_aware: bool = False,
     ranked: bool = False,
     max_tails: int | None = None,
+    tail_types: frozenset[str] | None = None,
 ) -> list[Evidence]:
     """MindMap neighbor-based evidence, or kgmind's disease-ranked variant.
 
@@ -518,6 +522,8 @@ def neighbor_evidence(
             relation lines of linked non-disease entities come after at half score.
             Lines are sorted by score (disease share of the top score × line factor).
         max_tails: Cap on the tails listed per line (``None``: all, as MindMap).
+        tail_types: With ``ranked``, only relation lines with a tail of these types (support
+            lines always): the candidates of value packing, which gives nothing for the others.
 
     Returns:
         Up to ``max_lines`` ``neighbor`` evidence items; each lists its tails as
@@ -526,7 +532,7 @@ def neighbor_evidence(
     if max_lines <= 0:
         return []
     if ranked:
-        return _ranked_neighbors(gi, entity_ids, max_lines, weight_aware, max_tails)
+        return _ranked_neighbors(gi, entity_ids, max_lines, weight_aware, max_tails, tail_types)
     nodes = _resolve(gi, entity_ids)
     linked = set(nodes)
     # lines are kept as builders and only the returned ones are materialised
@@ -580,9 +586,14 @@ def _ranked_neighbors(
     max_lines: int,
     weight_aware: bool,
     max_tails: int | None,
+    tail_types: frozenset[str] | None = None,
 ) -> list[Evidence]:
     nodes = _resolve(gi, entity_ids)
     ranking = rank_diseases(gi, entity_ids, weight_aware=weight_aware)
+
+    def wanted(edges: Sequence[int]) -> bool:
+        return tail_types is None or any(gi.types[gi.edge_tail[e]] in tail_types for e in edges)
+
     lines: list[tuple[float, Callable[[], Evidence]]] = []
     top = ranking[0][1] if ranking else 1.0
     disease_set = {gi.index_of[d] for d, _, _ in ranking}
@@ -596,7 +607,7 @@ def _ranked_neighbors(
         if support_ids:
             lines.append((share, partial(_support_line, gi, d, support_ids, share, **common)))
         for rtype, edges in _groups(gi, d):
-            if DISEASE_MARK in rtype:
+            if DISEASE_MARK in rtype or not wanted(edges):
                 continue
             sc = share * (0.6 if rtype == SYMPTOM_RELATION else 1.0)
             lines.append(
@@ -606,7 +617,7 @@ def _ranked_neighbors(
         if i in disease_set:
             continue
         for rtype, edges in _groups(gi, i):
-            if DISEASE_MARK in rtype:
+            if DISEASE_MARK in rtype or not wanted(edges):
                 continue
             lines.append((0.5, partial(_line, gi, i, rtype, edges, score=0.5, **opts)))
     lines.sort(key=lambda x: -x[0])  # stable: ties keep disease rank order

@@ -1,0 +1,236 @@
+"""Evidence packing by value: spend the token budget where it is expected to show what an answer needs.
+
+The explorations return far more evidence than an answer can use: paths between the
+question's symptoms, each candidate disease's tests, medications and symptoms, HyKGE
+chains, KGCoT's random walks with their source texts. Measured on the calibration
+splits, what a medical answer names (its gold: diseases, tests, medications) sits in
+a few of them: the names of the diseases the symptoms vote for, and the tests and
+medications of the best-voted one. A symptom line, a food list or a walk's source text
+adds almost none of it per token.
+
+So each item is valued by the answer entities it would add that nothing kept before
+shows, each weighted by the chance that it is one an answer needs:
+
+- a candidate disease at vote rank ``r``: :attr:`EvidenceValue.disease_by_rank`;
+- a tail of a ranked disease's line (its tests, medications, complications):
+  the disease's chance times :attr:`EvidenceValue.tail_given_disease` of the tail's type;
+- any other answer entity (on a path, a chain, a walk): :attr:`EvidenceValue.other`;
+- entities of other types (symptoms, foods, departments): nothing.
+
+Items are taken greedily by value per token (lazily re-valued, since what is already
+shown only lowers an item's value), each fact paid for once (:class:`ShownFacts`);
+packing stops at the budget or when the best item left is worth less than
+:attr:`EvidenceValue.min_density` per token, so a question whose answer needs little
+evidence gets little. Only the last item may be cut (a neighbor line to the tails that
+fit); every other group is kept whole or left out.
+
+The numbers are measured, not chosen: ``benchmarks/fit_evidence_value.py`` fits them
+on the calibration split of each language's data set (GenMedGPT-5k for English, CMCQA
+for Chinese) and :data:`EVIDENCE_VALUES` holds what it printed.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Mapping, Sequence, Set
+from dataclasses import dataclass, field
+
+from kgmind.models import Evidence, normalize_name
+
+__all__ = ["ANSWER_TYPES", "EVIDENCE_VALUES", "EvidenceValue", "disease_ranks", "item_value", "pack_by_value"]
+
+#: Entity types a medical answer concludes with (what evidence is valued for).
+ANSWER_TYPES: frozenset[str] = frozenset({"disease", "test", "medication"})
+
+
+@dataclass(frozen=True)
+class EvidenceValue:
+    """Chances that an evidence entity is one an answer needs, and where packing stops.
+
+    Attributes:
+        disease_by_rank: Chance that the candidate disease at vote rank 1, 2, … is; the
+            last value holds for every deeper rank.
+        tail_given_disease: Per tail type, the chance that a tail of a needed disease's
+            line is needed too.
+        other: Per type, the chance for an answer entity not tied to a ranked disease.
+        min_density: Expected needed entities per token below which no item is added.
+
+    """
+
+    disease_by_rank: tuple[float, ...]
+    tail_given_disease: Mapping[str, float] = field(default_factory=dict)
+    other: Mapping[str, float] = field(default_factory=dict)
+    min_density: float = 0.0
+
+    def disease(self, rank: int | None) -> float:
+        """Chance for a disease at ``rank`` (``None``: not among the ranked candidates)."""
+        if rank is None or not self.disease_by_rank:
+            return self.other.get("disease", 0.0)
+        return self.disease_by_rank[min(rank, len(self.disease_by_rank)) - 1]
+
+
+#: Fitted on the calibration splits by ``benchmarks/fit_evidence_value.py`` (raw:
+#: ``benchmarks/results/2026-11-24-evidence-value/``): English on GenMedGPT-5k ``calib`` (951
+#: questions), Chinese on CMCQA ``calib`` (77). ``min_density`` is the lowest floor whose mean
+#: tokens at the 800 budget stay within faithful MindMap's on the same questions.
+EVIDENCE_VALUES: dict[str, EvidenceValue] = {
+    "en": EvidenceValue(
+        disease_by_rank=(
+            0.4088,
+            0.0925,
+            0.0316,
+            0.0316,
+            0.03,
+            0.03,
+            0.0211,
+            0.0211,
+            0.0211,
+            0.0152,
+            0.0103,
+            0.0081,
+        ),
+        tail_given_disease={"disease": 0.0714, "medication": 0.071, "test": 0.1381},
+        other={"disease": 0.0024, "medication": 0.0064, "test": 0.0342},
+        min_density=0.0005,
+    ),
+    "zh": EvidenceValue(
+        disease_by_rank=(
+            0.2391,
+            0.1377,
+            0.0797,
+            0.0507,
+            0.0362,
+            0.0362,
+            0.0275,
+            0.0275,
+            0.0275,
+            0.0275,
+            0.0275,
+            0.0275,
+        ),
+        tail_given_disease={"disease": 0.0069, "medication": 0.0096, "test": 0.0286},
+        other={"disease": 0.005, "medication": 0.005, "test": 0.0099},
+        min_density=0.00012,
+    ),
+}
+
+
+def disease_ranks(evidence: Sequence[Evidence]) -> dict[str, int]:
+    """``normalize_name(disease) -> vote rank`` from the ranked neighbor lines' ``meta`` (best rank kept)."""
+    ranks: dict[str, int] = {}
+    for ev in evidence:
+        name, rank = ev.meta.get("disease"), ev.meta.get("disease_rank")
+        if isinstance(name, str) and isinstance(rank, int):
+            key = normalize_name(name)
+            ranks[key] = min(rank, ranks.get(key, rank))
+    return ranks
+
+
+def _line_disease(ev: Evidence, ranks: Mapping[str, int]) -> str | None:
+    """The ranked disease a neighbor line lists the tails of (its one head), if any."""
+    heads = {normalize_name(h) for h, _r, _t in ev.triples}
+    if ev.kind != "neighbor" or len(heads) != 1:
+        return None
+    head = next(iter(heads))
+    return head if head in ranks else None
+
+
+def item_value(
+    ev: Evidence,
+    value: EvidenceValue,
+    types: Mapping[str, str],
+    ranks: Mapping[str, int],
+    shown: Set[str] = frozenset(),
+) -> tuple[float, set[str]]:
+    """Expected needed entities ``ev`` adds beyond the names in ``shown``, and the names it adds.
+
+    Args:
+        ev: The item (its triples name its entities).
+        value: The fitted chances.
+        types: ``normalize_name(name) -> entity type``.
+        ranks: ``normalize_name(disease) -> vote rank`` (:func:`disease_ranks`).
+        shown: Names already shown by kept items.
+
+    """
+    head = _line_disease(ev, ranks)
+    head_p = value.disease(ranks[head]) if head is not None else 0.0
+    total = 0.0
+    new: set[str] = set()
+    for h, _r, t in ev.triples:
+        for name in (h, t):
+            key = normalize_name(name)
+            if not key or key in shown or key in new:
+                continue
+            new.add(key)
+            kind = types.get(key, "")
+            if kind not in ANSWER_TYPES:
+                continue
+            if key in ranks:
+                total += value.disease(ranks[key])
+            elif head is not None and key != head:
+                total += head_p * value.tail_given_disease.get(kind, 0.0)
+            else:
+                total += value.other.get(kind, 0.0)
+    return total, new
+
+
+def pack_by_value(
+    evidence: Sequence[Evidence],
+    budget_tokens: int,
+    value: EvidenceValue,
+    types: Mapping[str, str],
+    *,
+    cost: Callable[[Evidence], int],
+    without_shown: Callable[[Evidence], Evidence | None],
+    on_keep: Callable[[Evidence], None],
+    cut_to: Callable[[Evidence, int], Evidence | None],
+) -> list[Evidence]:
+    """Choose items by expected value per token, within the budget (see the module docstring).
+
+    Args:
+        evidence: Candidate items (rendered), ties broken by their order here.
+        budget_tokens: Most tokens for all kept items.
+        value: The fitted chances and the density floor.
+        types: ``normalize_name(name) -> entity type``.
+        cost: Tokens of an item as shown (its id included).
+        without_shown: The item without what kept items already show (``None``: nothing new).
+        on_keep: Called with each kept item (records what it shows).
+        cut_to: The item cut to fit ``room`` tokens (neighbor lines), or ``None``.
+
+    Returns:
+        The kept items, best value per token first.
+    """
+    ranks = disease_ranks(evidence)
+    shown: set[str] = set()
+    heap: list[tuple[float, int]] = []
+    for i, ev in enumerate(evidence):
+        v, _ = item_value(ev, value, types, ranks)
+        heapq.heappush(heap, (-v / max(cost(ev), 1), i))
+    kept: list[Evidence] = []
+    used = 0
+    while heap:
+        _stale, i = heapq.heappop(heap)
+        fresh = without_shown(evidence[i])
+        if fresh is None:
+            continue
+        ev = fresh
+        v, new = item_value(ev, value, types, ranks, shown)
+        density = v / max(cost(ev), 1)
+        if heap and density < -heap[0][0]:  # worth less than it was: back in line
+            heapq.heappush(heap, (-density, i))
+            continue
+        if density < value.min_density or v <= 0.0:
+            break
+        room = budget_tokens - used
+        if cost(ev) > room:
+            part = cut_to(ev, room)
+            if part is not None:  # the last group, cut to what fits; nothing comes after it
+                kept.append(part)
+                on_keep(part)
+                break
+            continue
+        kept.append(ev)
+        on_keep(ev)
+        shown |= new
+        used += cost(ev)
+    return kept
