@@ -7,10 +7,11 @@ box: EMCKG-full p50 ≤ 30 ms and p95 ≤ 100 ms, recrawl_full p50 ≤ 100 ms an
     dataset's ChatGPT entities) → link (EntityLinker, best ``--max-linked`` entities,
     the pipeline's default 10) → index check → paths → neighbors (ranked) → HyKGE
     chains → KGCoT DFS → render → rerank (the default EntityVectorReranker) → budget
-    (dedupe, prune, 800 tokens, numbering) = total
+    (dedupe, prune, value packing within 800 tokens, numbering) = total
 
-with the exploration settings of the pipeline's ``Context`` defaults (paths and
-chains ≤ 3 hops, 5 paths, 5 neighbor lines, 30 chains, 3 DFS chains of depth 3)
+with the exploration tools the graph's nodes run (``graphs.explore.*_tool``) and the
+pipeline's ``Context`` defaults (paths and chains ≤ 3 hops, 5 paths, the answer-type
+lines of the ranked candidate diseases, 30 chains, 3 DFS chains of depth 3)
 
 plus, on the same store and linked entities, MindMap's retriever
 (``baselines.mindmap_retrieve``: one ``store.paths`` query per entity pair, one
@@ -77,21 +78,24 @@ from typing import Any
 
 from _common import cpu_model
 from kgmind.graphs.context import Context
+from kgmind.graphs.explore import chains_tool, kgcot_tool, neighbors_tool, paths_tool
+from kgmind.graphs.services import index_entity_types
 from kgmind.models import Evidence
 from kgmind.retrievers.aggregate import (
     EmbeddingReranker,
     EntityVectorReranker,
     dedupe_evidence,
-    fit_budget,
     number_evidence,
     prune_redundant,
     render_evidence,
     rerank_evidence,
+    select_evidence,
 )
 from kgmind.retrievers.baselines import mindmap_retrieve
 from kgmind.retrievers.embeddings import minilm_backend
-from kgmind.retrievers.exploration import hykge_chains, neighbor_evidence, path_evidence, weighted_dfs_chains
+from kgmind.retrievers.exploration import neighbor_evidence, path_evidence
 from kgmind.retrievers.graph_index import get_graph_index
+from kgmind.retrievers.packing import EVIDENCE_VALUES
 from kgmind.tools.factory import open_store
 
 DATA = Path(
@@ -224,8 +228,8 @@ def run(
     from kgmind.retrievers.ner import Gazetteer, extract_mentions
 
     _, _, lang = KGS[kg]
-    ctx = Context()  # the pipeline's exploration settings
     store, import_s = open_kg(kg, store_dir)
+    ctx = Context(store=f"ladybug:{store_dir / kg}")  # the pipeline's exploration settings
     t = time.perf_counter()
     gi = get_graph_index(store)
     graph_index_s = time.perf_counter() - t
@@ -262,25 +266,21 @@ def run(
             get_graph_index(store, recheck_s=1.0)
         ev: list[Evidence] = []
         with timer(ours, "paths"):
-            ev += path_evidence(
-                gi, linked, max_hops=ctx.max_hops, max_paths=ctx.max_paths, weight_aware=ctx.weight_aware
-            )
+            ev += paths_tool(ctx, store, gi, linked)
         with timer(ours, "neighbors"):
-            ev += neighbor_evidence(
-                gi, linked, ranked=True, weight_aware=ctx.weight_aware, max_lines=ctx.max_neighbors
-            )
+            ev += neighbors_tool(ctx, store, gi, linked)
         with timer(ours, "hykge"):
-            ev += hykge_chains(gi, linked, max_hops=min(ctx.max_hops, 3), max_chains=ctx.max_chains)
+            ev += chains_tool(ctx, store, gi, linked)
         with timer(ours, "kgcot_dfs"):
-            ev += weighted_dfs_chains(
-                gi, linked, n_chains=ctx.dfs_chains, max_depth=ctx.dfs_depth, seed=ctx.seed, store=store
-            )
+            ev += kgcot_tool(ctx, store, gi, linked)
         with timer(ours, "render"):
             rendered = [e.model_copy(update={"text": render_evidence(e)}) for e in ev]
         with timer(ours, "rerank"):
             ranked = rerank_evidence(rendered, question, reranker=reranker)
-        with timer(ours, "budget"):
-            number_evidence(fit_budget(prune_redundant(dedupe_evidence(ranked)), budget))
+        with timer(ours, "budget"):  # as the aggregate_evidence node spends it (value packing in full mode)
+            types = index_entity_types(ctx, linked, ev)
+            kept = prune_redundant(dedupe_evidence(ranked))
+            number_evidence(select_evidence(kept, budget, value=EVIDENCE_VALUES[lang], types=types))
         ours.setdefault("total", []).append((time.perf_counter() - t0) * 1000)
         ours.setdefault("total@cpu", []).append((time.thread_time() - c0) * 1000)
         sizes.append(len(ev))

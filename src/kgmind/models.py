@@ -9,6 +9,7 @@ upsert merges instead of duplicating. Names are kept exactly as given for displa
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import unicodedata
@@ -68,8 +69,22 @@ def normalize_name(name: str) -> str:
     Returns:
         The normalised key; the empty string for a blank name.
     """
+    if len(name) <= _CACHED_NAME_CHARS:
+        return _normalized(name)
+    return _normalize(name)
+
+
+#: Names up to this length have their key cached: every evidence item's names are looked up
+#: many times per question (packing, sharing, grounding), and a KG has a bounded vocabulary.
+_CACHED_NAME_CHARS = 200
+
+
+def _normalize(name: str) -> str:
     text = unicodedata.normalize("NFKC", name).replace("_", " ")
     return _WS.sub(" ", text).strip().casefold()
+
+
+_normalized = functools.lru_cache(maxsize=1 << 16)(_normalize)
 
 
 def _digest(*parts: str) -> str:

@@ -29,19 +29,30 @@ from kgmind.retrievers import exploration
 from kgmind.retrievers.packing import ANSWER_TYPES
 from kgmind.tools.store import GraphStore
 
-__all__ = ["explore_chains", "explore_kgcot", "explore_neighbors", "explore_paths"]
+__all__ = [
+    "chains_tool",
+    "explore_chains",
+    "explore_kgcot",
+    "explore_neighbors",
+    "explore_paths",
+    "kgcot_tool",
+    "neighbors_tool",
+    "paths_tool",
+]
 
 Tool = Callable[[Context, GraphStore, Any, list[str]], list[Evidence]]
 
 
-def _paths(ctx: Context, store: GraphStore, gi: Any, ids: list[str]) -> list[Evidence]:
+def paths_tool(ctx: Context, store: GraphStore, gi: Any, ids: list[str]) -> list[Evidence]:
+    """Path evidence with the run's settings (what ``explore_paths`` and the latency benchmark run)."""
     ranked = ctx.mode != "mindmap"
     return exploration.path_evidence(
         gi, ids, max_hops=ctx.max_hops, max_paths=ctx.max_paths, weight_aware=ctx.weight_aware and ranked
     )
 
 
-def _neighbors(ctx: Context, store: GraphStore, gi: Any, ids: list[str]) -> list[Evidence]:
+def neighbors_tool(ctx: Context, store: GraphStore, gi: Any, ids: list[str]) -> list[Evidence]:
+    """Neighbor lines with the run's settings (what ``explore_neighbors`` and the latency benchmark run)."""
     ranked = ctx.mode != "mindmap"
     lines, types = ctx.max_neighbors, None
     if ctx.mode == "full" and ctx.packing == "value":  # packing keeps only what is worth its tokens
@@ -51,14 +62,16 @@ def _neighbors(ctx: Context, store: GraphStore, gi: Any, ids: list[str]) -> list
     )
 
 
-def _chains(ctx: Context, store: GraphStore, gi: Any, ids: list[str]) -> list[Evidence]:
+def chains_tool(ctx: Context, store: GraphStore, gi: Any, ids: list[str]) -> list[Evidence]:
+    """HyKGE chains with the run's settings (what ``explore_chains`` and the latency benchmark run)."""
     hops = min(ctx.max_hops, exploration.PIPELINE.max_chain_hops)
     return exploration.hykge_chains(
         gi, ids, max_hops=hops, max_chains=ctx.max_chains, hub_percentile=ctx.hub_percentile
     )
 
 
-def _kgcot(ctx: Context, store: GraphStore, gi: Any, ids: list[str]) -> list[Evidence]:
+def kgcot_tool(ctx: Context, store: GraphStore, gi: Any, ids: list[str]) -> list[Evidence]:
+    """KGCoT's weighted DFS with the run's settings (what ``explore_kgcot`` and the latency benchmark run)."""
     depth, draws = ctx.dfs_depth, ctx.dfs_chains
     return exploration.weighted_dfs_chains(
         gi, ids, n_chains=draws, max_depth=depth, seed=ctx.seed, store=store
@@ -77,9 +90,11 @@ def _node(
     return node
 
 
-explore_paths = _node("explore_paths", "path_evidence", _paths, "MindMap path-based evidence (P…).")
+explore_paths = _node("explore_paths", "path_evidence", paths_tool, "MindMap path-based evidence (P…).")
 explore_neighbors = _node(
-    "explore_neighbors", "neighbor_evidence", _neighbors, "MindMap neighbor lines (N…)."
+    "explore_neighbors", "neighbor_evidence", neighbors_tool, "MindMap neighbor lines (N…)."
 )
-explore_chains = _node("explore_chains", "chain_evidence", _chains, "HyKGE chains between entity pairs (C…).")
-explore_kgcot = _node("explore_kgcot", "kgcot_evidence", _kgcot, "KGCoT weighted-DFS chains (K…).")
+explore_chains = _node(
+    "explore_chains", "chain_evidence", chains_tool, "HyKGE chains between entity pairs (C…)."
+)
+explore_kgcot = _node("explore_kgcot", "kgcot_evidence", kgcot_tool, "KGCoT weighted-DFS chains (K…).")

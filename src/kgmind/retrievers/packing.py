@@ -37,7 +37,15 @@ from dataclasses import dataclass, field
 
 from kgmind.models import Evidence, normalize_name
 
-__all__ = ["ANSWER_TYPES", "EVIDENCE_VALUES", "EvidenceValue", "disease_ranks", "item_value", "pack_by_value"]
+__all__ = [
+    "ANSWER_TYPES",
+    "EVIDENCE_VALUES",
+    "EvidenceValue",
+    "disease_ranks",
+    "entity_values",
+    "item_value",
+    "pack_by_value",
+]
 
 #: Entity types a medical answer concludes with (what evidence is valued for).
 ANSWER_TYPES: frozenset[str] = frozenset({"disease", "test", "medication"})
@@ -135,6 +143,38 @@ def _line_disease(ev: Evidence, ranks: Mapping[str, int]) -> str | None:
     return head if head in ranks else None
 
 
+def entity_values(
+    ev: Evidence, value: EvidenceValue, types: Mapping[str, str], ranks: Mapping[str, int]
+) -> dict[str, float]:
+    """``normalize_name(name) -> chance it is needed`` for every entity ``ev`` names (first-seen order).
+
+    Args:
+        ev: The item (its triples name its entities).
+        value: The fitted chances.
+        types: ``normalize_name(name) -> entity type``.
+        ranks: ``normalize_name(disease) -> vote rank`` (:func:`disease_ranks`).
+
+    """
+    head = _line_disease(ev, ranks)
+    head_p = value.disease(ranks[head]) if head is not None else 0.0
+    out: dict[str, float] = {}
+    for h, _r, t in ev.triples:
+        for name in (h, t):
+            key = normalize_name(name)
+            if not key or key in out:
+                continue
+            kind = types.get(key, "")
+            if kind not in ANSWER_TYPES:
+                out[key] = 0.0
+            elif key in ranks:
+                out[key] = value.disease(ranks[key])
+            elif head is not None and key != head:
+                out[key] = head_p * value.tail_given_disease.get(kind, 0.0)
+            else:
+                out[key] = value.other.get(kind, 0.0)
+    return out
+
+
 def item_value(
     ev: Evidence,
     value: EvidenceValue,
@@ -142,36 +182,10 @@ def item_value(
     ranks: Mapping[str, int],
     shown: Set[str] = frozenset(),
 ) -> tuple[float, set[str]]:
-    """Expected needed entities ``ev`` adds beyond the names in ``shown``, and the names it adds.
-
-    Args:
-        ev: The item (its triples name its entities).
-        value: The fitted chances.
-        types: ``normalize_name(name) -> entity type``.
-        ranks: ``normalize_name(disease) -> vote rank`` (:func:`disease_ranks`).
-        shown: Names already shown by kept items.
-
-    """
-    head = _line_disease(ev, ranks)
-    head_p = value.disease(ranks[head]) if head is not None else 0.0
-    total = 0.0
-    new: set[str] = set()
-    for h, _r, t in ev.triples:
-        for name in (h, t):
-            key = normalize_name(name)
-            if not key or key in shown or key in new:
-                continue
-            new.add(key)
-            kind = types.get(key, "")
-            if kind not in ANSWER_TYPES:
-                continue
-            if key in ranks:
-                total += value.disease(ranks[key])
-            elif head is not None and key != head:
-                total += head_p * value.tail_given_disease.get(kind, 0.0)
-            else:
-                total += value.other.get(kind, 0.0)
-    return total, new
+    """Expected needed entities ``ev`` adds beyond the names in ``shown``, and the names it adds."""
+    values = entity_values(ev, value, types, ranks)
+    new = {k for k in values if k not in shown}
+    return sum(values[k] for k in new), new
 
 
 def pack_by_value(
@@ -201,11 +215,12 @@ def pack_by_value(
         The kept items, best value per token first.
     """
     ranks = disease_ranks(evidence)
+    # an item's entities keep their chances whatever is kept before it; only which are new changes
+    worth = [entity_values(ev, value, types, ranks) for ev in evidence]
     shown: set[str] = set()
     heap: list[tuple[float, int]] = []
     for i, ev in enumerate(evidence):
-        v, _ = item_value(ev, value, types, ranks)
-        heapq.heappush(heap, (-v / max(cost(ev), 1), i))
+        heapq.heappush(heap, (-sum(worth[i].values()) / max(cost(ev), 1), i))
     kept: list[Evidence] = []
     used = 0
     while heap:
@@ -214,7 +229,8 @@ def pack_by_value(
         if fresh is None:
             continue
         ev = fresh
-        v, new = item_value(ev, value, types, ranks, shown)
+        new = {k for k in worth[i] if k not in shown}
+        v = sum(worth[i][k] for k in new)
         density = v / max(cost(ev), 1)
         if heap and density < -heap[0][0]:  # worth less than it was: back in line
             heapq.heappush(heap, (-density, i))
