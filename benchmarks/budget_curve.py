@@ -1,9 +1,10 @@
 """Evidence recall against evidence tokens: kgmind and faithful MindMap, English and Chinese.
 
 For each data set and budget, one ``kgmind eval DATASET --methods kgmind,mindmap --budget B --llm none
---entities chatgpt --limit N --seed S`` (GenMedGPT-5k on its ``test`` split, CMCQA on every row: the
-budgets are not tuned here, they are what is measured); the curve plots mean evidence recall against
-mean evidence tokens, one point per budget, and is written as ``curve.png`` beside ``results.json``.
+--entities chatgpt --split test --limit N --seed S`` (each data set's ``test`` split: the evidence value
+and its floor are fitted on ``calib``, the budgets are what is measured); the curve plots mean evidence
+recall against mean evidence tokens, one point per budget, and is written as ``curve.png`` beside
+``results.json``.
 
 Usage::
 
@@ -43,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--budgets", default="150,250,400,500,650,800,1000,1200")
     ap.add_argument("--limit", type=int, default=500, help="GenMedGPT-5k test items")
-    ap.add_argument("--limit-zh", type=int, default=200, help="CMCQA items")
+    ap.add_argument("--limit-zh", type=int, default=200, help="CMCQA test items")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--datasets", default="genmedgpt5k,cmcqa")
     ap.add_argument("--out", type=Path, required=True)
@@ -59,9 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         for budget in budgets:
             cmd = ["eval", dataset, "--methods", ",".join(METHODS), "--llm", "none", "--entities", "chatgpt"]
             cmd += ["--budget", str(budget), "--limit", str(limit), "--seed", str(args.seed)]
-            cmd += ["--memory-sample", "0", "--no-progress"]
-            if dataset == "genmedgpt5k":
-                cmd += ["--split", "test"]
+            cmd += ["--memory-sample", "0", "--no-progress", "--split", "test"]
             d = work / f"{dataset}-{budget}"
             t0 = time.perf_counter()
             subprocess.run([*_kgmind(), *cmd, "--out", str(d)], check=True, stdout=subprocess.DEVNULL)

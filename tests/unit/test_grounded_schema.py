@@ -82,6 +82,17 @@ def test_mind_map_nodes_cite_items_that_name_them() -> None:
     assert set(nodes["Influenza"]["evidence_ids"]["items"]["enum"]) == {"P1", "N1", "N2"}
     assert nodes["Zanamivir"]["evidence_ids"]["items"]["enum"] == ["N1"]
     assert all(n["evidence_ids"]["minItems"] == 1 for n in nodes.values())
+    assert all("children" not in n for n in nodes.values()) and "leaf" not in schema["$defs"]  # MAX_LEAVES 0
+
+
+def test_mind_map_leaves_cite_items_too_when_allowed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(grounded, "MAX_LEAVES", 1)
+    schema = build_answer_schema(EVIDENCE, TYPES)
+    node = schema["$defs"]["node"]["anyOf"][0]["properties"]
+    assert node["children"] == {"type": "array", "items": {"$ref": "#/$defs/leaf"}, "maxItems": 1}
+    leaves = {v["properties"]["label"]["const"]: v["properties"] for v in schema["$defs"]["leaf"]["anyOf"]}
+    assert set(leaves["Influenza"]["evidence_ids"]["items"]["enum"]) == {"P1", "N1", "N2"}
+    assert all("children" not in leaf for leaf in leaves.values())
 
 
 def test_medical_conclusions_are_workups_of_evidence_diseases_and_the_summary_comes_last() -> None:

@@ -186,7 +186,7 @@ def test_fixed_text_is_evaluated_in_batches() -> None:
             "inference_chain": [{"evidence_ids": ["P1"], "about": "Pneumonia", "step": "a"}],
             "mind_map": {
                 "label": "a",
-                "children": [{"label": "Fever", "evidence_ids": ["P1"], "children": []}],
+                "children": [{"label": "Fever", "evidence_ids": ["P1"]}],
             },
             "diagnoses": [{"disease": "Pneumonia", "tests": ["Chest x-ray"], "medications": ["Amoxicillin"]}],
             "own_knowledge": [],

@@ -57,14 +57,19 @@ ANSWER_SCHEMA_NAME = "GroundedAnswer"
 MEDICAL_CONCLUSIONS: dict[str, str] = {"diagnoses": "disease", "tests": "test", "medications": "medication"}
 
 #: Bounds that keep a small model's answer short (generated tokens are most of the wall time).
+#: The free texts were cut on the calibration split (benchmarks/results/2026-11-24-grounded-calib,
+#: 40 questions): steps 100 -> 60, summary 240 -> 160, own points 100 -> 60 characters and no
+#: leaves under the mind map's nodes took 1.2 s off a full run (12.7 -> 11.6 s) for the same
+#: answer recall (0.481 vs 0.479); the 0.5B model's texts mostly copy the evidence or the question.
 MAX_STEPS = 2
 MAX_NODES = 2
-MAX_LEAVES = 1
+MAX_LEAVES = 0
 MAX_PER_CONCLUSION = 3
 MAX_OWN = 1
-STEP_CHARS = 100
-SUMMARY_CHARS = 240
-OWN_CHARS = 100
+STEP_CHARS = 60
+SUMMARY_CHARS = 160
+OWN_CHARS = 60
+LABEL_CHARS = 80
 #: A workup: this many diagnoses, and per diagnosis the tests and medications chosen from
 #: those the evidence ties to it (at least the minimum where the evidence has that many: a
 #: reference answer names the main tests and drugs of the diagnosis, not one of them).
@@ -211,7 +216,8 @@ def build_answer_schema(
         structured output accept). With evidence: ``inference_chain`` (1..MAX_STEPS steps,
         each ``{evidence_ids: [one shown id], about: an entity of that item, step}``),
         ``mind_map`` (a root whose 1..MAX_NODES children are evidence entities citing an
-        item that names them, each with up to MAX_LEAVES such leaf), the conclusion fields
+        item that names them, each with up to MAX_LEAVES such leaf: none by default, and then
+        no ``children`` key), the conclusion fields
         (workups or enums of evidence names), ``own_knowledge`` and ``summary`` last.
         Without evidence: the same shape with free-text steps, labels and conclusions and
         no id fields.
@@ -239,25 +245,19 @@ def build_answer_schema(
         )
         for ev_id, names in names_of.items()
     ]
-    leaf_variants = [
-        _object(
-            {
-                "label": {"const": name},
-                "evidence_ids": {"type": "array", "items": {"enum": ids}, "minItems": 1, "maxItems": 1},
-            }
-        )
-        for name, ids in cited_by.items()
-    ]
-    node_variants = [
-        _object(
-            {
-                "label": {"const": name},
-                "evidence_ids": {"type": "array", "items": {"enum": ids}, "minItems": 1, "maxItems": 1},
-                "children": {"type": "array", "items": {"$ref": "#/$defs/leaf"}, "maxItems": MAX_LEAVES},
-            }
-        )
-        for name, ids in cited_by.items()
-    ]
+
+    def cited_node(name: str, ids: list[str], leaves: bool) -> dict[str, Any]:
+        props: dict[str, Any] = {
+            "label": {"const": name},
+            "evidence_ids": {"type": "array", "items": {"enum": ids}, "minItems": 1, "maxItems": 1},
+        }
+        if leaves:
+            props["children"] = {"type": "array", "items": {"$ref": "#/$defs/leaf"}, "maxItems": MAX_LEAVES}
+        return _object(props)
+
+    defs = {"node": {"anyOf": [cited_node(name, ids, MAX_LEAVES > 0) for name, ids in cited_by.items()]}}
+    if MAX_LEAVES > 0:
+        defs["leaf"] = {"anyOf": [cited_node(name, ids, False) for name, ids in cited_by.items()]}
     properties: dict[str, Any] = {
         "inference_chain": {
             "type": "array",
@@ -267,7 +267,7 @@ def build_answer_schema(
         },
         "mind_map": _object(
             {
-                "label": _string(80),
+                "label": _string(LABEL_CHARS),
                 "children": {
                     "type": "array",
                     "items": {"$ref": "#/$defs/node"},
@@ -284,7 +284,7 @@ def build_answer_schema(
         "title": ANSWER_SCHEMA_NAME,
         "description": "An answer whose every step and mind-map node cites the evidence shown.",
         **_object(properties),
-        "$defs": {"leaf": {"anyOf": leaf_variants}, "node": {"anyOf": node_variants}},
+        "$defs": defs,
     }
 
 
@@ -304,7 +304,7 @@ def _no_evidence_schema() -> dict[str, Any]:
                 },
                 "mind_map": _object(
                     {
-                        "label": _string(80),
+                        "label": _string(LABEL_CHARS),
                         "children": {"type": "array", "items": node, "minItems": 1, "maxItems": MAX_NODES},
                     }
                 ),

@@ -100,9 +100,12 @@ class PipelineSettings:
     # on calib: 98 cut the re-crawl's chain p95 from 101 to 49 ms for -0.5 points of CMCQA recall
     # (99.9, 99.5 and 99 cost the same) and none on GenMedGPT-5k; None: through every node
     hub_percentile: float | None = 98.0
-    # evidence tokens shown to the LLM: with each fact shown once, 500 on the calib split gives the
-    # recall 800 gave before (0.78), and the local model reads ~120 prompt tokens a second
-    budget_tokens: int = 500
+    # evidence tokens shown to the LLM. Value packing (kgmind.retrievers.packing) stops below a
+    # fitted floor anyway (~400 tokens at any budget above it on GenMedGPT-5k calib); 300 keeps the
+    # local model's prompt short (it reads ~155 tokens a second): on 20 calib questions with the
+    # 0.5B model, answer recall 0.509 at 300 vs 0.532 at 500, 2.0 s less per question
+    # (benchmarks/results/2026-11-24-grounded-calib)
+    budget_tokens: int = 300
 
 
 #: The pipeline's exploration defaults (see :class:`PipelineSettings`).
