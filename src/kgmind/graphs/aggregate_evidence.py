@@ -1,10 +1,14 @@
-"""Node ``aggregate_evidence``: rerank, dedupe, prune and number all evidence within the token budget.
+"""Node ``aggregate_evidence``: rerank, dedupe and prune all evidence, spend the budget, number it.
 
 Evidence from every branch is reranked against the hypothesis chunks (HyKGE's HO
 fragment granularity; the default reranker leaves the question out, see
-``EntityVectorReranker``), deduplicated, cut to ``budget_tokens`` and
-numbered P…/N…/C…/K…. With ``evidence_renderer="llm"`` one extra LLM call rewrites the
-template sentences as prose (MindMap's third call); ids are kept.
+``EntityVectorReranker``), deduplicated and pruned. In ``full`` mode the budget is then
+spent by expected value per token (:mod:`kgmind.retrievers.packing`: the candidate
+diseases and the best one's tests and medications first, each fact paid for once,
+stopping when what is left is worth little); the single-method modes keep their items
+in rank order while they fit ``budget_tokens``. Items are numbered P…/N…/C…/K…. With
+``evidence_renderer="llm"`` one extra LLM call rewrites the template sentences as prose
+(MindMap's third call); ids are kept.
 """
 
 from __future__ import annotations
