@@ -280,7 +280,8 @@ def run(
         with timer(ours, "budget"):  # as the aggregate_evidence node spends it (value packing in full mode)
             types = index_entity_types(ctx, linked, ev)
             kept = prune_redundant(dedupe_evidence(ranked))
-            number_evidence(select_evidence(kept, budget, value=EVIDENCE_VALUES[lang], types=types))
+            value = EVIDENCE_VALUES[lang] if ctx.packs_by_value else None
+            number_evidence(select_evidence(kept, budget, value=value, types=types))
         ours.setdefault("total", []).append((time.perf_counter() - t0) * 1000)
         ours.setdefault("total@cpu", []).append((time.thread_time() - c0) * 1000)
         sizes.append(len(ev))

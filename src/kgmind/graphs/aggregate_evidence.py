@@ -107,7 +107,7 @@ def aggregate_evidence(state: State, runtime: Runtime[Context]) -> dict[str, Any
             *(state.get("kgcot_evidence") or []),
         ]
         value, types = None, None
-        if ctx.mode == "full" and ctx.packing == "value" and pool:
+        if ctx.packs_by_value and pool:
             language = state.get("language") or services.resolve_language(ctx, state["question"])
             value = EVIDENCE_VALUES["zh" if language == "zh" else "en"]
             seeds = [le.entity_id for le in state.get("linked_entities") or []]

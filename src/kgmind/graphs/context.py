@@ -165,3 +165,8 @@ class Context:
             "Neo4j readers); auto = pushdown above kgmind.retrievers.graph_index.PUSHDOWN_MIN_RELATIONS."
         },
     )
+
+    @property
+    def packs_by_value(self) -> bool:
+        """Whether the evidence budget is spent by value: ``packing="value"`` applies to ``full`` mode only."""
+        return self.mode == "full" and self.packing == "value"

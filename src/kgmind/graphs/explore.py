@@ -55,7 +55,7 @@ def neighbors_tool(ctx: Context, store: GraphStore, gi: Any, ids: list[str]) -> 
     """Neighbor lines with the run's settings (what ``explore_neighbors`` and the latency benchmark run)."""
     ranked = ctx.mode != "mindmap"
     lines, types = ctx.max_neighbors, None
-    if ctx.mode == "full" and ctx.packing == "value":  # packing keeps only what is worth its tokens
+    if ctx.packs_by_value:  # packing keeps only what is worth its tokens
         lines, types = max(lines, exploration.PIPELINE.candidate_lines), ANSWER_TYPES
     return exploration.neighbor_evidence(
         gi, ids, max_lines=lines, weight_aware=ctx.weight_aware and ranked, ranked=ranked, tail_types=types

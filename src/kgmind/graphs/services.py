@@ -136,7 +136,9 @@ def index_entity_types(ctx: Context, seeds: Sequence[str], evidence: Sequence[Ev
     """``normalize_name(name) -> type`` of the evidence's entities, read off the index it was explored on.
 
     The exploration index holds every entity the evidence names (it was built from it),
-    so no store query is made.
+    so the types come from memory; getting the cached index only checks the store's
+    fingerprint and weights version (an index is rebuilt only when those changed since
+    exploration). :func:`entity_types` asks the store instead, for nodes that have no index.
     """
     from kgmind.models import normalize_name
 

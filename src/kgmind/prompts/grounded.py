@@ -21,9 +21,10 @@ shown (style note 13, "let the schema do the enforcing"):
 - the free-text ``summary`` comes last, so it is written after, and from, the choices.
 
 Without evidence (``llm_only``, nothing linked) the schema has no id fields. The
-schema goes to llama.cpp as a JSON-schema grammar (``with_structured_output`` binds it
-as a forced tool; llama-cpp-python turns the tool's parameters into GBNF) and to API
-models as structured output; the same dict serves both.
+schema goes to the local llama.cpp models as ``response_format`` (written by
+:mod:`kgmind.schema_decoding`, or by llama.cpp's grammar with
+``KGMIND_LOCAL_DECODER=grammar``) and to API models as structured output; the same dict
+serves both.
 
 Prompt variables: ``question``, ``evidence`` (numbered lines ``ID: text``).
 """

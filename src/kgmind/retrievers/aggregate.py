@@ -21,12 +21,13 @@ numbered, rendered evidence the LLM sees, with zero LLM calls:
 3. **dedupe** (same relation-id set or same text) and **prune** items whose edges are
    a subset of an item already kept;
 4. **budget**: keep items in rank order while they fit ``budget_tokens``
-   (:func:`count_tokens`); a neighbor line that does not fit is cut to the tails that
-   do. A fact is paid for once: an item loses the triples whose two entities an item
+   (:func:`count_tokens`), or, given an ``EvidenceValue`` (the graph's ``full`` mode),
+   by expected value per token with a floor (:func:`kgmind.retrievers.packing.pack_by_value`);
+   a neighbor line that does not fit is cut to the tails that do. A fact is paid for once: an item loses the triples whose two entities an item
    kept before it already joins (a relation and its inverse are one fact) and the
    descriptions or sources already shown, and is dropped when nothing new is left
    (five shortest paths that share their first hops otherwise repeat them five times);
-5. **number** per kind in rank order: ``P1…`` paths, ``N1…`` neighbor lines, ``C1…``
+5. **number** per kind in the order kept: ``P1…`` paths, ``N1…`` neighbor lines, ``C1…``
    HyKGE chains, ``K1…`` KGCoT chains, ``D1…`` documents.
 
 Token counts are an approximation (no tokenizer can be downloaded offline):

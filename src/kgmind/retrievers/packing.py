@@ -17,8 +17,10 @@ shows, each weighted by the chance that it is one an answer needs:
 - any other answer entity (on a path, a chain, a walk): :attr:`EvidenceValue.other`;
 - entities of other types (symptoms, foods, departments): nothing.
 
-Items are taken greedily by value per token (lazily re-valued, since what is already
-shown only lowers an item's value), each fact paid for once (:class:`ShownFacts`);
+Items are taken greedily by value per token, lazily re-valued: what is already shown
+only lowers an item's value, but it can also shorten the item (the facts already shown
+are left out), so a queued density is an estimate rather than a bound and the order is
+greedy up to that; each fact is paid for once (:class:`ShownFacts`);
 packing stops at the budget or when the best item left is worth less than
 :attr:`EvidenceValue.min_density` per token, so a question whose answer needs little
 evidence gets little. Only the last item may be cut (a neighbor line to the tails that
@@ -44,6 +46,7 @@ __all__ = [
     "disease_ranks",
     "entity_values",
     "item_value",
+    "new_value",
     "pack_by_value",
 ]
 
@@ -183,7 +186,11 @@ def item_value(
     shown: Set[str] = frozenset(),
 ) -> tuple[float, set[str]]:
     """Expected needed entities ``ev`` adds beyond the names in ``shown``, and the names it adds."""
-    values = entity_values(ev, value, types, ranks)
+    return new_value(entity_values(ev, value, types, ranks), shown)
+
+
+def new_value(values: Mapping[str, float], shown: Set[str]) -> tuple[float, set[str]]:
+    """The part of an item's :func:`entity_values` not in ``shown``: its sum and its names."""
     new = {k for k in values if k not in shown}
     return sum(values[k] for k in new), new
 
@@ -229,8 +236,7 @@ def pack_by_value(
         if fresh is None:
             continue
         ev = fresh
-        new = {k for k in worth[i] if k not in shown}
-        v = sum(worth[i][k] for k in new)
+        v, new = new_value(worth[i], shown)
         density = v / max(cost(ev), 1)
         if heap and density < -heap[0][0]:  # worth less than it was: back in line
             heapq.heappush(heap, (-density, i))
