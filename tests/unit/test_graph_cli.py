@@ -41,7 +41,7 @@ def cli_world(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, Any]
     world: dict[str, Any] = {"feedback": [], "applied": set()}
     store = _Store(world)
     monkeypatch.setattr(services, "get_store", lambda uri: store)
-    monkeypatch.setattr(services, "get_graph_index", lambda store: "GI")
+    monkeypatch.setattr(services, "get_graph_index", lambda store, **_: "GI")
     monkeypatch.setattr(
         services,
         "extract_mentions",

@@ -35,7 +35,7 @@ def fake_world(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """Fake store, NER, linker, exploration and aggregation; the LLM is the deterministic fake model."""
     world: dict[str, Any] = {"linked": [LinkedEntity(mention="fever", entity_id="e1", name="Fever")]}
     monkeypatch.setattr(services, "get_store", lambda uri: FeedbackLedgerStore())
-    monkeypatch.setattr(services, "get_graph_index", lambda store: "GI")
+    monkeypatch.setattr(services, "get_graph_index", lambda store, **_: "GI")
     monkeypatch.setattr(
         services,
         "extract_mentions",

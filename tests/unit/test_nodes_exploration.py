@@ -60,7 +60,7 @@ def test_plan_exploration_goes_to_reasoning_without_entities() -> None:
 def fake_kg(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     calls: dict[str, Any] = {}
     monkeypatch.setattr(services, "get_store", lambda uri: "STORE")
-    monkeypatch.setattr(services, "get_graph_index", lambda store: "GI")
+    monkeypatch.setattr(services, "get_graph_index", lambda store, **_: "GI")
 
     def record(name: str, kind: Any) -> Any:
         def fn(gi: Any, ids: Any, **kw: Any) -> list[Evidence]:

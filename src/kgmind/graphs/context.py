@@ -168,5 +168,5 @@ class Context:
 
     @property
     def packs_by_value(self) -> bool:
-        """Whether the evidence budget is spent by value: ``packing="value"`` applies to ``full`` mode only."""
+        """Whether the evidence budget is spent by value (``packing="value"``: ``full`` mode only)."""
         return self.mode == "full" and self.packing == "value"

@@ -136,13 +136,15 @@ def index_entity_types(ctx: Context, seeds: Sequence[str], evidence: Sequence[Ev
     """``normalize_name(name) -> type`` of the evidence's entities, read off the index it was explored on.
 
     The exploration index holds every entity the evidence names (it was built from it),
-    so the types come from memory; getting the cached index only checks the store's
-    fingerprint and weights version (an index is rebuilt only when those changed since
-    exploration). :func:`entity_types` asks the store instead, for nodes that have no index.
+    so the types come from memory. The in-memory index was checked for freshness by the
+    explore nodes a moment ago, so it is trusted for ``RECHECK_S`` (two store queries
+    saved per question); a pushed-down one is the cached neighbourhood of the same seeds.
+    :func:`entity_types` asks the store instead, for nodes that have no index.
     """
     from kgmind.models import normalize_name
+    from kgmind.retrievers.tools import RECHECK_S
 
-    gi = get_exploration_index(get_store(ctx.store), ctx.exploration, seeds)
+    gi = get_exploration_index(get_store(ctx.store), ctx.exploration, seeds, recheck_s=RECHECK_S)
     out: dict[str, str] = {}
     for ev in evidence:
         for eid in ev.entity_ids:
@@ -152,20 +154,26 @@ def index_entity_types(ctx: Context, seeds: Sequence[str], evidence: Sequence[Ev
     return out
 
 
-def get_graph_index(store: GraphStore) -> Any:
-    """Return the cached in-memory adjacency index of ``store`` (H4b's GraphIndex)."""
+def get_graph_index(store: GraphStore, *, recheck_s: float = 0.0) -> Any:
+    """Return the cached in-memory adjacency index of ``store`` (H4b's GraphIndex).
+
+    ``recheck_s`` > 0 trusts an index whose freshness was checked that recently (see
+    :func:`kgmind.retrievers.graph_index.get_graph_index`).
+    """
     from kgmind.retrievers.graph_index import get_graph_index as _get
 
-    return _get(store)
+    return _get(store, recheck_s=recheck_s)
 
 
-def get_exploration_index(store: GraphStore, mode: str, seeds: Sequence[str]) -> Any:
+def get_exploration_index(
+    store: GraphStore, mode: str, seeds: Sequence[str], *, recheck_s: float = 0.0
+) -> Any:
     """The index exploration runs on: the whole KG in memory, or the seeds' neighbourhood per question."""
     from kgmind.retrievers import graph_index as gx
 
     if gx.pushdown_wanted(store, mode):
         return gx.get_neighborhood_index(store, seeds)
-    return get_graph_index(store)
+    return get_graph_index(store, recheck_s=recheck_s)
 
 
 def get_linker(store: GraphStore) -> Any:

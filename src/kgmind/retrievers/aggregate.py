@@ -23,9 +23,10 @@ numbered, rendered evidence the LLM sees, with zero LLM calls:
 4. **budget**: keep items in rank order while they fit ``budget_tokens``
    (:func:`count_tokens`), or, given an ``EvidenceValue`` (the graph's ``full`` mode),
    by expected value per token with a floor (:func:`kgmind.retrievers.packing.pack_by_value`);
-   a neighbor line that does not fit is cut to the tails that do. A fact is paid for once: an item loses the triples whose two entities an item
-   kept before it already joins (a relation and its inverse are one fact) and the
-   descriptions or sources already shown, and is dropped when nothing new is left
+   a neighbor line that does not fit is cut to the tails that do. A fact is paid for
+   once: an item loses the triples whose two entities an item kept before it already
+   joins (a relation and its inverse are one fact) and the descriptions or sources
+   already shown, and is dropped when nothing new is left
    (five shortest paths that share their first hops otherwise repeat them five times);
 5. **number** per kind in the order kept: ``P1…`` paths, ``N1…`` neighbor lines, ``C1…``
    HyKGE chains, ``K1…`` KGCoT chains, ``D1…`` documents.
@@ -683,6 +684,9 @@ class ShownFacts:
     def __init__(self) -> None:
         self.facts: set[frozenset[str]] = set()
         self.notes: set[str] = set()
+        # an item asked for again with the same part left shown is not copied and re-rendered
+        # again (value packing re-asks for each item after every keep)
+        self._cut: dict[tuple[Any, ...], Evidence] = {}
 
     def add(self, ev: Evidence) -> None:
         """Record what ``ev`` shows."""
@@ -713,6 +717,9 @@ class ShownFacts:
         ]
         if len(keep) == n and fresh == descriptions and fresh_knowledge == knowledge:
             return ev
+        memo = (ev.kind, ev.text, tuple(ev.relation_ids), tuple(keep), tuple(fresh), tuple(fresh_knowledge))
+        if memo in self._cut:
+            return self._cut[memo]
         if descriptions:
             meta["descriptions"] = fresh
         if "knowledge" in meta:
@@ -733,7 +740,8 @@ class ShownFacts:
                 "meta": meta,
             }
         )
-        return cut.model_copy(update={"text": render_evidence(cut)})
+        self._cut[memo] = cut.model_copy(update={"text": render_evidence(cut)})
+        return self._cut[memo]
 
 
 def _kept_entity_ids(ev: Evidence, keep: Sequence[int]) -> list[str]:

@@ -224,10 +224,18 @@ def pack_by_value(
     ranks = disease_ranks(evidence)
     # an item's entities keep their chances whatever is kept before it; only which are new changes
     worth = [entity_values(ev, value, types, ranks) for ev in evidence]
+    costs: dict[int, tuple[Evidence, int]] = {}
+
+    def cost_of(i: int, ev: Evidence) -> int:
+        """``cost(ev)`` for item ``i`` as it now stands, counted again only when it changed."""
+        if i not in costs or costs[i][0] is not ev:
+            costs[i] = (ev, cost(ev))
+        return costs[i][1]
+
     shown: set[str] = set()
     heap: list[tuple[float, int]] = []
     for i, ev in enumerate(evidence):
-        heapq.heappush(heap, (-sum(worth[i].values()) / max(cost(ev), 1), i))
+        heapq.heappush(heap, (-sum(worth[i].values()) / max(cost_of(i, ev), 1), i))
     kept: list[Evidence] = []
     used = 0
     while heap:
@@ -237,14 +245,14 @@ def pack_by_value(
             continue
         ev = fresh
         v, new = new_value(worth[i], shown)
-        density = v / max(cost(ev), 1)
+        density = v / max(cost_of(i, ev), 1)
         if heap and density < -heap[0][0]:  # worth less than it was: back in line
             heapq.heappush(heap, (-density, i))
             continue
         if density < value.min_density or v <= 0.0:
             break
         room = budget_tokens - used
-        if cost(ev) > room:
+        if cost_of(i, ev) > room:
             part = cut_to(ev, room)
             if part is not None:  # the last group, cut to what fits; nothing comes after it
                 kept.append(part)
@@ -254,5 +262,5 @@ def pack_by_value(
         kept.append(ev)
         on_keep(ev)
         shown |= new
-        used += cost(ev)
+        used += cost_of(i, ev)
     return kept
