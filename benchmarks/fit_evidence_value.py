@@ -177,15 +177,15 @@ def fit(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def replay(rows: list[dict[str, Any]], value: Any, budget: int) -> dict[str, float]:
-    """Recall, disease hit and tokens of the shipped packing with ``value`` at ``budget``."""
+def score(rows: list[dict[str, Any]], evidence_of: Any) -> dict[str, float]:
+    """Mean evidence recall, disease hit and tokens of ``evidence_of(row)`` over ``rows``."""
     from kgmind.eval import metrics as mt
     from kgmind.retrievers import aggregate
 
     rec, hit, tok = [], [], []
     for row in rows:
         it = row["item"]
-        kept = aggregate.select_evidence(row["candidates"], budget, value=value, types=row["types"])
+        kept = evidence_of(row)
         text = "\n".join(ev.text for ev in kept)
         r = mt.evidence_recall(text, it.gold)
         if r is None:
@@ -203,32 +203,26 @@ def replay(rows: list[dict[str, Any]], value: Any, budget: int) -> dict[str, flo
     }
 
 
-def mindmap(rows: list[dict[str, Any]], res: Any, budget: int) -> dict[str, float]:
-    """Faithful MindMap on the same questions (``kgmind eval``'s ``mindmap`` method)."""
-    from kgmind.eval import metrics as mt
-    from kgmind.eval.methods import METHODS
-    from kgmind.eval.runner import question_text
+def replay(rows: list[dict[str, Any]], value: Any, budget: int) -> dict[str, float]:
+    """Recall, disease hit and tokens of the shipped packing with ``value`` at ``budget``."""
     from kgmind.retrievers import aggregate
 
-    rec, hit, tok = [], [], []
-    for row in rows:
+    def evidence_of(row: dict[str, Any]) -> list[Any]:
+        return aggregate.select_evidence(row["candidates"], budget, value=value, types=row["types"])
+
+    return score(rows, evidence_of)
+
+
+def mindmap(rows: list[dict[str, Any]], res: Any, budget: int) -> dict[str, float]:
+    """Faithful MindMap on the same questions (``kgmind eval``'s ``mindmap`` method)."""
+    from kgmind.eval.methods import METHODS
+    from kgmind.eval.runner import question_text
+
+    def evidence_of(row: dict[str, Any]) -> list[Any]:
         it = row["item"]
-        out = METHODS["mindmap"].func(question_text(it), list(it.entities), res, budget)
-        text = "\n".join(ev.text for ev in out.evidence)
-        r = mt.evidence_recall(text, it.gold)
-        if r is None:
-            continue
-        rec.append(r)
-        h = mt.gold_disease_hit(text, it.gold_diseases)
-        if h is not None:
-            hit.append(h)
-        tok.append(sum(aggregate.count_tokens(ev.text) + aggregate.ID_OVERHEAD for ev in out.evidence))
-    return {
-        "recall": round(sum(rec) / len(rec), 4),
-        "disease_hit": round(sum(hit) / len(hit), 4) if hit else None,
-        "tokens": round(sum(tok) / len(tok), 1),
-        "n": len(rec),
-    }
+        return list(METHODS["mindmap"].func(question_text(it), list(it.entities), res, budget).evidence)
+
+    return score(rows, evidence_of)
 
 
 def main() -> int:
