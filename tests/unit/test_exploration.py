@@ -471,3 +471,21 @@ def test_dfs_dead_end_start_gives_nothing() -> None:
     gi = abstract([("A", "B")])
     assert weighted_dfs_chains(gi, ids("B")) == []
     assert weighted_dfs_chains(gi, ["unknown"]) == []
+
+
+def test_ranked_neighbors_offer_only_lines_with_a_tail_of_the_wanted_types() -> None:
+    gi = medical()
+    every = neighbor_evidence(gi, ids("Fever", "Cough"), max_lines=30, ranked=True)
+    answer = neighbor_evidence(
+        gi, ids("Fever", "Cough"), max_lines=30, ranked=True, tail_types=frozenset({"test", "medication"})
+    )
+    relations = {ev.meta.get("relation") for ev in every}
+    assert "has_symptom" in relations  # the unfiltered candidates list the diseases' symptoms too
+    kept = [ev for ev in answer if ev.meta["relation"] != "support"]
+    assert kept and {ev.meta["relation"] for ev in kept} <= {"need_medical_test", "need_medication"}
+    # the support lines (the linked symptoms' edges to each disease) are always offered
+
+    def support(evs: list) -> list:
+        return [ev for ev in evs if ev.meta["relation"] == "support"]
+
+    assert support(answer) and support(answer) == support(every)

@@ -246,3 +246,28 @@ def test_cli_draws_an_assembly_bar(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     assemble_local_model("tiny", Console(file=buf2, force_terminal=True, width=100))
     assemble_local_model("fake:x", Console(file=buf2, force_terminal=True, width=100))
     assert buf2.getvalue() == ""  # nothing drawn when there is nothing to assemble
+
+
+def test_schema_calls_go_to_the_schema_decoder_only_when_it_can_write_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Greedy, schema-bound calls the decoder supports; everything else keeps llama.cpp's own path."""
+    pytest.importorskip("llama_cpp")
+    from types import SimpleNamespace
+
+    from kgmind.llm import _locked_llama_class
+
+    decodable = _locked_llama_class()._decodable_schema
+    greedy = SimpleNamespace(temperature=0.0)
+    schema = {"type": "object", "properties": {"a": {"enum": ["x", "y"]}}, "required": ["a"]}
+    bound = {"response_format": {"type": "json_object", "schema": schema}}
+    monkeypatch.delenv("KGMIND_LOCAL_DECODER", raising=False)
+    assert decodable(greedy, bound) == schema
+    assert decodable(greedy, {}) is None  # no schema: plain chat completion
+    assert decodable(SimpleNamespace(temperature=0.7), bound) is None  # sampling: llama.cpp's sampler
+    assert decodable(greedy, {**bound, "temperature": 0.5}) is None
+    assert decodable(greedy, {**bound, "grammar": object()}) is None  # an explicit grammar wins
+    unsupported = {"type": "object", "properties": {"n": {"type": "number"}}, "required": ["n"]}
+    assert decodable(greedy, {"response_format": {"type": "json_object", "schema": unsupported}}) is None
+    monkeypatch.setenv("KGMIND_LOCAL_DECODER", "grammar")
+    assert decodable(greedy, bound) is None

@@ -193,3 +193,32 @@ def test_rewrite_evidence_keeps_items_the_reply_misses() -> None:
     evs = [Evidence(id="P1", kind="path", text="x"), Evidence(id="N1", kind="neighbor", text="y")]
     out = rewrite_evidence(RunnableLambda(lambda m: "nothing useful"), evs, "en")
     assert [e.text for e in out] == ["x", "y"]
+
+
+def test_index_entity_types_reads_the_explored_index_and_trusts_it_for_the_recheck_window(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from types import SimpleNamespace
+
+    from kgmind.retrievers.tools import RECHECK_S
+
+    gi = SimpleNamespace(
+        index_of={"e1": 0, "e2": 1}, names=["Fever", "Influenza  A"], types=["symptom", "disease"]
+    )
+    seen: dict[str, Any] = {}
+    monkeypatch.setattr(services, "get_store", lambda uri: "STORE")
+
+    def index(store: Any, mode: str, seeds: Any, **kw: Any) -> Any:
+        seen.update(store=store, mode=mode, seeds=list(seeds), **kw)
+        return gi
+
+    monkeypatch.setattr(services, "get_exploration_index", index)
+    ev = Evidence(
+        kind="path",
+        text="t",
+        triples=[("Fever", "possible_disease", "Influenza A")],
+        entity_ids=["e1", "e2", "e9"],
+    )
+    types = services.index_entity_types(Context(), ["e1"], [ev])
+    assert types == {"fever": "symptom", "influenza a": "disease"}  # e9 is not in the index: left out
+    assert seen == {"store": "STORE", "mode": "auto", "seeds": ["e1"], "recheck_s": RECHECK_S}
