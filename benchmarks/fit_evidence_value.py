@@ -120,7 +120,7 @@ def non_increasing(cells: list[tuple[float, float]]) -> list[float]:
 def fit(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The chances of :class:`EvidenceValue` from the candidates and the gold."""
     from kgmind.models import normalize_name
-    from kgmind.retrievers.packing import ANSWER_TYPES, disease_ranks
+    from kgmind.retrievers.packing import ANSWER_TYPES, disease_ranks, line_disease
 
     rank_n: defaultdict[int, int] = defaultdict(int)
     rank_gold: defaultdict[int, int] = defaultdict(int)
@@ -139,9 +139,8 @@ def fit(rows: list[dict[str, Any]]) -> dict[str, Any]:
             rank_gold[min(rank, MAX_RANK)] += name in gold
         tails: set[str] = set()
         for ev in cands:
-            heads = {normalize_name(h) for h, _r, _t in ev.triples}
-            head = next(iter(heads)) if len(heads) == 1 else None
-            if ev.kind == "neighbor" and head in ranks and head in gold:
+            head = line_disease(ev, ranks)
+            if head is not None and head in gold:
                 for _h, _r, t in ev.triples:
                     key = normalize_name(t)
                     kind = types.get(key, "")

@@ -46,6 +46,7 @@ __all__ = [
     "disease_ranks",
     "entity_values",
     "item_value",
+    "line_disease",
     "new_value",
     "pack_by_value",
 ]
@@ -73,9 +74,9 @@ class EvidenceValue:
     other: Mapping[str, float] = field(default_factory=dict)
     min_density: float = 0.0
 
-    def disease(self, rank: int | None) -> float:
-        """Chance for a disease at ``rank`` (``None``: not among the ranked candidates)."""
-        if rank is None or not self.disease_by_rank:
+    def disease(self, rank: int) -> float:
+        """Chance for the candidate disease at vote ``rank`` (1 = best)."""
+        if not self.disease_by_rank:
             return self.other.get("disease", 0.0)
         return self.disease_by_rank[min(rank, len(self.disease_by_rank)) - 1]
 
@@ -137,7 +138,7 @@ def disease_ranks(evidence: Sequence[Evidence]) -> dict[str, int]:
     return ranks
 
 
-def _line_disease(ev: Evidence, ranks: Mapping[str, int]) -> str | None:
+def line_disease(ev: Evidence, ranks: Mapping[str, int]) -> str | None:
     """The ranked disease a neighbor line lists the tails of (its one head), if any."""
     heads = {normalize_name(h) for h, _r, _t in ev.triples}
     if ev.kind != "neighbor" or len(heads) != 1:
@@ -158,7 +159,7 @@ def entity_values(
         ranks: ``normalize_name(disease) -> vote rank`` (:func:`disease_ranks`).
 
     """
-    head = _line_disease(ev, ranks)
+    head = line_disease(ev, ranks)
     head_p = value.disease(ranks[head]) if head is not None else 0.0
     out: dict[str, float] = {}
     for h, _r, t in ev.triples:
