@@ -101,9 +101,10 @@ def test_medical_conclusions_are_workups_of_evidence_diseases_and_the_summary_co
     workup = variant["properties"]
     assert workup["disease"] == {"const": "Influenza"}
     assert workup["tests"]["items"]["enum"] == ["Rapid influenza test"]
-    assert workup["tests"]["minItems"] == 1  # at least MIN_TESTS, but only one test is tied to it
+    assert workup["tests"]["minItems"] == 1  # at least 3 for the first rank, but only one test is tied to it
     assert workup["medications"]["items"]["enum"] == ["Oseltamivir", "Zanamivir"]
-    assert workup["medications"]["minItems"] == 2
+    meds = workup["medications"]
+    assert (meds["minItems"], meds["maxItems"]) == grounded.MEDICATIONS_BY_RANK[0]
     assert "tests" not in props and "medications" not in props and "conclusions" not in props
     assert list(props)[-2:] == ["own_knowledge", "summary"]
     assert props["own_knowledge"]["items"]["type"] == "string"  # own points: free text, never cited
@@ -248,3 +249,39 @@ def test_chinese_prompt_and_conclusion_line() -> None:
     )
     assert render_conclusions({"diagnoses": ["Influenza"], "tests": []}) == "Likely diagnoses: Influenza."
     assert render_conclusions({}) == ""
+
+
+def test_workup_list_bounds_follow_the_disease_rank(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first-ranked disease gets the longer lists; later ranks take the last pair."""
+    monkeypatch.setattr(grounded, "CANDIDATE_DIAGNOSES", 3)
+    monkeypatch.setattr(grounded, "TESTS_BY_RANK", ((3, 4), (1, 2)))
+    monkeypatch.setattr(grounded, "MEDICATIONS_BY_RANK", ((1, 1),))
+    ranked = ["Influenza", "Pneumonia", "Bronchitis"]
+    evidence = [
+        Evidence(
+            id=f"N{i}",
+            kind="neighbor",
+            text=f"{d} tests and drugs.",
+            triples=[(d, "need_medical_test", f"Test{i}{k}") for k in range(5)]
+            + [(d, "need_medication", f"Drug{i}{k}") for k in range(3)],
+        )
+        for i, d in enumerate(ranked)
+    ]
+    types = {normalize_name(d): "disease" for d in ranked}
+    for i in range(3):
+        types |= {normalize_name(f"Test{i}{k}"): "test" for k in range(5)}
+        types |= {normalize_name(f"Drug{i}{k}"): "medication" for k in range(3)}
+    variants = build_answer_schema(evidence, types)["properties"]["diagnoses"]["items"]["anyOf"]
+    bounds = [
+        (
+            v["properties"]["disease"]["const"],
+            (v["properties"]["tests"]["minItems"], v["properties"]["tests"]["maxItems"]),
+            (v["properties"]["medications"]["minItems"], v["properties"]["medications"]["maxItems"]),
+        )
+        for v in variants
+    ]
+    assert bounds == [
+        ("Influenza", (3, 4), (1, 1)),
+        ("Pneumonia", (1, 2), (1, 1)),
+        ("Bronchitis", (1, 2), (1, 1)),
+    ]

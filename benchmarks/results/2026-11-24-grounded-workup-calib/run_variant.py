@@ -1,0 +1,103 @@
+"""Calib experiment driver: patch constants from KGV_* env vars, run an interleaved eval, print a summary."""
+
+import json
+import os
+import sys
+import time
+
+import kgmind.prompts.grounded as G
+import kgmind.prompts.schemas as S
+
+for name in (
+    "MAX_STEPS",
+    "MAX_NODES",
+    "MAX_LEAVES",
+    "MAX_OWN",
+    "STEP_CHARS",
+    "SUMMARY_CHARS",
+    "OWN_CHARS",
+    "MIN_DIAGNOSES",
+    "MAX_DIAGNOSES",
+    "CANDIDATE_DIAGNOSES",
+    "LABEL_CHARS",
+):
+    v = os.environ.get("KGV_" + name)
+    if v is not None:
+        setattr(G, name, int(v))
+for name in ("TESTS_BY_RANK", "MEDICATIONS_BY_RANK"):
+    v = os.environ.get("KGV_" + name)  # "3,4;1,2": (min, max) per rank
+    if v is not None:
+        setattr(G, name, tuple(tuple(int(x) for x in pair.split(",")) for pair in v.split(";")))
+for name in ("HYPOTHESIS_CHARS", "MAX_HYPOTHESIS_ENTITIES", "ENTITY_CHARS"):
+    v = os.environ.get("KGV_" + name)
+    if v is not None:
+        setattr(S, name, int(v))
+        S.HypothesisOut.model_fields  # noqa
+if any(os.environ.get("KGV_" + n) for n in ("HYPOTHESIS_CHARS", "MAX_HYPOTHESIS_ENTITIES", "ENTITY_CHARS")):
+    # rebuild the json schema extras of HypothesisOut
+    f = S.HypothesisOut.model_fields
+    f["hypothesis"].json_schema_extra = {"maxLength": S.HYPOTHESIS_CHARS}
+    f["entities"].json_schema_extra = {
+        "maxItems": S.MAX_HYPOTHESIS_ENTITIES,
+        "items": {"type": "string", "maxLength": S.ENTITY_CHARS},
+    }
+    S.HypothesisOut.model_rebuild(force=True)
+from kgmind.eval.report import write_results  # noqa: E402  (after the constants are patched)
+from kgmind.eval.runner import EvalConfig, run_eval  # noqa: E402
+
+methods, limit, seed, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+sets = {}
+budget = None
+for kv in sys.argv[5:]:
+    k, v = kv.split("=", 1)
+    if k == "budget":
+        budget = int(v)
+        continue
+    sets[k] = int(v) if v.isdigit() else v
+extra = {"budget": budget} if budget else {}
+cfg = EvalConfig(
+    dataset="genmedgpt5k",
+    methods=methods,
+    llm="local",
+    split="calib",
+    limit=limit,
+    seed=seed,
+    memory_sample=0,
+    bertscore=False,
+    llm_cache="off",
+    interleave=True,
+    context=sets,
+    **extra,
+)
+t = time.time()
+res = run_eval(cfg, keep_rows=True)
+os.makedirs(out, exist_ok=True)
+write_results(res, out)
+summ = {
+    m: {
+        k: (round(v, 3) if isinstance(v, float) else v)
+        for k, v in r.items()
+        if k
+        in (
+            "evidence_recall",
+            "gold_disease_hit",
+            "evidence_tokens_mean",
+            "answer_entity_recall",
+            "answer_precision",
+            "citation_rate",
+            "citation_support",
+            "wall_ms_p50",
+            "wall_ms_p95",
+        )
+    }
+    for m, r in res["methods"].items()
+}
+if "kgmind" in summ and "llm_only" in summ:
+    summ["ratio"] = round(summ["kgmind"]["wall_ms_p50"] / summ["llm_only"]["wall_ms_p50"], 3)
+summ["env"] = {k: v for k, v in os.environ.items() if k.startswith("KGV_")}
+summ["sets"] = sets
+summ["budget"] = cfg.budget
+summ["minutes"] = round((time.time() - t) / 60, 1)
+with open(os.path.join(out, "summary.json"), "w") as fh:
+    json.dump(summ, fh, indent=1)
+print(json.dumps(summ))
