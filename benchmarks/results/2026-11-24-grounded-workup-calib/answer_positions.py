@@ -1,3 +1,9 @@
+"""Where the gold entities of grounded answers sit: summary line, diagnoses, and each test/medication position.
+
+Usage: python answer_positions.py RESULTS_JSON SPLIT METHOD [METHOD ...]  (a run with keep_rows; calib only)
+Counts distinct vocabulary entities per part of the rendered answer and how many are gold; positions past 6 pool.
+"""
+
 import json, re, sys, statistics as st
 from kgmind.eval import gold as gd
 from kgmind.eval.runner import EvalConfig, build_items
