@@ -16,10 +16,6 @@ for name in (
     "STEP_CHARS",
     "SUMMARY_CHARS",
     "OWN_CHARS",
-    "MIN_TESTS",
-    "MAX_TESTS",
-    "MIN_MEDICATIONS",
-    "MAX_MEDICATIONS",
     "MIN_DIAGNOSES",
     "MAX_DIAGNOSES",
     "CANDIDATE_DIAGNOSES",
@@ -28,6 +24,17 @@ for name in (
     v = os.environ.get("KGV_" + name)
     if v is not None:
         setattr(G, name, int(v))
+# workup lists: KGV_TESTS_BY_RANK="3,4;1,2" ((min, max) per rank); the earlier KGV_MIN_/MAX_TESTS and
+# KGV_MIN_/MAX_MEDICATIONS set one pair for every rank (what they meant before the bounds went by rank)
+for field in ("TESTS", "MEDICATIONS"):
+    v = os.environ.get(f"KGV_{field}_BY_RANK")
+    low, high = os.environ.get(f"KGV_MIN_{field}"), os.environ.get(f"KGV_MAX_{field}")
+    if v is not None:
+        setattr(G, f"{field}_BY_RANK", tuple(tuple(int(x) for x in p.split(",")) for p in v.split(";")))
+    elif low is not None or high is not None:
+        (default,) = getattr(G, f"{field}_BY_RANK")[:1]
+        pair = (int(low) if low is not None else default[0], int(high) if high is not None else default[1])
+        setattr(G, f"{field}_BY_RANK", (pair,))
 for name in ("HYPOTHESIS_CHARS", "MAX_HYPOTHESIS_ENTITIES", "ENTITY_CHARS"):
     v = os.environ.get("KGV_" + name)
     if v is not None:
