@@ -86,8 +86,9 @@ CANDIDATE_DIAGNOSES: int | None = 2
 #: candidates (the last pair serves later ranks): the first-ranked disease is worked up,
 #: the second is a differential with its key test. Fitted on the calibration split
 #: (benchmarks/results/2026-11-24-grounded-workup-calib, 40 questions): of the medications
-#: the answers listed, 10 of 216 were gold, and the second workup's tests 6 of 71 against
-#: 24 of 155 for the first's; one medication each and 1-2 tests for the second disease
+#: the answers listed, 10 of 216 were gold, and of the tests listed after the fourth
+#: (mostly the second workup's) 6 of 71, against 24 of the first four's 155; one
+#: medication each and 1-2 tests for the second disease
 #: (from 3-4 tests and 2-3 medications each) took answer precision 0.122 -> 0.150 for
 #: answer recall 0.479 -> 0.457, and 1.5 s off a full run.
 TESTS_BY_RANK: tuple[tuple[int, int], ...] = ((3, 4), (1, 2))
