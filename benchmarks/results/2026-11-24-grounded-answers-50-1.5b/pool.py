@@ -1,7 +1,7 @@
 """0.5B (commit d37171b) vs 1.5B (this folder) kgmind answers on the same 50 seeded test questions.
 
-Answer recall, precision, F1 of the two means (the README's "answer F1"), mean per-question F1, a paired count,
-and wall time p50 of each method in its own run. Run from the repository root.
+Answer recall, precision, F1 of the two means (the README's "answer F1"), mean per-question F1, a
+paired count, and wall time p50 of each method in its own run. Run from the repository root.
 """
 
 import json
