@@ -46,21 +46,26 @@ def mean(d: dict, ids: list, k: str) -> float:
     return sum(v) / len(v)
 
 
-for name, pairs in SETS.items():
-    a: dict = {}
-    b: dict = {}
-    for pa, pb in pairs:
-        a.update(rows(pa))
-        b.update(rows(pb))
-    ids = sorted(a)
-    assert set(ids) == set(b)
-    for label, d in (("0.5b", a), ("1.5b", b)):
-        r, p = mean(d, ids, "answer_entity_recall"), mean(d, ids, "answer_precision")
-        per_row = sum(f1(d[i]) for i in ids) / len(ids)
-        print(
-            f"{name} n={len(ids)} {label}: recall {r:.3f} precision {p:.3f} F1 {2 * r * p / (r + p):.3f} "
-            f"mean per-question F1 {per_row:.3f}"
-        )
-    diff = [f1(b[i]) - f1(a[i]) for i in ids]
-    better, worse = sum(x > 0 for x in diff), sum(x < 0 for x in diff)
-    print(f"  1.5b better {better}, worse {worse}, tied {len(diff) - better - worse}")
+def main() -> None:
+    for name, pairs in SETS.items():
+        a: dict = {}
+        b: dict = {}
+        for pa, pb in pairs:
+            a.update(rows(pa))
+            b.update(rows(pb))
+        ids = sorted(a)
+        assert set(ids) == set(b)
+        for label, d in (("0.5b", a), ("1.5b", b)):
+            r, p = mean(d, ids, "answer_entity_recall"), mean(d, ids, "answer_precision")
+            per_row = sum(f1(d[i]) for i in ids) / len(ids)
+            print(
+                f"{name} n={len(ids)} {label}: recall {r:.3f} precision {p:.3f} F1 {2 * r * p / (r + p):.3f} "
+                f"mean per-question F1 {per_row:.3f}"
+            )
+        diff = [f1(b[i]) - f1(a[i]) for i in ids]
+        better, worse = sum(x > 0 for x in diff), sum(x < 0 for x in diff)
+        print(f"  1.5b better {better}, worse {worse}, tied {len(diff) - better - worse}")
+
+
+if __name__ == "__main__":
+    main()

@@ -4,6 +4,7 @@ Answer recall, precision, F1 of the two means (the README's "answer F1"), mean p
 paired count, and wall time p50 of each method in its own run. Run from the repository root.
 """
 
+import importlib.util
 import json
 
 R = "benchmarks/results/"
@@ -16,14 +17,12 @@ def load(path: str) -> dict:
         return json.load(fh)
 
 
-def f1(y: dict) -> float:
-    p, q = y["answer_entity_recall"], y["answer_precision"]
-    return 2 * p * q / (p + q) if p and q else 0.0
-
-
-def mean(d: dict, ids: list, k: str) -> float:
-    v = [d[i][k] for i in ids if d[i][k] is not None]
-    return sum(v) / len(v)
+# the paired measures of the earlier comparison, one copy
+_spec = importlib.util.spec_from_file_location("pool_1123", R + "2026-11-23-local-models/pool.py")
+assert _spec and _spec.loader
+_earlier = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_earlier)
+f1, mean = _earlier.f1, _earlier.mean
 
 
 ra, rb = load(A), load(B)
