@@ -46,6 +46,23 @@ def mean(d: dict, ids: list, k: str) -> float:
     return sum(v) / len(v)
 
 
+def compare(name: str, a: dict, b: dict, walls: tuple[float, float] | None = None) -> None:
+    """Both models' answer measures on the same items (wall p50 in s when given), then the paired count."""
+    ids = sorted(a)
+    assert set(ids) == set(b), name
+    for at, (label, d) in enumerate((("0.5b", a), ("1.5b", b))):
+        r, p = mean(d, ids, "answer_entity_recall"), mean(d, ids, "answer_precision")
+        per_row = sum(f1(d[i]) for i in ids) / len(ids)
+        wall = "" if walls is None else f" wall p50 {walls[at]:.1f} s"
+        print(
+            f"{name} n={len(ids)} {label}: recall {r:.3f} precision {p:.3f} F1 {2 * r * p / (r + p):.3f} "
+            f"mean per-question F1 {per_row:.3f}{wall}"
+        )
+    diff = [f1(b[i]) - f1(a[i]) for i in ids]
+    better, worse = sum(x > 0 for x in diff), sum(x < 0 for x in diff)
+    print(f"  1.5b better {better}, worse {worse}, tied {len(diff) - better - worse}")
+
+
 def main() -> None:
     for name, pairs in SETS.items():
         a: dict = {}
@@ -53,18 +70,7 @@ def main() -> None:
         for pa, pb in pairs:
             a.update(rows(pa))
             b.update(rows(pb))
-        ids = sorted(a)
-        assert set(ids) == set(b)
-        for label, d in (("0.5b", a), ("1.5b", b)):
-            r, p = mean(d, ids, "answer_entity_recall"), mean(d, ids, "answer_precision")
-            per_row = sum(f1(d[i]) for i in ids) / len(ids)
-            print(
-                f"{name} n={len(ids)} {label}: recall {r:.3f} precision {p:.3f} F1 {2 * r * p / (r + p):.3f} "
-                f"mean per-question F1 {per_row:.3f}"
-            )
-        diff = [f1(b[i]) - f1(a[i]) for i in ids]
-        better, worse = sum(x > 0 for x in diff), sum(x < 0 for x in diff)
-        print(f"  1.5b better {better}, worse {worse}, tied {len(diff) - better - worse}")
+        compare(name, a, b)
 
 
 if __name__ == "__main__":
