@@ -132,3 +132,30 @@ def test_stream_and_prefix_cache_do_not_change_the_answer(chat: Any) -> None:
     pieces = [chunk.content for chunk in bound.stream(messages)]
     assert len(pieces) > 3
     assert cold == warm == "".join(pieces)
+
+
+def test_the_budget_of_the_answering_graph_is_counted_in_the_local_models_tokens(chat: Any) -> None:
+    """Medical names cost the real model about twice the word approximation, so an exact budget keeps less."""
+    from kgmind.llm import local_tokenizer
+    from kgmind.retrievers import aggregate
+
+    tokenize = local_tokenizer("local")
+    assert tokenize is not None and local_tokenizer("fake:answer") is None
+    drugs = (
+        "Psychotic disorder can be treated with Lithium (Li), Haloperidol, Divalproex Sodium (Depakote), "
+        "Aripiprazole (Abilify), Olanzapine (Zyprexa), Quetiapine (Seroquel) and Risperidone."
+    )
+    assert tokenize(drugs) == list(chat.client.tokenize(drugs.encode(), add_bos=False, special=False))
+    assert len(tokenize(drugs)) > 1.5 * aggregate.count_tokens(drugs)
+    items = [
+        Evidence(
+            kind="neighbor",
+            text=f"{drugs} ({i})",
+            triples=[("Psychotic disorder", "need_medication", f"D{i}")],
+        )
+        for i in range(6)
+    ]
+    budget = 4 * aggregate.count_tokens(items[0].text) + 4 * aggregate.ID_OVERHEAD
+    approx = aggregate.select_evidence(items, budget)
+    exact = aggregate.select_evidence(items, budget, tokenizer=tokenize)
+    assert len(approx) == 4 and 1 <= len(exact) < len(approx)

@@ -233,3 +233,13 @@ def test_mermaid_snapshot() -> None:
     assert text == SNAPSHOT.read_text(encoding="utf-8"), (
         "graph wiring changed: KGMIND_UPDATE_SNAPSHOTS=1 to accept"
     )
+
+
+def test_only_the_answering_graph_counts_evidence_in_its_models_tokens() -> None:
+    """``aggregate_evidence`` is one node name in both graphs; the full graph's reader is its own model."""
+    from kgmind.graphs.aggregate_evidence import aggregate_evidence, aggregate_evidence_for_answer
+
+    full = build_graph().nodes["aggregate_evidence"].runnable
+    retrieval = build_retrieval_graph().nodes["aggregate_evidence"].runnable
+    assert getattr(full, "func", None) is aggregate_evidence_for_answer
+    assert getattr(retrieval, "func", None) is aggregate_evidence

@@ -110,7 +110,10 @@ def test_medical_conclusions_are_workups_of_evidence_diseases_and_the_summary_co
     assert props["own_knowledge"]["items"]["type"] == "string"  # own points: free text, never cited
 
 
-def test_workups_tie_tests_and_drugs_to_their_own_disease_in_either_direction() -> None:
+def test_workups_tie_tests_and_drugs_to_their_own_disease_in_either_direction(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(grounded, "TESTS_BY_RANK", ((3, 4), (1, 2)))  # the second disease gets lists too
     evidence = [
         *EVIDENCE,
         Evidence(
@@ -285,3 +288,30 @@ def test_workup_list_bounds_follow_the_disease_rank(monkeypatch: pytest.MonkeyPa
         ("Pneumonia", (1, 2), (1, 1)),
         ("Bronchitis", (1, 2), (1, 1)),
     ]
+
+
+def test_the_second_diagnosis_is_named_as_the_differential_without_its_own_lists() -> None:
+    """By default only the first-ranked disease is worked up: a list whose max is 0 is left out."""
+    ranked = ["Influenza", "Pneumonia"]
+    evidence = [
+        Evidence(
+            id=f"N{i}",
+            kind="neighbor",
+            text=f"{d} tests and drugs.",
+            triples=[(d, "need_medical_test", f"Test{i}{k}") for k in range(5)]
+            + [(d, "need_medication", f"Drug{i}{k}") for k in range(3)],
+        )
+        for i, d in enumerate(ranked)
+    ]
+    types = {normalize_name(d): "disease" for d in ranked}
+    for i in range(2):
+        types |= {normalize_name(f"Test{i}{k}"): "test" for k in range(5)}
+        types |= {normalize_name(f"Drug{i}{k}"): "medication" for k in range(3)}
+    diagnoses = build_answer_schema(evidence, types)["properties"]["diagnoses"]
+    first, second = (v["properties"] for v in diagnoses["items"]["anyOf"])
+    assert (first["tests"]["minItems"], first["tests"]["maxItems"]) == (3, 4)
+    assert (first["medications"]["minItems"], first["medications"]["maxItems"]) == (1, 1)
+    assert second == {"disease": {"const": "Pneumonia"}}
+    assert diagnoses["minItems"] == diagnoses["maxItems"] == 2
+    answer = fill_schema(build_answer_schema(evidence, types))
+    assert [set(d) for d in answer["diagnoses"]] == [{"disease", "tests", "medications"}, {"disease"}]

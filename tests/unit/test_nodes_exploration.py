@@ -11,7 +11,11 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from kgmind.graphs import services
-from kgmind.graphs.aggregate_evidence import aggregate_evidence, rewrite_evidence
+from kgmind.graphs.aggregate_evidence import (
+    aggregate_evidence,
+    aggregate_evidence_for_answer,
+    rewrite_evidence,
+)
 from kgmind.graphs.context import Context
 from kgmind.graphs.explore import explore_chains, explore_kgcot, explore_neighbors, explore_paths
 from kgmind.graphs.plan_exploration import EXPLORATION_NODES, plan_exploration
@@ -151,6 +155,7 @@ def test_aggregate_evidence_merges_all_branches(monkeypatch: pytest.MonkeyPatch)
         "question": "q",
         "hypothesis": "h",
         "budget_tokens": 321,
+        "tokenizer": None,
         "value": None,
         "types": None,
     }
@@ -163,6 +168,34 @@ def test_aggregate_evidence_merges_all_branches(monkeypatch: pytest.MonkeyPatch)
     assert seen["value"] is None
     assert out["llm_calls"] == 0
     assert out["flags"] == {"no_kg_evidence": False}
+
+
+def test_the_answering_graph_counts_the_budget_in_its_models_tokens(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The full graph's node asks for the reader's tokenizer; the retrieval graph's reader is unknown."""
+    import kgmind.llm
+
+    seen: list[Any] = []
+
+    def fake_agg(evs: list[Evidence], question: str, hypothesis: str = "", **kw: Any) -> list[Evidence]:
+        seen.append(kw["tokenizer"])
+        return _numbered(evs, question)
+
+    def tokenizer(text: str) -> list[int]:
+        return [0] * len(text)
+
+    asked: list[str] = []
+
+    def local_tokenizer(name: str) -> Any:
+        asked.append(name)
+        return tokenizer if name == "local" else None
+
+    monkeypatch.setattr(aggregate, "aggregate_evidence", fake_agg)
+    monkeypatch.setattr(kgmind.llm, "local_tokenizer", local_tokenizer)
+    state: Any = {"question": "q", "neighbor_evidence": [Evidence(kind="neighbor", text="b")]}
+    aggregate_evidence_for_answer(state, _rt(model="local"))
+    aggregate_evidence_for_answer(state, _rt(model="fake:x"))
+    aggregate_evidence(state, _rt(model="local"))
+    assert seen == [tokenizer, None, None] and asked == ["local", "fake:x"]
 
 
 def test_aggregate_evidence_empty_flags(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -445,16 +445,10 @@ def _llm_cache(cfg: EvalConfig) -> Any:
 
 def _llama_token_counter(model: str) -> Callable[[str], int] | None:
     """The local model's own token count, for the LLM call log (``None`` for other models)."""
-    from kgmind.llm import LOCAL_MODELS, get_chat_model
+    from kgmind.llm import local_tokenizer
 
-    if model not in LOCAL_MODELS:
-        return None
-    client = get_chat_model(model).client  # type: ignore[attr-defined]
-
-    def count(text: str) -> int:
-        return len(client.tokenize(text.encode("utf-8"), add_bos=False, special=True))
-
-    return count
+    tokenize = local_tokenizer(model)
+    return None if tokenize is None else (lambda text: len(tokenize(text)))
 
 
 def _own_mentions(question: str, res: Resources) -> list[Mention]:

@@ -10,11 +10,14 @@ checkpointer: LangGraph Studio adds its own; the CLI compiles with SQLite.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import RetryPolicy
 
-from kgmind.graphs.aggregate_evidence import aggregate_evidence
+from kgmind.graphs.aggregate_evidence import aggregate_evidence, aggregate_evidence_for_answer
 from kgmind.graphs.apply_feedback import apply_feedback
 from kgmind.graphs.check_grounding import check_grounding
 from kgmind.graphs.context import Context
@@ -61,7 +64,9 @@ def route_feedback(state: State, runtime: Runtime[Context]) -> str:
     return END if ctx.feedback == "off" else "request_feedback"
 
 
-def _add_retrieval(g: KGraph, no_evidence_target: str) -> None:
+def _add_retrieval(
+    g: KGraph, no_evidence_target: str, aggregate: Callable[..., dict[str, Any]] = aggregate_evidence
+) -> None:
     g.add_node(prepare_run)
     g.add_node(generate_hypothesis)
     g.add_node(extract_entities)
@@ -71,7 +76,7 @@ def _add_retrieval(g: KGraph, no_evidence_target: str) -> None:
     g.add_node(explore_neighbors, input_schema=ExploreTask)  # type: ignore[call-overload]
     g.add_node(explore_chains, input_schema=ExploreTask)  # type: ignore[call-overload]
     g.add_node(explore_kgcot, input_schema=ExploreTask)  # type: ignore[call-overload]
-    g.add_node(aggregate_evidence)
+    g.add_node("aggregate_evidence", aggregate)
     g.add_edge(START, "prepare_run")
     g.add_edge("generate_hypothesis", "extract_entities")
     g.add_edge("extract_entities", "link_entities")
@@ -92,7 +97,8 @@ def build_graph() -> KGraph:
 
     """
     g = StateGraph(State, context_schema=Context, input_schema=Question, output_schema=Answer)
-    _add_retrieval(g, "reason_mindmap")
+    # the graph's own model reads the evidence: its budget is counted in that model's tokens
+    _add_retrieval(g, "reason_mindmap", aggregate_evidence_for_answer)
     g.add_node(reason_mindmap)
     g.add_node(reason_kgcot)
     g.add_node(check_grounding)

@@ -83,16 +83,18 @@ MIN_DIAGNOSES, MAX_DIAGNOSES = 2, 2
 #: 0.37 with two of the first two, on 20 calib questions).
 CANDIDATE_DIAGNOSES: int | None = 2
 #: ``(min, max)`` tests and medications of a workup, by its disease's rank among the
-#: candidates (the last pair serves later ranks): the first-ranked disease is worked up,
-#: the second is a differential with its key test. Fitted on the calibration split
-#: (benchmarks/results/2026-11-24-grounded-workup-calib, 40 questions): of the medications
-#: the answers listed, 10 of 216 were gold, and of the tests listed after the fourth
-#: (mostly the second workup's) 6 of 71, against 24 of the first four's 155; one
-#: medication each and 1-2 tests for the second disease
-#: (from 3-4 tests and 2-3 medications each) took answer precision 0.122 -> 0.150 for
-#: answer recall 0.479 -> 0.457, and 1.5 s off a full run.
-TESTS_BY_RANK: tuple[tuple[int, int], ...] = ((3, 4), (1, 2))
-MEDICATIONS_BY_RANK: tuple[tuple[int, int], ...] = ((1, 1),)
+#: candidates (the last pair serves later ranks; a list whose max is 0 is left out): the
+#: first-ranked disease is worked up, the second is named as the differential. Fitted on the
+#: calibration split (benchmarks/results/2026-11-24-grounded-workup-calib, 40 questions): of
+#: the medications the answers listed, 10 of 216 were gold, and of the tests listed after the
+#: fourth (mostly the second workup's) 6 of 71, against 24 of the first four's 155; one
+#: medication each and 1-2 tests for the second disease (from 3-4 tests and 2-3 medications
+#: each) took answer precision 0.122 -> 0.150 for answer recall 0.479 -> 0.457. With the
+#: evidence counted in the model's tokens, the tests listed after the fourth were 3 gold of 30
+#: and a second medication 1 of 4; leaving the second disease's lists out took precision
+#: 0.174 -> 0.200 for answer recall 0.492 -> 0.478 (benchmarks/results/2026-11-24-reader-tokens-calib/).
+TESTS_BY_RANK: tuple[tuple[int, int], ...] = ((3, 4), (0, 0))
+MEDICATIONS_BY_RANK: tuple[tuple[int, int], ...] = ((1, 1), (0, 0))
 
 
 def evidence_names(ev: Evidence) -> list[str]:
@@ -168,7 +170,7 @@ def _workup_field(ties: Mapping[str, Mapping[str, list[str]]]) -> dict[str, Any]
         }
         props: dict[str, Any] = {"disease": {"const": disease}}
         for field, (low, high) in bounds.items():
-            if tied[field]:
+            if tied[field] and high > 0:
                 props[field] = {
                     "type": "array",
                     "items": {"enum": tied[field]},
