@@ -46,11 +46,17 @@ def mean(d: dict, ids: list, k: str) -> float:
     return sum(v) / len(v)
 
 
-def compare(name: str, a: dict, b: dict, walls: tuple[float, float] | None = None) -> None:
-    """Both models' answer measures on the same items (wall p50 in s when given), then the paired count."""
+def compare(
+    name: str,
+    a: dict,
+    b: dict,
+    walls: tuple[float, float] | None = None,
+    labels: tuple[str, str] = ("0.5b", "1.5b"),
+) -> None:
+    """Both runs' answer measures on the same items (wall p50 in s when given), then the paired count."""
     ids = sorted(a)
     assert set(ids) == set(b), name
-    for at, (label, d) in enumerate((("0.5b", a), ("1.5b", b))):
+    for at, (label, d) in enumerate(zip(labels, (a, b), strict=True)):
         r, p = mean(d, ids, "answer_entity_recall"), mean(d, ids, "answer_precision")
         per_row = sum(f1(d[i]) for i in ids) / len(ids)
         wall = "" if walls is None else f" wall p50 {walls[at]:.1f} s"
@@ -60,7 +66,7 @@ def compare(name: str, a: dict, b: dict, walls: tuple[float, float] | None = Non
         )
     diff = [f1(b[i]) - f1(a[i]) for i in ids]
     better, worse = sum(x > 0 for x in diff), sum(x < 0 for x in diff)
-    print(f"  1.5b better {better}, worse {worse}, tied {len(diff) - better - worse}")
+    print(f"  {labels[1]} better {better}, worse {worse}, tied {len(diff) - better - worse}")
 
 
 def main() -> None:
