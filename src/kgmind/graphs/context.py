@@ -104,7 +104,10 @@ class Context:
     )
     budget_tokens: int = field(
         default=PIPELINE.budget_tokens,
-        metadata={"description": "Token budget of the evidence block given to the LLM."},
+        metadata={
+            "description": "Token budget of the evidence block given to the LLM: counted in the answering "
+            "model's own tokens for the local models, else approximated (1.3 per word, 1 per CJK character)."
+        },
     )
     packing: Literal["value", "rank"] = field(
         default="value",

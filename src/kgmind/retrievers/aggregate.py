@@ -33,7 +33,9 @@ numbered, rendered evidence the LLM sees, with zero LLM calls:
 
 Token counts are an approximation (no tokenizer can be downloaded offline):
 ``ceil(1.3 × words)`` for non-CJK text plus one token per CJK character; pass a
-``tokenizer`` (any ``str -> sequence`` callable, e.g. the local LLM's) for exact counts.
+``tokenizer`` (any ``str -> sequence`` callable, e.g. the local LLM's) for exact counts. The
+approximation undercounts medical names about twofold, so the full graph passes its local
+model's tokenizer (:func:`kgmind.llm.local_tokenizer`).
 """
 
 from __future__ import annotations
