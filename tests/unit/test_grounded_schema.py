@@ -254,12 +254,8 @@ def test_chinese_prompt_and_conclusion_line() -> None:
     assert render_conclusions({}) == ""
 
 
-def test_workup_list_bounds_follow_the_disease_rank(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The first-ranked disease gets the longer lists; later ranks take the last pair."""
-    monkeypatch.setattr(grounded, "CANDIDATE_DIAGNOSES", 3)
-    monkeypatch.setattr(grounded, "TESTS_BY_RANK", ((3, 4), (1, 2)))
-    monkeypatch.setattr(grounded, "MEDICATIONS_BY_RANK", ((1, 1),))
-    ranked = ["Influenza", "Pneumonia", "Bronchitis"]
+def _ranked_workups(ranked: list[str]) -> tuple[list[Evidence], dict[str, str]]:
+    """One neighbor line per disease, in rank order, tying 5 tests and 3 drugs to it; and their types."""
     evidence = [
         Evidence(
             id=f"N{i}",
@@ -271,9 +267,18 @@ def test_workup_list_bounds_follow_the_disease_rank(monkeypatch: pytest.MonkeyPa
         for i, d in enumerate(ranked)
     ]
     types = {normalize_name(d): "disease" for d in ranked}
-    for i in range(3):
+    for i in range(len(ranked)):
         types |= {normalize_name(f"Test{i}{k}"): "test" for k in range(5)}
         types |= {normalize_name(f"Drug{i}{k}"): "medication" for k in range(3)}
+    return evidence, types
+
+
+def test_workup_list_bounds_follow_the_disease_rank(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first-ranked disease gets the longer lists; later ranks take the last pair."""
+    monkeypatch.setattr(grounded, "CANDIDATE_DIAGNOSES", 3)
+    monkeypatch.setattr(grounded, "TESTS_BY_RANK", ((3, 4), (1, 2)))
+    monkeypatch.setattr(grounded, "MEDICATIONS_BY_RANK", ((1, 1),))
+    evidence, types = _ranked_workups(["Influenza", "Pneumonia", "Bronchitis"])
     variants = build_answer_schema(evidence, types)["properties"]["diagnoses"]["items"]["anyOf"]
     bounds = [
         (
@@ -292,21 +297,7 @@ def test_workup_list_bounds_follow_the_disease_rank(monkeypatch: pytest.MonkeyPa
 
 def test_the_second_diagnosis_is_named_as_the_differential_without_its_own_lists() -> None:
     """By default only the first-ranked disease is worked up: a list whose max is 0 is left out."""
-    ranked = ["Influenza", "Pneumonia"]
-    evidence = [
-        Evidence(
-            id=f"N{i}",
-            kind="neighbor",
-            text=f"{d} tests and drugs.",
-            triples=[(d, "need_medical_test", f"Test{i}{k}") for k in range(5)]
-            + [(d, "need_medication", f"Drug{i}{k}") for k in range(3)],
-        )
-        for i, d in enumerate(ranked)
-    ]
-    types = {normalize_name(d): "disease" for d in ranked}
-    for i in range(2):
-        types |= {normalize_name(f"Test{i}{k}"): "test" for k in range(5)}
-        types |= {normalize_name(f"Drug{i}{k}"): "medication" for k in range(3)}
+    evidence, types = _ranked_workups(["Influenza", "Pneumonia"])
     diagnoses = build_answer_schema(evidence, types)["properties"]["diagnoses"]
     first, second = (v["properties"] for v in diagnoses["items"]["anyOf"])
     assert (first["tests"]["minItems"], first["tests"]["maxItems"]) == (3, 4)
