@@ -1,16 +1,18 @@
 """Profile the schema decoder on calib questions: each evaluation, each free string, each call's prompt.
 
-Usage: python profile.py METHODS LIMIT SEED LOG.json (then ``python analyze.py LOG.json``).
+Usage: python profile.py LOG.json ../2026-11-24-grounded-calib/run_variant.py METHODS LIMIT SEED OUT
+(the driver runs the eval; then ``python analyze.py LOG.json``).
 """
 
+import atexit
 import json
+import runpy
 import sys
 import time
 from typing import Any
 
 import kgmind.llm as L
 import kgmind.schema_decoding as SD
-from kgmind.eval.runner import EvalConfig, run_eval
 
 LOG: dict[str, list[Any]] = {"evals": [], "strings": [], "calls": [], "outputs": []}
 cur: dict[str, Any] = {"in_string": False, "tokens": None, "call": None, "ncall": 0}
@@ -86,21 +88,12 @@ SD._Writer._take = take
 Locked._schema_stream = schema_stream
 Locked._evaluate_prompt = evaluate_prompt
 
-methods, limit, seed, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-cfg = EvalConfig(
-    dataset="genmedgpt5k",
-    methods=methods,
-    llm="local",
-    split="calib",
-    limit=limit,
-    seed=seed,
-    memory_sample=0,
-    bertscore=False,
-    llm_cache="off",
-    interleave=True,
-)
-res = run_eval(cfg, keep_rows=True)
-with open(out, "w") as fh:
-    json.dump(LOG, fh)
-for m, r in res["methods"].items():
-    print(m, {k: r.get(k) for k in ("wall_ms_p50", "answer_entity_recall", "answer_precision")})
+
+def dump(path: str = sys.argv[1]) -> None:
+    with open(path, "w") as fh:
+        json.dump(LOG, fh)
+
+
+atexit.register(dump)
+sys.argv = sys.argv[2:]
+runpy.run_path(sys.argv[0], run_name="__main__")
