@@ -61,12 +61,14 @@ def _ask(mode: str, question: str = QUESTION) -> dict[str, Any]:
     return json.loads(res.stdout)
 
 
-def _check(out: dict[str, Any]) -> None:
+def _check(out: dict[str, Any], question: str = QUESTION) -> None:
+    from kgmind.graphs.reason_mindmap import root_label
+
     assert out["answer"].strip()
     ids = {e["id"] for e in out["selected_evidence"]}
     assert ids, "the demo KG has evidence for fever and cough"
     mind_map = out["mind_map"]
-    assert mind_map.get("label") or mind_map.get("children"), "non-empty mind map"
+    assert mind_map["label"] == root_label(question), "the root is the patient's input, not the model's words"
     cited: set[str] = set()
     stack = [mind_map]
     while stack:
@@ -108,7 +110,7 @@ def test_rating_a_grounded_answer_moves_weights_once(home: Path) -> None:
 
 def test_chinese_question_is_grounded_and_rated(home: Path) -> None:
     out = _ask("full", QUESTION_ZH)
-    _check(out)
+    _check(out, QUESTION_ZH)
     assert _rate(out["run_id"])["changes"] >= 1
 
 

@@ -16,10 +16,10 @@ from kgmind.graphs.apply_feedback import apply_feedback, apply_rating
 from kgmind.graphs.check_grounding import check_grounding, cited_ids, grounding_report
 from kgmind.graphs.context import Context
 from kgmind.graphs.reason_kgcot import chain_text, knowledge_text, reason_kgcot
-from kgmind.graphs.reason_mindmap import reason_mindmap
+from kgmind.graphs.reason_mindmap import reason_mindmap, root_label
 from kgmind.graphs.request_feedback import request_feedback
 from kgmind.models import Evidence
-from kgmind.prompts.schemas import InferenceStep, MindMapAnswer, MindMapNode
+from kgmind.prompts.schemas import GroundedAnswer, InferenceStep, MindMapAnswer, MindMapNode
 
 
 def _rt(**kw: Any) -> Runtime[Context]:
@@ -81,6 +81,36 @@ def test_reason_mindmap_prompt_and_outputs(monkeypatch: pytest.MonkeyPatch) -> N
     assert out["mind_map"]["children"][0]["label"] == "Influenza"
     assert out["llm_calls"] == 1
     assert out["flags"] == {"fallback_parse": False, "no_kg_evidence": False}
+
+
+@pytest.mark.parametrize("evidence", [EVIDENCE, []])
+def test_a_grounded_answers_root_is_the_patients_input(
+    monkeypatch: pytest.MonkeyPatch, evidence: list[Evidence]
+) -> None:
+    question = "I have had a fever and a cough for three days, and my whole body aches. What could it be?"
+    written = GroundedAnswer.model_validate(
+        {
+            "inference_chain": [{"step": "fever suggests flu", "evidence_ids": ["P1"] if evidence else []}],
+            "mind_map": {
+                "label": "Patient's problem as the root",  # what the 0.5B model writes there
+                "children": [{"label": "Influenza", "evidence_ids": ["P1"] if evidence else []}],
+            },
+            "summary": "Influenza.",
+        }
+    )
+    _capture(monkeypatch, written)
+    state: Any = {"question": question, "language": "en", "selected_evidence": evidence}
+    out = reason_mindmap(state, _rt())
+    assert out["mind_map"]["label"] == root_label(question)
+    cut = "I have had a fever and a cough for three days, and my whole body aches. What…"
+    assert out["mind_map"]["label"] == cut
+    assert out["mind_map"]["children"][0]["label"] == "Influenza"
+
+
+def test_root_label_cuts_at_a_word_boundary_or_inside_unbroken_text() -> None:
+    assert root_label("  I have   a fever. ") == "I have a fever."
+    assert root_label("word " * 30, max_chars=22) == "word word word word…"
+    assert root_label("发烧" * 50, max_chars=10) == "发烧发烧发烧发烧发烧…"
 
 
 def test_reason_mindmap_chinese_and_no_evidence(monkeypatch: pytest.MonkeyPatch) -> None:
