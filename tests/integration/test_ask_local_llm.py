@@ -69,6 +69,7 @@ def _check(out: dict[str, Any], question: str = QUESTION) -> None:
     assert ids, "the demo KG has evidence for fever and cough"
     mind_map = out["mind_map"]
     assert mind_map["label"] == root_label(question), "the root is the patient's input, not the model's words"
+    assert mind_map.get("children"), "the grounded schema asks for at least one cited node"
     cited: set[str] = set()
     stack = [mind_map]
     while stack:
