@@ -640,7 +640,7 @@ def _locked_llama_class() -> Any:
             from langchain_core.messages import AIMessageChunk
             from langchain_core.messages.ai import UsageMetadata
 
-            from kgmind.schema_decoding import iter_json
+            from kgmind.schema_decoding import has_east_asian, iter_json
 
             llama = self.client
             table = self._shared.get("tokens")
@@ -657,6 +657,8 @@ def _locked_llama_class() -> Any:
                 max_tokens=max_tokens,
                 repeat_penalty=kwargs.get("repeat_penalty", self.repeat_penalty),
                 penalty_last_n=self.last_n_tokens_size,
+                # an English prompt gets no Chinese: the 0.5B model drifts into it mid-sentence
+                east_asian=any(has_east_asian(_message_text(m)) for m in messages),
             )
             while True:
                 try:

@@ -15,6 +15,8 @@ schema is walked in Python instead:
 - a free string is generated token by token, held to JSON string content (no quote,
   backslash or control character) and ``maxLength``; a token that closes the string
   (``"`` or ``.",``) ends it;
+- with ``east_asian=False`` (the prompt has no East Asian character) a free string holds
+  none either: the 0.5B model drifts into Chinese in English answers ("lack of休息");
 - whether an array goes on is one choice between ``,`` and ``]``;
 - the last token of fixed text is held back and the next decision must start with it
   (token healing), so the model picks ``":"`` or ``" "Fever`` as it would have.
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import re
 from collections import deque
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
@@ -44,6 +47,7 @@ __all__ = [
     "TokenModel",
     "TokenTable",
     "decode_json",
+    "has_east_asian",
     "iter_json",
     "supports",
 ]
@@ -108,6 +112,22 @@ def _is_content(data: bytes) -> bool:
     return b'"' not in data and b"\\" not in data and all(c >= 0x20 for c in data)
 
 
+#: UTF-8 lead bytes of U+3000..U+D7FF: CJK punctuation, kana, Bopomofo, the CJK ideographs
+#: (and extension A), Yi and Hangul (0xED also leads the surrogates, never valid UTF-8).
+#: A token holding one starts such a character.
+_EAST_ASIAN_LEADS = bytes(range(0xE3, 0xEE))
+_EAST_ASIAN = re.compile(r"[\u3000-\ud7ff]")
+
+
+def has_east_asian(text: str) -> bool:
+    """Whether ``text`` has a character of the blocks a token with an East Asian lead byte starts.
+
+    The decoder's ``east_asian`` switch reads this on the prompt: a prompt without such a
+    character is answered without one.
+    """
+    return _EAST_ASIAN.search(text) is not None
+
+
 class TokenTable:
     """The vocabulary as bytes, with the masks the decoder needs (built once per model).
 
@@ -123,6 +143,7 @@ class TokenTable:
         self.content = np.zeros(n, dtype=bool)  # may stand inside a string
         self.chars = np.zeros(n, dtype=np.int32)
         self.close_at = np.full(n, -1, dtype=np.int32)  # a string's closing quote at this byte
+        self.east_asian = np.zeros(n, dtype=bool)  # starts a character of U+3000..U+D7FF
         # UTF-8 continuation bytes owed after the token when 0..3 were owed before (-1: invalid);
         # for a closing token, of its content part, which must leave none owed
         self.need_after = np.full((4, n), -1, dtype=np.int8)
@@ -131,6 +152,7 @@ class TokenTable:
                 continue
             self.index.setdefault(b, i)
             self.chars[i] = _chars(b)
+            self.east_asian[i] = any(c in _EAST_ASIAN_LEADS for c in b)
             q = b.find(b'"')
             if q < 0:
                 self.content[i] = _is_content(b)
@@ -188,9 +210,12 @@ class _Writer:
         max_tokens: int,
         repeat_penalty: float,
         penalty_last_n: int,
+        east_asian: bool = True,
     ) -> None:
         self.model = model
         self.t = table
+        # tokens a free string may not hold (None: any)
+        self.banned: np.ndarray | None = None if east_asian else table.east_asian
         self.max_tokens = max_tokens
         self.repeat_penalty = repeat_penalty
         self.recent: deque[int] = deque(maxlen=max(penalty_last_n, 0))  # tokens written, for the penalty
@@ -297,7 +322,7 @@ class _Writer:
                         cand.setdefault(tok, None)
                 if opens_string:
                     for tok in self.t.starting_with(full).tolist():
-                        if self.t.bytes[tok] != full:
+                        if self.t.bytes[tok] != full and (self.banned is None or not self.banned[tok]):
                             cand.setdefault(tok, i)
             if heal and heal in self.t.index:
                 cand.setdefault(self.t.index[heal], None)
@@ -337,6 +362,8 @@ class _Writer:
         while max_len is None or _chars(bytes(content)) < max_len or need:
             yield from self.fresh_text()
             logits = self._logits()
+            if self.banned is not None:
+                logits = np.where(self.banned, -np.inf, logits)
             have = _chars(bytes(content))
             room = None if max_len is None else max(max_len - have, 0)
             if self.heal:  # the first token must continue the held-back quote
@@ -577,6 +604,7 @@ def iter_json(
     max_tokens: int,
     repeat_penalty: float = 1.0,
     penalty_last_n: int = 64,
+    east_asian: bool = True,
 ) -> Generator[str, None, DecodeResult]:
     """Write a JSON value of ``schema`` after the prompt the model has already evaluated.
 
@@ -592,6 +620,9 @@ def iter_json(
             ``penalty_last_n`` written, fixed ones included, divided by it when positive and
             multiplied when negative), as the model's sampler would apply it; 1.0: none.
         penalty_last_n: The window of that penalty.
+        east_asian: Whether free strings may hold characters of U+3000..U+D7FF (CJK, kana,
+            Hangul). False where the prompt has none (:func:`has_east_asian`): such a prompt
+            is answered in its own script.
 
     Raises:
         SchemaNotSupportedError: ``schema`` is outside the supported subset (raised before
@@ -600,7 +631,7 @@ def iter_json(
     """
     walker = _Schema(schema)
     walker.check(schema)
-    writer = _Writer(model, table, max_tokens, repeat_penalty, penalty_last_n)
+    writer = _Writer(model, table, max_tokens, repeat_penalty, penalty_last_n, east_asian)
     finish = "stop"
     try:
         yield from walker.write(writer, schema)

@@ -26,6 +26,7 @@ from kgmind.schema_decoding import (
     SchemaNotSupportedError,
     TokenTable,
     decode_json,
+    has_east_asian,
     iter_json,
     supports,
 )
@@ -230,6 +231,44 @@ def test_max_length_and_the_token_limit() -> None:
     assert cut.completion_tokens <= 12
     with pytest.raises(ValueError):
         json.loads(cut.text)
+
+
+def _wants_chinese(seed: int) -> Any:
+    """Noise, but the first byte-token of a CJK character always wins (its second one after it)."""
+    lead, tail = VOCAB.index(ZH[:2]), VOCAB.index(ZH[2:])
+
+    def pick(text: bytes) -> np.ndarray:
+        logits = noise(seed)(text)
+        logits[tail if text.endswith(ZH[:2]) else lead] = 50.0
+        return logits
+
+    return pick
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_east_asian_characters_only_where_the_prompt_has_them(seed: int) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"s": {"type": "string", "maxLength": 12}, "t": {"type": "string", "maxLength": 12}},
+    }
+    model = FakeModel(_wants_chinese(seed))
+    allowed = json.loads(decode_json(model, model.table, schema, max_tokens=100).text)
+    assert "诊" in allowed["s"]  # the model writes it when it may
+    model = FakeModel(_wants_chinese(seed))
+    held = json.loads(decode_json(model, model.table, schema, max_tokens=100, east_asian=False).text)
+    assert not has_east_asian(held["s"] + held["t"])
+    assert held["s"] and held["t"]  # the strings go on in other characters
+
+
+def test_east_asian_text_and_tokens() -> None:
+    for text in ("lack of休息", "咳嗽", "せき", "기침", "肺炎。"):
+        assert has_east_asian(text)
+    for text in ("Fever, cough — 38°C", "naïve café", "Ω ≥ 2", ""):
+        assert not has_east_asian(text)
+    table = TokenTable(VOCAB)
+    assert table.east_asian[VOCAB.index(ZH[:2])]
+    assert not table.east_asian[VOCAB.index(ZH[2:])]  # a continuation alone starts nothing
+    assert table.east_asian.sum() == 1
 
 
 def test_repeat_penalty_moves_the_choice_off_a_repeated_token() -> None:
