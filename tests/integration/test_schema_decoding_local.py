@@ -159,3 +159,47 @@ def test_the_budget_of_the_answering_graph_is_counted_in_the_local_models_tokens
     approx = aggregate.select_evidence(items, budget)
     exact = aggregate.select_evidence(items, budget, tokenizer=tokenize)
     assert len(approx) == 4 and 1 <= len(exact) < len(approx)
+
+
+NO_EVIDENCE_QUESTION = "Doctor, my belly hurts and I think it is my bowel. Can you help me?"
+
+
+def test_an_english_prompt_gets_no_east_asian_text(chat: Any) -> None:
+    """The 0.5B model drifts into Chinese in English answers; the decoder holds it to the prompt's script."""
+    from kgmind.llm import _LlamaTokens, _token_table
+    from kgmind.prompts.mindmap import NO_EVIDENCE_EN, NO_EVIDENCE_ZH
+    from kgmind.schema_decoding import decode_json, has_east_asian
+
+    table = _token_table(chat.client)
+    assert table.east_asian.sum() > 10_000  # Qwen2.5's vocabulary is rich in CJK tokens
+
+    def tokens(text: str) -> list[int]:
+        return list(chat.client.tokenize(text.encode(), add_bos=False, special=False))
+
+    assert not table.east_asian[tokens("Pneumonia, fever 38°C — naïve café")].any()
+    assert table.east_asian[tokens("诊断")[0]]  # the first token starts a CJK character
+
+    schema = build_answer_schema([])
+    messages = grounded_prompt("en").format_messages(question=NO_EVIDENCE_QUESTION, evidence=NO_EVIDENCE_EN)
+    with chat._call_lock:  # what the model writes with every token allowed
+        chat._evaluate_prompt(messages)
+        free = decode_json(
+            _LlamaTokens(chat.client),
+            table,
+            schema,
+            max_tokens=400,
+            repeat_penalty=chat.repeat_penalty,
+            penalty_last_n=chat.last_n_tokens_size,
+        )
+    assert has_east_asian(free.text), "this question was chosen because the model drifts into Chinese on it"
+    reply = chat.bind(response_format={"type": "json_object", "schema": schema}, max_tokens=400).invoke(
+        messages
+    )
+    jsonschema.validate(json.loads(reply.content), schema)
+    assert not has_east_asian(reply.content)
+    # a Chinese prompt is answered in Chinese: the switch reads the prompt, it does not ban Chinese
+    zh = grounded_prompt("zh").format_messages(
+        question="我咳嗽发烧三天了，可能是什么病？", evidence=NO_EVIDENCE_ZH
+    )
+    reply = chat.bind(response_format={"type": "json_object", "schema": schema}, max_tokens=200).invoke(zh)
+    assert has_east_asian(json.loads(reply.content)["summary"])
