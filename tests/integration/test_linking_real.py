@@ -92,22 +92,6 @@ def test_minilm_embedding_span_finds_yellow_eyes():
     assert ("embedding", "yellow eyes") in by_source
 
 
-def test_minilm_finds_the_hypothesis_entities_in_its_text():
-    """What the hypothesis names beyond the question is linked, with no LLM entity list."""
-    store = FakeStore(EN_KG, "fake://en-also")
-    lk = EntityLinker(store, "minilm")
-    question = "Doctor, I have a headache."
-    alone = {m.entity_id for m in extract_mentions(question, store, linker=lk) if m.entity_id}
-    both = {
-        m.entity_id
-        for m in extract_mentions(
-            question, store, also=["It may be jaundice: your eyes turn yellow."], linker=lk
-        )
-        if m.entity_id
-    }
-    assert Entity(name="Jaundice").id in both - alone
-
-
 def test_minilm_contextual_spans_one_pass():
     import numpy as np
 

@@ -325,24 +325,6 @@ def test_extract_mentions_unions_gazetteer_spans_and_extra():
     assert sum(1 for m in got if m.entity_id == eid("Chest pain")) == 1
 
 
-def test_extract_mentions_searches_the_also_texts_like_the_question():
-    """HyKGE's hypothesis text is searched by gazetteer and spans; its mentions come after the question's."""
-    store = en_store()
-    lk = EntityLinker(store, "hash")
-    got = extract_mentions(
-        "I have chest pain.", store, also=["Maybe jaundise, or chest pain again."], spans="always", linker=lk
-    )
-    pairs = [(m.text, m.source) for m in got]
-    assert pairs[0] == ("chest pain", "gazetteer")
-    assert ("jaundise", "embedding") in pairs  # found in the hypothesis only
-    assert sum(1 for m in got if m.entity_id == eid("Chest pain")) == 1  # named twice, kept once
-    never = extract_mentions("I have chest pain.", store, also=["Maybe headaches."], spans="never")
-    assert [(m.text, m.source) for m in never] == [("chest pain", "gazetteer"), ("headaches", "gazetteer")]
-    assert extract_mentions("I have chest pain.", store, also=["", "  "], spans="never") == extract_mentions(
-        "I have chest pain.", store, spans="never"
-    )
-
-
 def test_extract_mentions_without_embedding_spans_needs_no_model():
     store = en_store()
     got = extract_mentions("headaches and jaundise", store, spans="never", extra=["fever"])

@@ -31,9 +31,7 @@ def test_hypothesis_structured_fake_runnable(monkeypatch: pytest.MonkeyPatch) ->
         return HypothesisOut(hypothesis="Probably influenza.", entities=["influenza", " fever ", "influenza"])
 
     monkeypatch.setattr(services, "get_llm", lambda ctx, purpose="reason", **kw: RunnableLambda(fake))
-    out = generate_hypothesis(
-        {"question": "I have a fever.", "language": "en"}, _rt(hypothesis_entities="listed")
-    )
+    out = generate_hypothesis({"question": "I have a fever.", "language": "en"}, _rt())
     assert out["hypothesis"] == "Probably influenza."
     assert out["hypothesis_entities"] == ["influenza", "fever"]  # stripped, deduplicated, ordered
     assert out["llm_calls"] == 1
@@ -44,32 +42,6 @@ def test_hypothesis_structured_fake_runnable(monkeypatch: pytest.MonkeyPatch) ->
     assert "entities" in system.content
 
 
-def test_hypothesis_text_only_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The default call asks for the hypothesis alone, and a list the model writes anyway is not used."""
-    seen: list[Any] = []
-    bound: list[Any] = []
-
-    def fake(messages: Any) -> HypothesisOut:
-        seen.append(messages)
-        return HypothesisOut(hypothesis="Probably influenza.", entities=["influenza"])
-
-    monkeypatch.setattr(services, "get_llm", lambda ctx, purpose="reason", **kw: RunnableLambda(fake))
-    real_invoke = generate_hypothesis.__globals__["invoke_structured"]
-
-    def spy(*args: Any, **kw: Any) -> Any:
-        bound.append(kw.get("json_schema"))
-        return real_invoke(*args, **kw)
-
-    monkeypatch.setitem(generate_hypothesis.__globals__, "invoke_structured", spy)
-    out = generate_hypothesis({"question": "I have a fever.", "language": "en"}, _rt())
-    assert out["hypothesis"] == "Probably influenza." and out["hypothesis_entities"] == []
-    system = seen[0][0].content
-    assert "list every specific entity" not in system and '"hypothesis"' in system
-    schema = bound[0]
-    assert list(schema["properties"]) == ["hypothesis"] and schema["required"] == ["hypothesis"]
-    assert schema["properties"]["hypothesis"]["maxLength"] > 0
-
-
 def test_hypothesis_chinese_prompt(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[Any] = []
 
@@ -78,7 +50,7 @@ def test_hypothesis_chinese_prompt(monkeypatch: pytest.MonkeyPatch) -> None:
         return HypothesisOut(hypothesis="可能是感冒。", entities=["感冒"])
 
     monkeypatch.setattr(services, "get_llm", lambda ctx, purpose="reason", **kw: RunnableLambda(fake))
-    out = generate_hypothesis({"question": "我发烧咳嗽怎么办？"}, _rt(hypothesis_entities="listed"))
+    out = generate_hypothesis({"question": "我发烧咳嗽怎么办？"}, _rt())
     assert out["hypothesis_entities"] == ["感冒"]
     assert "问题：我发烧咳嗽怎么办？" in seen[0][1].content
 
@@ -88,9 +60,7 @@ def test_hypothesis_text_fallback_with_plain_chat_model(monkeypatch: pytest.Monk
     reply = 'Sure! ```json\n{"hypothesis": "It is likely asthma.", "entities": ["asthma", "wheezing",]}\n```'
     model = GenericFakeChatModel(messages=iter([AIMessage(content=reply)]))
     monkeypatch.setattr(services, "get_llm", lambda ctx, purpose="reason", **kw: model)
-    out = generate_hypothesis(
-        {"question": "I wheeze at night.", "language": "en"}, _rt(hypothesis_entities="listed")
-    )
+    out = generate_hypothesis({"question": "I wheeze at night.", "language": "en"}, _rt())
     assert out["hypothesis"] == "It is likely asthma."
     assert out["hypothesis_entities"] == ["asthma", "wheezing"]
     assert out["flags"]["fallback_parse"] is True
@@ -116,48 +86,22 @@ def test_extract_entities_passes_hypothesis_entities(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(services, "get_store", lambda uri: store)
 
     def fake_extract(
-        text: str,
-        st: Any,
-        *,
-        extra: Any = (),
-        also: Any = (),
-        language: Any = None,
-        embedding_spans: Any = None,
+        text: str, st: Any, *, extra: Any = (), language: Any = None, embedding_spans: Any = None
     ) -> list[Mention]:
         calls.append(
-            {
-                "text": text,
-                "store": st,
-                "extra": list(extra),
-                "also": list(also),
-                "language": language,
-                "spans": embedding_spans,
-            }
+            {"text": text, "store": st, "extra": list(extra), "language": language, "spans": embedding_spans}
         )
         return [Mention(text="fever", source="gazetteer"), *[Mention(text=e, source="llm") for e in extra]]
 
     monkeypatch.setattr(services, "extract_mentions", fake_extract)
-    state: Any = {
-        "question": "fever?",
-        "hypothesis": "Maybe flu.",
-        "hypothesis_entities": ["influenza"],
-        "language": "en",
-    }
-    out = extract_entities(state, _rt(store="ladybug:/x", hypothesis_entities="listed"))
+    state: Any = {"question": "fever?", "hypothesis_entities": ["influenza"], "language": "en"}
+    out = extract_entities(state, _rt(store="ladybug:/x"))
     assert [m.text for m in out["mentions"]] == ["fever", "influenza"]
     assert calls == [
-        {
-            "text": "fever?",
-            "store": store,
-            "extra": ["influenza"],
-            "also": [],
-            "language": "en",
-            "spans": "always",
-        }
+        {"text": "fever?", "store": store, "extra": ["influenza"], "language": "en", "spans": "always"}
     ]
     extract_entities(state, _rt(store="ladybug:/x", embedding_spans="unnamed"))
     assert calls[-1]["spans"] == "unnamed"  # the Context setting reaches NER
-    assert calls[-1]["also"] == ["Maybe flu."]  # by default the hypothesis text is searched like the question
 
 
 def test_link_entities_dedupes_and_passes_settings(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -23,10 +23,8 @@ def test_prompts_render_with_json_braces(lang: str) -> None:
     assert [m.type for m in msgs] == ["system", "human", "ai", "human"]
     assert '"summary"' in msgs[-1].content and '"mind_map"' in msgs[-1].content
     assert "P1: a -> b" in msgs[2].content
-    h = hypothesis_prompt(lang, listed=True).format_messages(question="Q?")
-    assert '"entities"' in h[0].content and "Q?" in h[1].content
     h = hypothesis_prompt(lang).format_messages(question="Q?")
-    assert '"entities"' not in h[0].content and '"hypothesis"' in h[0].content and "Q?" in h[1].content
+    assert '"entities"' in h[0].content and "Q?" in h[1].content
 
 
 def test_mindmap_prompt_fits_non_medical_kgs() -> None:

@@ -41,17 +41,8 @@ class Context:
     hypothesis: bool = field(
         default=True,
         metadata={
-            "description": "Write HyKGE's hypothesis answer first (one LLM call; its entities join the "
-            "question's). Off: the question and the given entities alone guide retrieval; no LLM call."
-        },
-    )
-    hypothesis_entities: Literal["text", "listed"] = field(
-        default="text",
-        metadata={
-            "description": "Where the hypothesis's entities come from: text = the question's NER "
-            "(gazetteer and embedding spans) run over the hypothesis text too, as HyKGE does; listed = "
-            "the hypothesis call also lists them (about 20 more generated tokens: ~0.5 s of a 1.6 s call "
-            "with the local model; README, grounded answers)."
+            "description": "Write HyKGE's hypothesis answer first (one LLM call that also names the "
+            "entities). Off: the question and the given entities alone guide retrieval; no LLM call."
         },
     )
     hypothesis_model: str | None = field(

@@ -1,9 +1,7 @@
 """Node ``extract_entities``: candidate mentions from gazetteer, embedding spans and the LLM.
 
-The hypothesis text is searched like the question (HyKGE; ``Context.hypothesis_entities``
-``"text"``, the default), or the entities the hypothesis call listed (``"listed"``) and the
-mentions given with the question are passed as ``extra`` mentions, so MindMap's LLM NER
-costs no separate call.
+The hypothesis call's entities and the mentions given with the question are passed as
+``extra`` mentions, so MindMap's LLM NER costs no separate call.
 """
 
 from __future__ import annotations
@@ -23,8 +21,8 @@ def extract_entities(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Find entity mentions in the question (plus the hypothesis entities).
 
     Args:
-        state: Needs ``question``; uses ``hypothesis`` (``hypothesis_entities="text"``),
-            ``hypothesis_entities``, the given ``entities`` and ``language``.
+        state: Needs ``question``; uses ``hypothesis_entities``, the given ``entities``
+            and ``language``.
         runtime: LangGraph runtime with the :class:`Context`.
 
     Returns:
@@ -39,7 +37,6 @@ def extract_entities(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             state["question"],
             store,
             extra=[*(state.get("hypothesis_entities") or []), *(state.get("entities") or [])],
-            also=[state.get("hypothesis") or ""] if ctx.hypothesis_entities == "text" else [],
             language=state.get("language"),
             embedding_spans=ctx.embedding_spans,
         )

@@ -1,9 +1,7 @@
-"""Node ``generate_hypothesis``: HyKGE's hypothesis output.
+"""Node ``generate_hypothesis``: HyKGE's hypothesis output, which also names the entities (LLM NER).
 
-One structured LLM call returns the hypothesis text, whose entities :mod:`extract_entities`
-finds with the question's NER (``Context.hypothesis_entities="text"``, the default); with
-``"listed"`` the call also lists the entities of question and hypothesis (LLM NER), which
-feed :mod:`extract_entities` as ``extra`` mentions.
+One structured LLM call returns the hypothesis text and the entities of question and
+hypothesis; the entities feed :mod:`extract_entities` as ``extra`` mentions.
 """
 
 from __future__ import annotations
@@ -18,11 +16,11 @@ from kgmind.graphs.state import State
 from kgmind.llm import invoke_structured
 from kgmind.prompts.hypothesis import hypothesis_prompt
 from kgmind.prompts.parsing import parse_hypothesis
-from kgmind.prompts.schemas import HypothesisOut, hypothesis_schema
+from kgmind.prompts.schemas import HypothesisOut
 
 __all__ = ["HYPOTHESIS_MAX_TOKENS", "generate_hypothesis"]
 
-#: The hypothesis is at most ~80 words (plus, when listed, its entities): cap its generation.
+#: The hypothesis is at most ~80 words plus an entity list: cap its generation.
 HYPOTHESIS_MAX_TOKENS = 192
 
 
@@ -34,10 +32,9 @@ def generate_hypothesis(state: State, runtime: Runtime[Context]) -> dict[str, An
         runtime: LangGraph runtime with the :class:`Context`.
 
     Returns:
-        ``hypothesis``, ``hypothesis_entities`` (the listed ones; none with
-        ``hypothesis_entities="text"``), one LLM call, timing and a ``fallback_parse`` flag
-        when the text parser had to be used. With ``Context.hypothesis`` off: an empty
-        hypothesis and no call.
+        ``hypothesis``, ``hypothesis_entities``, one LLM call, timing and a
+        ``fallback_parse`` flag when the text parser had to be used. With
+        ``Context.hypothesis`` off: an empty hypothesis and no call.
 
     """
     ctx = runtime.context or Context()
@@ -46,18 +43,16 @@ def generate_hypothesis(state: State, runtime: Runtime[Context]) -> dict[str, An
     timings: dict[str, float] = {}
     with services.timed("generate_hypothesis", timings):
         language = state.get("language") or services.resolve_language(ctx, state["question"])
-        listed = ctx.hypothesis_entities == "listed"
-        messages = hypothesis_prompt(language, listed).format_messages(question=state["question"])
+        messages = hypothesis_prompt(language).format_messages(question=state["question"])
         result = invoke_structured(
             services.get_llm(ctx, "hypothesis", max_tokens=min(ctx.max_tokens, HYPOTHESIS_MAX_TOKENS)),
             HypothesisOut,
             messages,
             parse_hypothesis,
             config={"run_name": "hypothesis_llm", "metadata": {"kgmind_purpose": "hypothesis"}},
-            json_schema=None if listed else hypothesis_schema(listed=False),
         )
     out: HypothesisOut = result.value
-    entities = list(dict.fromkeys(e.strip() for e in out.entities if e and e.strip())) if listed else []
+    entities = list(dict.fromkeys(e.strip() for e in out.entities if e and e.strip()))
     return {
         "hypothesis": out.hypothesis.strip(),
         "hypothesis_entities": entities,

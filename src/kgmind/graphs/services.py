@@ -188,16 +188,13 @@ def extract_mentions(
     store: GraphStore,
     *,
     extra: Sequence[str] = (),
-    also: Sequence[str] = (),
     language: str | None = None,
     embedding_spans: Literal["always", "unnamed", "never"] = "always",
 ) -> list[Mention]:
-    """Mentions in ``text`` and the ``also`` texts by gazetteer, embedding spans and ``extra`` (H4a's NER)."""
+    """Mentions in ``text`` by gazetteer, embedding spans and ``extra`` (H4a's NER)."""
     from kgmind.retrievers.ner import extract_mentions as _extract
 
-    return list(
-        _extract(text, store, extra=list(extra), also=list(also), language=language, spans=embedding_spans)
-    )
+    return list(_extract(text, store, extra=list(extra), language=language, spans=embedding_spans))
 
 
 def link_mentions(

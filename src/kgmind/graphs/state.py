@@ -107,8 +107,7 @@ class State(TypedDict, total=False):
         store_uri: The store the run read (feedback writes to the same one).
         language: ``en`` or ``zh``.
         hypothesis: HyKGE hypothesis output (the LLM's first, unsupported answer).
-        hypothesis_entities: Entities the hypothesis call listed (LLM NER; only with
-            ``Context.hypothesis_entities="listed"``: by default NER searches the hypothesis text).
+        hypothesis_entities: Entities the hypothesis call named (LLM NER).
         mentions: Candidate entity mentions from gazetteer, embeddings and the LLM.
         linked_entities: Mentions linked to KG entities.
         path_evidence / neighbor_evidence / chain_evidence / kgcot_evidence: Evidence

@@ -2,10 +2,8 @@
 
 HyKGE first lets the LLM answer the question from its own knowledge (the *hypothesis
 output*); the hypothesis names entities the question does not, which widens entity
-linking. By default the question's NER then runs over the hypothesis text too, as in
-HyKGE (``Context.hypothesis_entities="text"``); with ``"listed"`` the same call also lists
-the entities of question and hypothesis (MindMap's LLM entity extraction in one call),
-which costs the local model ~20 more generated tokens.
+linking. Here the same call also lists the entities (question + hypothesis), so it
+doubles as MindMap's LLM entity extraction: one call instead of two.
 
 Variables: ``question``.
 """
@@ -14,7 +12,7 @@ from __future__ import annotations
 
 from langchain_core.prompts import ChatPromptTemplate
 
-__all__ = ["HYPOTHESIS_EN", "HYPOTHESIS_TEXT_EN", "HYPOTHESIS_TEXT_ZH", "HYPOTHESIS_ZH", "hypothesis_prompt"]
+__all__ = ["HYPOTHESIS_EN", "HYPOTHESIS_ZH", "hypothesis_prompt"]
 
 HYPOTHESIS_EN = ChatPromptTemplate.from_messages(
     [
@@ -47,39 +45,6 @@ HYPOTHESIS_ZH = ChatPromptTemplate.from_messages(
 )
 
 
-HYPOTHESIS_TEXT_EN = ChatPromptTemplate.from_messages(
-    [
-        (
-            "system",
-            "You are a professional expert of the domain of the question (for medical questions, an "
-            "experienced doctor). Answer the question from your own knowledge, concisely and "
-            "professionally, in at most 80 words. Name the specific entities involved (for example "
-            "diseases, symptoms, tests, medications). Reply with one JSON object only, with the key "
-            '"hypothesis" (your answer as text).',
-        ),
-        ("human", "Question: {question}"),
-    ]
-)
-
-HYPOTHESIS_TEXT_ZH = ChatPromptTemplate.from_messages(
-    [
-        (
-            "system",
-            "你是问题所属领域的专业专家（医学问题时，你是一名经验丰富的医生）。"
-            "请根据你自己的知识，简洁、专业地回答下面的问题，不超过150字，"
-            "并写出涉及的具体实体（例如疾病、症状、检查、药物）。"
-            '只回复一个JSON对象，包含键 "hypothesis"（你的回答文本）。',
-        ),
-        ("human", "问题：{question}"),
-    ]
-)
-
-
-def hypothesis_prompt(language: str, listed: bool = False) -> ChatPromptTemplate:
-    """Return the hypothesis prompt for ``language`` (``zh`` or anything else = English).
-
-    ``listed``: the prompt that also asks for the entity list (``hypothesis_entities="listed"``).
-    """
-    if listed:
-        return HYPOTHESIS_ZH if language == "zh" else HYPOTHESIS_EN
-    return HYPOTHESIS_TEXT_ZH if language == "zh" else HYPOTHESIS_TEXT_EN
+def hypothesis_prompt(language: str) -> ChatPromptTemplate:
+    """Return the hypothesis prompt for ``language`` (``zh`` or anything else = English)."""
+    return HYPOTHESIS_ZH if language == "zh" else HYPOTHESIS_EN

@@ -8,14 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from kgmind.models import normalize_name
 
-__all__ = [
-    "GroundedAnswer",
-    "HypothesisOut",
-    "InferenceStep",
-    "MindMapAnswer",
-    "MindMapNode",
-    "hypothesis_schema",
-]
+__all__ = ["GroundedAnswer", "HypothesisOut", "InferenceStep", "MindMapAnswer", "MindMapNode"]
 
 
 #: Bounds of the hypothesis call. A grammar-held small model otherwise repeats its answer up
@@ -48,20 +41,6 @@ class HypothesisOut(BaseModel):
             "items": {"type": "string", "maxLength": ENTITY_CHARS},
         },
     )
-
-
-def hypothesis_schema(*, listed: bool) -> dict[str, Any]:
-    """The JSON schema the hypothesis call is held to: with the entity list, or the text alone.
-
-    Without the list (``Context.hypothesis_entities="text"``) the question's NER finds the
-    hypothesis's entities in its text, and the model writes ~20 tokens fewer.
-    """
-    schema = HypothesisOut.model_json_schema()
-    if not listed:
-        schema["properties"] = {"hypothesis": schema["properties"]["hypothesis"]}
-        schema["required"] = ["hypothesis"]
-        schema["description"] = "HyKGE hypothesis output: an answer from the model's own knowledge."
-    return schema
 
 
 class InferenceStep(BaseModel):

@@ -743,7 +743,6 @@ def extract_mentions(
     store: GraphStore,
     *,
     extra: Sequence[str] = (),
-    also: Sequence[str] = (),
     spans: Literal["always", "unnamed", "never"] = "always",
     language: str | None = None,
     linker: EntityLinker | None = None,
@@ -761,9 +760,6 @@ def extract_mentions(
         store: The KG (gazetteer, entity index).
         extra: More entity strings, e.g. from the LLM or the hypothesis call
             (``source="given"``).
-        also: More texts searched the same way (gazetteer and embedding spans), e.g.
-            HyKGE's hypothesis: its entities widen linking as in HyKGE, without asking the
-            LLM to list them.
         spans: Embedding spans: score n-grams against the entity index (needs the embedding
             model; spans the gazetteer matched are skipped): ``always``, ``never``, or
             ``unnamed`` = only when ``extra`` holds no usable mention.
@@ -772,9 +768,8 @@ def extract_mentions(
             store with e5 for Chinese text and the KG's own model otherwise.
 
     Returns:
-        Gazetteer mentions, then embedding mentions, then those of the ``also`` texts,
-        then the cleaned ``extra`` strings, without duplicates (an unlinked string is
-        dropped when the same text is linked).
+        Gazetteer mentions, then embedding mentions, then the cleaned ``extra`` strings,
+        without duplicates (an unlinked string is dropped when the same text is linked).
     """
     if spans not in ("always", "unnamed", "never"):
         raise ValueError(f"spans must be always, unnamed or never, not {spans!r}")
@@ -799,13 +794,6 @@ def extract_mentions(
         out.extend(
             embedding_spans(masked, linker, threshold, language=lang, prefetch=unmatched, context=text)
         )
-    for other in also:
-        if other.strip():
-            out.extend(
-                extract_mentions(
-                    other, store, spans="always" if wanted else "never", language=lang, linker=linker
-                )
-            )
     for item in extra:
         cleaned = clean_mention(item)
         if cleaned:
