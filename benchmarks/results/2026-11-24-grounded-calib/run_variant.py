@@ -60,7 +60,7 @@ for kv in sys.argv[5:]:
     if k == "budget":
         budget = int(v)
         continue
-    sets[k] = int(v) if v.isdigit() else v
+    sets[k] = int(v) if v.isdigit() else {"true": True, "false": False}.get(v.lower(), v)
 extra = {"budget": budget} if budget else {}
 cfg = EvalConfig(
     dataset="genmedgpt5k",
@@ -74,6 +74,7 @@ cfg = EvalConfig(
     llm_cache="off",
     interleave=True,
     context=sets,
+    entities=os.environ.get("KGV_ENTITIES", "chatgpt"),
     **extra,
 )
 t = time.time()
