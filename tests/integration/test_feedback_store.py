@@ -202,3 +202,33 @@ def test_cli_reset_weights(store: GraphStore, cli: typer.Typer) -> None:
 def test_cli_bad_top_is_rejected(store: GraphStore, cli: typer.Typer) -> None:
     res = CliRunner().invoke(cli, ["weights", "--store", store.uri, "--top", "0"])
     assert res.exit_code != 0
+
+
+def test_rating_names_the_edges_it_could_not_move(store: GraphStore) -> None:
+    """A run citing a sole out-edge beside a movable one: the user is told which kept its weight, and why."""
+    from kgmind.cli.feedback import feedback_message
+    from kgmind.graphs.apply_feedback import apply_rating
+    from kgmind.models import Evidence
+
+    cited = Evidence(
+        id="P1",
+        kind="path",
+        text="Flu has Fever; Cough needs Rest.",
+        triples=[("Flu", "has_symptom", "Fever"), ("Cough", "need_rest", "Rest")],
+        relation_ids=[R["flu_fever"], R["cough_rest"]],
+    )
+    values = {
+        "run_id": "run-sole",
+        "selected_evidence": [cited],
+        "inference_chain": [{"evidence_ids": ["P1"]}],
+    }
+    out = apply_rating(store, values, "excellent")
+    assert out["applied"] is True and out["changes"] == 1
+    assert out["unchanged_ids"] == [R["cough_rest"]]
+    assert _weights(store)[R["cough_rest"]] == 1.0 and _weights(store)[R["flu_fever"]] > 1.0
+    line = feedback_message(out)
+    assert "1 weights changed; 1 unchanged (each is the only out-edge of its head node" in line
+    movable = cited.model_copy(update={"triples": cited.triples[:1], "relation_ids": [R["flu_fever"]]})
+    again = apply_rating(store, {**values, "run_id": "run-2", "selected_evidence": [movable]}, "excellent")
+    assert again["changes"] == 1 and again["unchanged_ids"] == []
+    assert "unchanged" not in feedback_message(again)

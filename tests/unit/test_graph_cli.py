@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -77,10 +78,10 @@ def cli_world(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, Any]
 
     monkeypatch.setattr(factory, "open_store", lambda uri=None: store)
 
-    def apply(store: Any, run_id: str, rating: str, rel: list[str], feedback_id: str = "") -> list[int]:
+    def apply(store: Any, run_id: str, rating: str, rel: list[str], feedback_id: str = "") -> list[Any]:
         world["feedback"].append((run_id, rating, rel))
         world["applied"].add(feedback_id)
-        return [1]
+        return [SimpleNamespace(relation_id=rel[0])]
 
     monkeypatch.setattr(fb, "apply_feedback", apply)
     return world

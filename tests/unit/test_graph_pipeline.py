@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -177,9 +178,9 @@ def test_human_feedback_interrupt_and_resume(
 
     applied: list[Any] = []
 
-    def fake_apply(store: Any, run_id: str, rating: str, rel: Any, feedback_id: str = "") -> list[int]:
+    def fake_apply(store: Any, run_id: str, rating: str, rel: Any, feedback_id: str = "") -> list[Any]:
         applied.append((run_id, rating, rel))
-        return [1]
+        return [SimpleNamespace(relation_id=rel[0])]
 
     monkeypatch.setattr(fb, "apply_feedback", fake_apply)
     g = build_graph().compile(checkpointer=InMemorySaver())

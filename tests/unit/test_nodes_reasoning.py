@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -266,10 +267,10 @@ def _ledger_apply(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
 
     calls: list[Any] = []
 
-    def fake_apply(store: Any, run_id: str, rating: str, rel_ids: Any, feedback_id: str = "") -> list[str]:
+    def fake_apply(store: Any, run_id: str, rating: str, rel_ids: Any, feedback_id: str = "") -> list[Any]:
         calls.append((run_id, rating, list(rel_ids)))
         store.applied.add(feedback_id)
-        return [f"c{i}" for i, _ in enumerate(rel_ids)]
+        return [SimpleNamespace(relation_id=rid) for rid in rel_ids]
 
     monkeypatch.setattr(fb, "apply_feedback", fake_apply)
     return calls

@@ -121,9 +121,16 @@ def feedback_message(result: dict[str, Any]) -> str:
     if result.get("already_applied"):
         return f"rating {rating}: {result.get('reason')}; no weight changed"
     if result.get("applied"):
+        unchanged = len(result.get("unchanged_ids") or [])
+        kept = (
+            f"; {unchanged} unchanged (each is the only out-edge of its head node, which KGCoT's "
+            "walk already takes with probability 1)"
+            if unchanged
+            else ""
+        )
         return (
             f"rating {rating} on {edges} edges of {result.get('reason')}: "
-            f"{result.get('changes', 0)} weights changed"
+            f"{result.get('changes', 0)} weights changed{kept}"
         )
     return f"rating {rating}: no weight changed: {result.get('reason') or 'nothing to rate'}"
 

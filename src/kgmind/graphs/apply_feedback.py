@@ -72,7 +72,9 @@ def apply_rating(store: GraphStore, values: Mapping[str, Any], rating: str | Non
     Returns:
         ``{"rating", "credit", "reason", "credited_ids", "cited_ids", "relation_ids",
         "feedback_id", "changes", "applied", "already_applied"}`` (``changes`` = number of
-        edges whose weight changed). ``reason`` says why no weight moved when none did.
+        edges whose weight changed), and, once applied, ``unchanged_ids``: the rated edges
+        that kept their weight (each its head's only out-edge). ``reason`` says why no
+        weight moved when none did.
 
     """
     items, credit, reason = credited_evidence(values)
@@ -100,7 +102,11 @@ def apply_rating(store: GraphStore, values: Mapping[str, Any], rating: str | Non
     if store.weight_changes(fid):
         return {**result, "already_applied": True, "reason": f"already applied (feedback id {fid})"}
     changes = fb.apply_feedback(store, run_id, canon, relation_ids, feedback_id=fid)
-    result.update(changes=len(changes), applied=bool(changes))
+    moved = {c.relation_id for c in changes}
+    # KGCoT's rule moves an edge's share of its head's out-weight; a head's only out-edge
+    # already has share 1, so a user who sees "4 edges, 2 changed" is told which and why
+    unchanged = [rid for rid in relation_ids if rid not in moved]
+    result.update(changes=len(changes), applied=bool(changes), unchanged_ids=unchanged)
     if not changes:
         result["reason"] = f"{reason}: each rated edge is its head's only out-edge, so no weight can move"
     return result
