@@ -170,6 +170,74 @@ def test_onnx_minilm_fp32_is_torch_and_int8_links_at_its_own_thresholds():
     np.testing.assert_allclose(extra, int8[:2], atol=1e-4)
 
 
+def test_minilm_tokenizer_gives_what_autotokenizer_gives():
+    """The ONNX embedder's tokenizer (no transformers import) matches AutoTokenizer as it was called."""
+    import numpy as np
+    from transformers import AutoTokenizer
+
+    from kgmind.retrievers.embeddings import MINILM_MAX_TOKENS, _minilm_dir, minilm_tokenizer
+
+    hf = AutoTokenizer.from_pretrained(str(_minilm_dir()), local_files_only=True)
+    tok = minilm_tokenizer()
+    texts = [
+        "Doctor, I have had yellow eyes since Monday.",
+        "Chest pain, SHORTNESS of breath & a café-au-lait spot 😀",
+        "我最近一直咳嗽还发烧",
+        "",
+        "  tabs\tand\nnew lines  ",
+        "fever " * 400,  # cut at the limit, not at the file's own 128
+    ]
+    for batch in ([t] for t in texts):
+        want = hf(
+            batch,
+            return_offsets_mapping=True,
+            return_tensors="np",
+            padding=True,
+            truncation=True,
+            max_length=MINILM_MAX_TOKENS,
+        )
+        got = tok.encode_batch(batch)
+        assert got[0].ids == want["input_ids"][0].tolist()
+        assert [list(o) for o in got[0].offsets] == want["offset_mapping"][0].tolist()
+    want = hf(texts, return_tensors="np", padding=True, truncation=True, max_length=MINILM_MAX_TOKENS)
+    got = tok.encode_batch(texts)
+    assert want["input_ids"].shape == (len(texts), MINILM_MAX_TOKENS)  # padded to the longest
+    for key, field in (
+        ("input_ids", "ids"),
+        ("attention_mask", "attention_mask"),
+        ("token_type_ids", "type_ids"),
+    ):
+        np.testing.assert_array_equal(np.array([getattr(e, field) for e in got]), want[key])
+
+
+def test_the_onnx_embedder_and_thread_settings_do_not_import_torch():
+    """``kgmind`` commands start without torch (1.5 s): the ONNX MiniLM path never needs it."""
+    import subprocess
+    import sys
+
+    code = """
+import sys
+from kgmind.retrievers import embeddings
+embeddings.configure_threads()  # what every kgmind command does first
+assert "torch" not in sys.modules and embeddings._torch_threads_wanted
+emb = embeddings.OnnxMiniLMEmbedder(quantized=False)
+text = "Doctor, I have had yellow eyes since Monday."
+vecs = emb.embed_in_context(text, [(19, 30)], ["icterus"])
+assert vecs.spans.shape == (1, 384) and vecs.extra.shape == (1, 384)
+assert "torch" not in sys.modules and "transformers" not in sys.modules, sorted(sys.modules)
+import torch  # a torch model loads later: the count asked for before is applied then
+torch.set_num_threads(2)
+embeddings.MiniLMEmbedder().embed_queries(["fever"])
+assert torch.get_num_threads() == 1, torch.get_num_threads()
+"""
+    from kgmind.retrievers.embeddings import onnx_minilm_path
+
+    onnx_minilm_path(quantized=False)  # the one-time export (torch) happens here, in this home
+    env = {**os.environ, "KGMIND_TORCH_THREADS": "1"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+
+
 def test_e5_links_chinese_paraphrases():
     store = FakeStore(ZH_KG, "fake://zh")
     lk = EntityLinker(store)

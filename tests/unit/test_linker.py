@@ -527,6 +527,7 @@ def test_using_the_embedder_leaves_process_settings_alone(monkeypatch):
 
     calls: list[int] = []
     monkeypatch.setattr(torch, "set_num_threads", lambda n: calls.append(n))
+    monkeypatch.setattr(embeddings, "_torch_threads_wanted", False)  # no earlier opt-in in this process
     monkeypatch.setenv("KGMIND_TORCH_THREADS", "1")  # an explicit count, which configure_threads applies
     env = dict(os.environ)
     grad = torch.is_grad_enabled()

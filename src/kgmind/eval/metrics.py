@@ -303,10 +303,13 @@ class TokenEncoder:
         if self._model is None:
             from transformers import AutoModel, AutoTokenizer
 
+            from kgmind.retrievers.embeddings import torch_loaded
+
             path = self.path or local_minilm_path()
             self._tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
             self._model = AutoModel.from_pretrained(path, local_files_only=True)
             self._model.eval()
+            torch_loaded()
 
     def encode(self, text: str) -> np.ndarray:
         """``(tokens, dim)`` float32 embeddings of ``text`` without special tokens."""

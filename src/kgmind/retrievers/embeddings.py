@@ -26,6 +26,7 @@ import json
 import logging
 import os
 import sqlite3
+import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -39,6 +40,7 @@ __all__ = [
     "E5_SPINCOUNT",
     "EMBEDDER_NAMES",
     "EN_EMBEDDERS",
+    "MINILM_MAX_TOKENS",
     "ContextVectors",
     "DiskVectorCache",
     "E5Embedder",
@@ -47,6 +49,7 @@ __all__ = [
     "MiniLMEmbedder",
     "OnnxMiniLMEmbedder",
     "VectorCache",
+    "configure_threads",
     "cpu_flags",
     "default_threads",
     "disk_vector_cache",
@@ -56,10 +59,12 @@ __all__ = [
     "get_embedder",
     "l2_normalize",
     "minilm_backend",
+    "minilm_tokenizer",
     "model_for_language",
     "onnx_minilm_path",
     "onnx_threads",
     "span_vectors",
+    "torch_loaded",
 ]
 
 #: Names accepted by :func:`get_embedder`.
@@ -500,14 +505,33 @@ def configure_threads() -> None:
 
     An opt-in: the ``kgmind`` command calls it at start-up; a library user calls it
     (or sets ``torch.set_num_threads`` themselves) — importing or using kgmind never
-    changes torch's thread count.
+    changes torch's thread count. When torch is not imported yet the count is applied
+    when a kgmind torch model loads (:func:`torch_loaded`), not by importing torch here:
+    the import alone took 1.5 s of every ``kgmind`` command's start, and the default
+    English embedder (ONNX Runtime) and every command that embeds nothing never need it.
     """
+    global _torch_threads_wanted
+    torch = sys.modules.get("torch")
+    if torch is None:
+        _torch_threads_wanted = True
+        return
+    _set_torch_threads(torch)
+
+
+#: Whether :func:`configure_threads` was called before torch was imported.
+_torch_threads_wanted = False
+
+
+def torch_loaded() -> None:
+    """Called where kgmind loads a torch model: applies a :func:`configure_threads` that came before torch."""
+    torch = sys.modules.get("torch")
+    if _torch_threads_wanted and torch is not None:
+        _set_torch_threads(torch)
+
+
+def _set_torch_threads(torch: Any) -> None:
     n = default_threads()
     if n is None:
-        return
-    try:
-        import torch
-    except ImportError:  # pragma: no cover - torch comes with sentence-transformers
         return
     explicit = bool(os.environ.get("KGMIND_TORCH_THREADS", "").strip())
     if explicit or torch.get_num_threads() > n:
@@ -617,6 +641,7 @@ class MiniLMEmbedder:
             if not path.is_dir():  # pragma: no cover - broken install
                 raise RuntimeError(f"the MiniLM model folder is missing: {path}")
             model = _quiet_load(lambda: SentenceTransformer(str(path), device="cpu", local_files_only=True))
+            torch_loaded()
             if embedding_dtype() == "bfloat16":
                 import torch
 
@@ -707,6 +732,28 @@ class MiniLMEmbedder:
 
 #: Version of the ONNX export recipe: a change makes every exported file stale.
 _ONNX_RECIPE = "1"
+
+
+#: Tokens per text the MiniLM embedders read (longer texts are cut, as sentence-transformers does).
+MINILM_MAX_TOKENS = 256
+
+
+def minilm_tokenizer() -> Any:
+    """MiniLM's fast tokenizer from its ``tokenizer.json``, set up as ``AutoTokenizer`` calls it here.
+
+    Right padding to the longest text of a batch, truncation at :data:`MINILM_MAX_TOKENS`:
+    the same ids, masks and offsets as ``AutoTokenizer(..., padding=True, truncation=True,
+    max_length=256)`` (the file itself says 128 and fixed padding, which that call
+    overrides), without importing ``transformers``, which imports torch (2.5 s before the
+    first question, for a tokenizer).
+    """
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(_minilm_dir() / "tokenizer.json"))
+    tok.enable_truncation(max_length=MINILM_MAX_TOKENS)
+    pad_id = tok.token_to_id("[PAD]")
+    tok.enable_padding(pad_id=0 if pad_id is None else pad_id, pad_token="[PAD]")
+    return tok
 
 
 def _minilm_dir() -> Path:
@@ -836,7 +883,6 @@ class OnnxMiniLMEmbedder:
         if self._session is None:
             try:
                 import onnxruntime as ort
-                from transformers import AutoTokenizer
             except ImportError as exc:  # pragma: no cover - depends on extras
                 raise RuntimeError(
                     f"the {self.name} embedder needs onnxruntime: pip install 'kgmind[local]'"
@@ -850,23 +896,20 @@ class OnnxMiniLMEmbedder:
                 opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
             opts.inter_op_num_threads = 1
             opts.log_severity_level = 3
-            self._tokenizer = AutoTokenizer.from_pretrained(str(_minilm_dir()), local_files_only=True)
+            self._tokenizer = minilm_tokenizer()
             self._session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
         return self._session, self._tokenizer
 
     def _states(self, texts: Sequence[str], offsets: bool) -> tuple[np.ndarray, np.ndarray, Any]:
         """Token states ``(b, t, dim)``, attention mask ``(b, t)`` and the first text's offsets."""
         session, tok = self._load()
-        batch = tok(
-            list(texts),
-            return_offsets_mapping=offsets,
-            return_tensors="np",
-            padding=True,
-            truncation=True,
-            max_length=256,
-        )
-        spans_at = batch.pop("offset_mapping")[0].tolist() if offsets else None
-        feed = {k: batch[k].astype(np.int64) for k in ("input_ids", "attention_mask", "token_type_ids")}
+        encodings = tok.encode_batch(list(texts))
+        spans_at = [list(span) for span in encodings[0].offsets] if offsets else None
+        feed = {
+            "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
+            "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
+            "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
+        }
         states = session.run(None, feed)[0]
         return states, feed["attention_mask"], spans_at
 
