@@ -121,10 +121,11 @@ def test_grounded_answer_is_valid_and_cites_only_shown_ids(
     assert decisions < 0.75 * usage["output_tokens"], "the schema should fix a good share of the tokens"
 
 
-def test_stream_and_prefix_cache_do_not_change_the_answer(chat: Any) -> None:
+def test_stream_and_prefix_cache_do_not_change_the_answer(chat: Any, tmp_path: Any, monkeypatch: Any) -> None:
     schema = build_answer_schema(EVIDENCE_EN, TYPES_EN)
     bound = chat.bind(response_format={"type": "json_object", "schema": schema}, max_tokens=160)
     messages = _messages("en", "Fever and a dry cough since Monday. What should I do?", EVIDENCE_EN)
+    monkeypatch.setitem(chat._shared, "prefix_dir", tmp_path / "empty")  # cold on disk too
     chat._shared.get("prefix_states", {}).clear()
     cold = bound.invoke(messages).content
     assert chat._shared["prefix_states"]  # the system message's state was kept
@@ -132,6 +133,72 @@ def test_stream_and_prefix_cache_do_not_change_the_answer(chat: Any) -> None:
     pieces = [chunk.content for chunk in bound.stream(messages)]
     assert len(pieces) > 3
     assert cold == warm == "".join(pieces)
+
+
+def test_prefix_states_on_disk_serve_the_next_process(chat: Any, tmp_path: Any, monkeypatch: Any) -> None:
+    """A new process (empty memory) reads the system message's state from disk: same answer, and a
+    damaged or unloadable file is read past, not trusted."""
+    import hashlib
+
+    import llama_cpp
+
+    from kgmind import llm
+
+    folder = tmp_path / "states"
+    monkeypatch.setitem(chat._shared, "prefix_dir", folder)
+    states = chat._shared.setdefault("prefix_states", {})
+    loads: list[int] = []
+    real_set = llama_cpp.llama_state_seq_set_data
+
+    def counting_set(ctx: Any, buf: Any, size: int, seq: int) -> int:
+        got = real_set(ctx, buf, size, seq)
+        loads.append(got)
+        return got
+
+    monkeypatch.setattr(llama_cpp, "llama_state_seq_set_data", counting_set)
+    schema = build_answer_schema(EVIDENCE_EN, TYPES_EN)
+    bound = chat.bind(response_format={"type": "json_object", "schema": schema}, max_tokens=120)
+    messages = _messages("en", "A cough for a week and now a fever. What is it?", EVIDENCE_EN)
+    states.clear()
+    cold = bound.invoke(messages).content
+    (kept,) = folder.glob("*.kv")
+    assert loads == []
+    states.clear()  # as a new process: nothing in memory
+    assert bound.invoke(messages).content == cold
+    assert len(loads) == 1 and loads[0] > 0  # the prefix came from the file
+    body = kept.read_bytes()
+    kept.write_bytes(body[:16] + bytes(len(body) - 16))  # damaged: its digest no longer matches
+    states.clear()
+    loads.clear()
+    assert bound.invoke(messages).content == cold
+    assert loads == [] and kept.read_bytes() == body  # read past, then written again
+    junk = b"not a llama.cpp state" * 10
+    kept.write_bytes(hashlib.blake2b(junk, digest_size=16).digest() + junk)  # intact, but not a state
+    states.clear()
+    loads.clear()
+    assert bound.invoke(messages).content == cold
+    assert loads == [0]  # llama.cpp refused it; the prompt was read from position 0
+    monkeypatch.setenv("KGMIND_LOCAL_PREFIX_CACHE", "0")
+    assert llm._prefix_state_dir(chat.client) is None
+    monkeypatch.delenv("KGMIND_LOCAL_PREFIX_CACHE")
+    assert llm._prefix_state_dir(chat.client) is not None
+
+
+def test_the_token_table_is_built_once_per_model_file(chat: Any) -> None:
+    from kgmind import llm
+
+    path = llm._token_table_path(chat.client, chat.client.n_vocab())
+    assert path is not None
+    built = llm._token_table(chat.client)
+    assert path.is_file()
+    loaded = llm._token_table(chat.client)
+    assert loaded is not built and loaded.bytes == built.bytes and loaded.index == built.index
+    for name in ("content", "chars", "close_at", "east_asian", "need_after"):
+        assert (getattr(loaded, name) == getattr(built, name)).all(), name
+    broken = list(built.bytes)
+    broken[len(broken) // llm.TOKEN_TABLE_CHECKS] = b"not this token"  # one the load compares
+    type(built)(broken).save(path)
+    assert llm._token_table(chat.client).bytes == built.bytes  # rebuilt, not trusted
 
 
 def test_the_budget_of_the_answering_graph_is_counted_in_the_local_models_tokens(chat: Any) -> None:

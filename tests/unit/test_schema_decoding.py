@@ -326,3 +326,28 @@ def test_schemas_outside_the_subset_are_refused(schema: dict[str, Any]) -> None:
 def test_kgmind_schemas_are_supported() -> None:
     for schema in SCHEMAS.values():
         assert supports(schema)
+
+
+def test_a_saved_token_table_loads_as_built_and_a_damaged_one_does_not(tmp_path) -> None:
+    built = TokenTable(VOCAB)
+    path = tmp_path / "t" / "table.npz"
+    built.save(path)
+    loaded = TokenTable.load(path)
+    assert loaded is not None
+    assert loaded.bytes == built.bytes and loaded.index == built.index
+    for name in ("content", "chars", "close_at", "east_asian", "need_after"):
+        got, want = getattr(loaded, name), getattr(built, name)
+        assert got.dtype == want.dtype and np.array_equal(got, want), name
+    assert loaded.starting_with(b"Pneu").tolist() == built.starting_with(b"Pneu").tolist()
+    assert list(path.parent.iterdir()) == [path]  # written whole, no temporary left
+    # the loaded table decodes as the built one does
+    schema = build_answer_schema(EVIDENCE, TYPES)
+    texts = [decode_json(FakeModel(noise(3)), t, schema, max_tokens=400).text for t in (built, loaded)]
+    assert texts[0] == texts[1] and json.loads(texts[0])
+    assert TokenTable.load(tmp_path / "missing.npz") is None
+    path.write_bytes(path.read_bytes()[:100])  # cut short
+    assert TokenTable.load(path) is None
+    other = TokenTable(VOCAB)
+    other.FORMAT = TokenTable.FORMAT + 1  # an older or newer layout is rebuilt, not read
+    other.save(path)
+    assert TokenTable.load(path) is None
