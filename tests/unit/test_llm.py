@@ -248,6 +248,47 @@ def test_cli_draws_an_assembly_bar(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     assert buf2.getvalue() == ""  # nothing drawn when there is nothing to assemble
 
 
+def test_cli_names_the_one_time_onnx_export(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from kgmind.cli.ask import prepare_embedder
+    from kgmind.graphs.context import Context
+    from kgmind.retrievers import embeddings
+
+    exported: list[bool] = []
+
+    def export(quantized: bool = True) -> Path:
+        exported.append(quantized)
+        path = tmp_path / ("int8.onnx" if quantized else "fp32.onnx")
+        path.write_bytes(b"onnx")
+        return path
+
+    def dest(quantized: bool) -> Path:
+        return tmp_path / ("int8.onnx" if quantized else "fp32.onnx")
+
+    monkeypatch.setattr(embeddings, "_onnx_minilm_dest", dest)
+    monkeypatch.setattr(embeddings, "onnx_minilm_path", export)
+    monkeypatch.setattr(embeddings, "minilm_backend", lambda: "onnx")
+    monkeypatch.delenv("KGMIND_EN_EMBEDDER", raising=False)
+    ctx = Context()
+    buf = io.StringIO()
+    prepare_embedder("I have a cough and a fever.", ctx, Console(file=buf, force_terminal=True, width=120))
+    assert exported == [False] and "exporting it to ONNX (first use only" in buf.getvalue()
+    buf = io.StringIO()
+    prepare_embedder("I have a cough and a fever.", ctx, Console(file=buf, force_terminal=True, width=120))
+    prepare_embedder("我咳嗽发烧", ctx, Console(file=buf, force_terminal=True, width=120))  # e5: no export
+    assert exported == [False] and buf.getvalue() == ""
+    monkeypatch.setenv("KGMIND_EN_EMBEDDER", "minilm-int8")
+    prepare_embedder("I have a cough.", ctx, Console(file=io.StringIO(), force_terminal=True, width=120))
+    assert exported == [False, True]
+    monkeypatch.delenv("KGMIND_EN_EMBEDDER")
+    monkeypatch.setattr(embeddings, "minilm_backend", lambda: "torch")  # AMX: torch runs MiniLM
+    (tmp_path / "fp32.onnx").unlink()
+    assert not embeddings.onnx_export_pending("minilm") and not embeddings.onnx_export_pending("e5")
+
+
 def test_schema_calls_go_to_the_schema_decoder_only_when_it_can_write_them(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -279,6 +279,21 @@ def assemble_local_model(model: str, console: Console) -> None:
             progress.stop()
 
 
+def prepare_embedder(question: str, ctx: Any, console: Console) -> None:
+    """Export MiniLM to ONNX before the run when the question needs it, saying so (first use only).
+
+    The graph would export it inside entity extraction, a node then silent for ~10 s on a
+    fresh ``$KGMIND_HOME``; here the wait has a name.
+    """
+    from kgmind.graphs.services import resolve_language
+    from kgmind.retrievers.embeddings import model_for_language, onnx_export_pending, onnx_minilm_path
+
+    name = model_for_language(resolve_language(ctx, question))
+    if onnx_export_pending(name):
+        with console.status(f"preparing the {name} embedder: exporting it to ONNX (first use only, ~10 s)"):
+            onnx_minilm_path(quantized=name == "minilm-int8")
+
+
 def _update_status(status: NodeStatus, mode: str, chunk: Any) -> None:
     """Feed one stream chunk to the status line.
 
@@ -391,6 +406,8 @@ def ask(
     try:
         if interactive:
             assemble_local_model(model, err_console)
+            if mode != "llm_only":
+                prepare_embedder(question, ctx, err_console)
             with NodeStatus(err_console) as status:
                 result = run_question(question, ctx, progress=True, status=status, checkpoint=checkpoint)
         else:

@@ -61,6 +61,7 @@ __all__ = [
     "minilm_backend",
     "minilm_tokenizer",
     "model_for_language",
+    "onnx_export_pending",
     "onnx_minilm_path",
     "onnx_threads",
     "span_vectors",
@@ -768,6 +769,35 @@ def _minilm_dir() -> Path:
     return path
 
 
+def _onnx_minilm_dest(quantized: bool) -> Path:
+    from kgmind.settings import kgmind_home
+
+    src = _minilm_dir()
+    tag = hashlib.blake2b(
+        "|".join(f"{f.name}:{f.stat().st_size}" for f in sorted(Path(src).iterdir()) if f.is_file()).encode()
+        + _ONNX_RECIPE.encode(),
+        digest_size=6,
+    ).hexdigest()
+    return kgmind_home() / "models" / f"minilm-l6-v2-{'int8' if quantized else 'fp32'}-{tag}.onnx"
+
+
+def onnx_export_pending(model: str) -> bool:
+    """Whether embedding with ``model`` first exports MiniLM to ONNX (~10 s, once per ``$KGMIND_HOME``).
+
+    Lets the CLI say so before a node goes quiet for that long.
+    """
+    if model == "minilm-int8":
+        quantized = True
+    elif model == "minilm" and minilm_backend() == "onnx":
+        quantized = False
+    else:
+        return False
+    try:
+        return not _onnx_minilm_dest(quantized).is_file()
+    except RuntimeError:  # no MiniLM package: the run says so itself
+        return False
+
+
 def onnx_minilm_path(quantized: bool = True) -> Path:
     """The ONNX file of MiniLM under ``$KGMIND_HOME/models``, exported (and int8-quantised) on first use.
 
@@ -787,15 +817,8 @@ def onnx_minilm_path(quantized: bool = True) -> Path:
     import io
     import tempfile
 
-    from kgmind.settings import kgmind_home
-
     src = _minilm_dir()
-    tag = hashlib.blake2b(
-        "|".join(f"{f.name}:{f.stat().st_size}" for f in sorted(Path(src).iterdir()) if f.is_file()).encode()
-        + _ONNX_RECIPE.encode(),
-        digest_size=6,
-    ).hexdigest()
-    dest = kgmind_home() / "models" / f"minilm-l6-v2-{'int8' if quantized else 'fp32'}-{tag}.onnx"
+    dest = _onnx_minilm_dest(quantized)
     if dest.is_file():
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
