@@ -511,8 +511,11 @@ def _token_table(llama: Any) -> Any:
     if path is not None:
         table = TokenTable.load(path)
         sample = range(0, n, max(1, n // TOKEN_TABLE_CHECKS))
-        same = table is not None and len(table.bytes) == n
-        if table is not None and same and all(table.bytes[i] == token_bytes(i) for i in sample):
+        if (
+            table is not None
+            and len(table.bytes) == n
+            and all(table.bytes[i] == token_bytes(i) for i in sample)
+        ):
             return table
     table = TokenTable([token_bytes(i) for i in range(n)])
     if path is not None:
@@ -534,19 +537,15 @@ def _prefix_state_dir(llama: Any) -> Path | None:
     if os.environ.get("KGMIND_LOCAL_PREFIX_CACHE", "1").strip().lower() in ("0", "false", "off", "no"):
         return None
     try:
-        model = Path(llama.model_path).resolve()
-        st = model.stat()
         cp = llama.context_params
         settings = (
             cp.n_ctx, cp.n_batch, cp.n_ubatch, cp.n_threads, cp.n_threads_batch,
             int(getattr(cp, "flash_attn_type", getattr(cp, "flash_attn", -1))), cp.type_k, cp.type_v,
         )  # fmt: skip
         system = llama_cpp.llama_print_system_info()
-    except (AttributeError, TypeError, OSError):
+    except (AttributeError, TypeError):
         return None
-    key = f"{model}|{st.st_size}|{st.st_mtime_ns}|{settings}|{llama_cpp.__version__}|{system!r}"
-    name = hashlib.blake2b(key.encode(), digest_size=10).hexdigest()
-    return kgmind_home() / "cache" / "prefix-states" / f"{model.stem}-{name}"
+    return _model_cache_path(llama, "prefix-states", f"{settings}|{system!r}", "")
 
 
 def _prefix_state_file(folder: Path, tokens: tuple[int, ...]) -> Path:
@@ -577,16 +576,17 @@ def _write_prefix_state(folder: Path, tokens: tuple[int, ...], state: Any) -> No
     """Keep ``state`` for ``tokens`` on disk (atomically; the oldest beyond :data:`PREFIX_STATES` go)."""
     body = bytes(state)
     path = _prefix_state_file(folder, tokens)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         tmp.write_bytes(hashlib.blake2b(body, digest_size=_PREFIX_HEAD).digest() + body)
         os.replace(tmp, path)
         kept = sorted(folder.glob("*.kv"), key=lambda f: f.stat().st_mtime_ns, reverse=True)
         for old in kept[PREFIX_STATES:]:
             old.unlink()
     except OSError:  # a full or read-only disk costs the next process the prefix, nothing more
-        return
+        with contextlib.suppress(OSError):
+            tmp.unlink()
 
 
 #: Bytes of the digest that heads a kept prefix state.
@@ -598,6 +598,15 @@ TOKEN_TABLE_CHECKS = 256
 
 def _token_table_path(llama: Any, n_vocab: int) -> Path | None:
     """Where the token table of ``llama``'s model file is cached (``None``: no file to key it by)."""
+    return _model_cache_path(llama, "token-tables", str(n_vocab), ".npz")
+
+
+def _model_cache_path(llama: Any, kind: str, settings: str, suffix: str) -> Path | None:
+    """``$KGMIND_HOME/cache/KIND/<model stem>-<digest>SUFFIX``: where a file derived from the model is kept.
+
+    The digest covers the file (path, size, modification time), the llama-cpp-python
+    version and ``settings``; ``None`` when the model has no file to key it by.
+    """
     import llama_cpp
 
     try:
@@ -605,9 +614,9 @@ def _token_table_path(llama: Any, n_vocab: int) -> Path | None:
         st = model.stat()
     except (AttributeError, TypeError, OSError):
         return None
-    key = f"{model}|{st.st_size}|{st.st_mtime_ns}|{n_vocab}|{llama_cpp.__version__}"
+    key = f"{model}|{st.st_size}|{st.st_mtime_ns}|{llama_cpp.__version__}|{settings}"
     name = hashlib.blake2b(key.encode(), digest_size=10).hexdigest()
-    return kgmind_home() / "cache" / "token-tables" / f"{model.stem}-{name}.npz"
+    return kgmind_home() / "cache" / kind / f"{model.stem}-{name}{suffix}"
 
 
 @functools.cache

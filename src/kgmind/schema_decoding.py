@@ -184,19 +184,23 @@ class TokenTable:
         blob = np.frombuffer(b"".join(self.bytes), dtype=np.uint8)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        with tmp.open("wb") as out:
-            np.savez(
-                out,
-                format=np.array([self.FORMAT]),
-                lengths=lengths,
-                blob=blob,
-                content=self.content,
-                chars=self.chars,
-                close_at=self.close_at,
-                east_asian=self.east_asian,
-                need_after=self.need_after,
-            )
-        os.replace(tmp, path)
+        try:
+            with tmp.open("wb") as out:
+                np.savez(
+                    out,
+                    format=np.array([self.FORMAT]),
+                    lengths=lengths,
+                    blob=blob,
+                    content=self.content,
+                    chars=self.chars,
+                    close_at=self.close_at,
+                    east_asian=self.east_asian,
+                    need_after=self.need_after,
+                )
+            os.replace(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
 
     @classmethod
     def load(cls, path: Path) -> TokenTable | None:
