@@ -312,3 +312,27 @@ def test_schema_calls_go_to_the_schema_decoder_only_when_it_can_write_them(
     assert decodable(greedy, {"response_format": {"type": "json_object", "schema": unsupported}}) is None
     monkeypatch.setenv("KGMIND_LOCAL_DECODER", "grammar")
     assert decodable(greedy, bound) is None
+
+
+def test_prefix_states_on_disk_are_checked_and_trimmed(tmp_path: Path) -> None:
+    """Kept states read back byte for byte; a damaged one is dropped; only the newest PREFIX_STATES stay."""
+    import ctypes
+    import os
+
+    folder = tmp_path / "states"
+    for k in range(llm.PREFIX_STATES + 2):
+        state = (ctypes.c_uint8 * 64).from_buffer_copy(bytes([k]) * 64)
+        llm._write_prefix_state(folder, (1, 2, k), state)
+        path = llm._prefix_state_file(folder, (1, 2, k))
+        os.utime(path, ns=(k * 10**9, k * 10**9))  # written in this order, whatever the clock's resolution
+    files = sorted(folder.iterdir())
+    assert len(files) == llm.PREFIX_STATES and all(f.suffix == ".kv" for f in files)  # no temporaries
+    assert llm._read_prefix_state(folder, (1, 2, 0)) is None  # the oldest went
+    newest = llm._read_prefix_state(folder, (1, 2, llm.PREFIX_STATES + 1))
+    assert newest is not None and bytes(newest) == bytes([llm.PREFIX_STATES + 1]) * 64
+    path = llm._prefix_state_file(folder, (1, 2, 5))
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 0xFF
+    path.write_bytes(bytes(data))
+    assert llm._read_prefix_state(folder, (1, 2, 5)) is None and not path.exists()
+    assert llm._read_prefix_state(tmp_path / "nowhere", (1,)) is None
