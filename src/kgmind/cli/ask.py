@@ -279,19 +279,24 @@ def assemble_local_model(model: str, console: Console) -> None:
             progress.stop()
 
 
-def prepare_embedder(question: str, ctx: Any, console: Console) -> None:
-    """Export MiniLM to ONNX before the run when the question needs it, saying so (first use only).
+def prepare_linking(ctx: Any, console: Console) -> None:
+    """Get the store's entity linking ready before the run, saying what takes long (first use only).
 
-    The graph would export it inside entity extraction, a node then silent for ~10 s on a
-    fresh ``$KGMIND_HOME``; here the wait has a name.
+    On a fresh ``$KGMIND_HOME`` MiniLM is exported to ONNX (~10 s), and a newly imported
+    KG's entity index is built (every name embedded): both would happen inside entity
+    extraction, a node then silent for that long. Here the export has a name and the
+    build a progress bar; the graph then finds both in the caches it would have filled.
     """
-    from kgmind.graphs.services import resolve_language
-    from kgmind.retrievers.embeddings import model_for_language, onnx_export_pending, onnx_minilm_path
+    from kgmind.graphs.services import get_linker, get_store
+    from kgmind.retrievers.embeddings import onnx_export_pending, onnx_minilm_path
+    from kgmind.retrievers.entity_index import get_entity_index
 
-    name = model_for_language(resolve_language(ctx, question))
-    if onnx_export_pending(name):
-        with console.status(f"preparing the {name} embedder: exporting it to ONNX (first use only, ~10 s)"):
-            onnx_minilm_path(quantized=name == "minilm-int8")
+    store = get_store(ctx.store)
+    model = get_linker(store).model
+    if onnx_export_pending(model):
+        with console.status(f"preparing the {model} embedder: exporting it to ONNX (first use only, ~10 s)"):
+            onnx_minilm_path(quantized=model == "minilm-int8")
+    get_entity_index(store, model, progress=True)
 
 
 def _update_status(status: NodeStatus, mode: str, chunk: Any) -> None:
@@ -407,7 +412,7 @@ def ask(
         if interactive:
             assemble_local_model(model, err_console)
             if mode != "llm_only":
-                prepare_embedder(question, ctx, err_console)
+                prepare_linking(ctx, err_console)
             with NodeStatus(err_console) as status:
                 result = run_question(question, ctx, progress=True, status=status, checkpoint=checkpoint)
         else:
