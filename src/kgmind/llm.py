@@ -730,9 +730,9 @@ def _locked_llama_class() -> Any:
             states: OrderedDict[tuple[int, ...], Any] = self._shared.setdefault(
                 "prefix_states", OrderedDict()
             )
-            folder = self._shared.get("prefix_dir", False)
-            if folder is False:
-                folder = self._shared["prefix_dir"] = _prefix_state_dir(llama)
+            if "prefix_dir" not in self._shared:
+                self._shared["prefix_dir"] = _prefix_state_dir(llama)
+            folder: Path | None = self._shared["prefix_dir"]
             self._fresh_context()
             start = 0
             for b in reversed(bounds):

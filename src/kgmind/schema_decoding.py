@@ -142,7 +142,6 @@ class TokenTable:
     def __init__(self, token_bytes: Sequence[bytes]) -> None:
         self.bytes: list[bytes] = list(token_bytes)
         n = len(self.bytes)
-        self.index: dict[bytes, int] = {}
         self.content = np.zeros(n, dtype=bool)  # may stand inside a string
         self.chars = np.zeros(n, dtype=np.int32)
         self.close_at = np.full(n, -1, dtype=np.int32)  # a string's closing quote at this byte
@@ -150,10 +149,10 @@ class TokenTable:
         # UTF-8 continuation bytes owed after the token when 0..3 were owed before (-1: invalid);
         # for a closing token, of its content part, which must leave none owed
         self.need_after = np.full((4, n), -1, dtype=np.int8)
+        self._index_bytes()
         for i, b in enumerate(self.bytes):
             if not b:
                 continue
-            self.index.setdefault(b, i)
             self.chars[i] = _chars(b)
             self.east_asian[i] = any(c in _EAST_ASIAN_LEADS for c in b)
             q = b.find(b'"')
@@ -170,8 +169,17 @@ class TokenTable:
                 self.need_after[before, i] = -1 if after is None else after
         self._after: dict[bytes, np.ndarray] = {}
 
+    def _index_bytes(self) -> None:
+        """``index``: each non-empty byte string's first token id."""
+        self.index: dict[bytes, int] = {}
+        for i, b in enumerate(self.bytes):
+            if b:
+                self.index.setdefault(b, i)
+
     #: What :meth:`save` writes; a table saved by an older layout is rebuilt, not read.
     FORMAT = 1
+    #: The per-token arrays, saved and loaded as they are.
+    _MASKS = ("content", "chars", "close_at", "east_asian", "need_after")
 
     def save(self, path: Path) -> None:
         """Write the table (bytes and masks) to ``path`` (``.npz``), atomically.
@@ -191,11 +199,7 @@ class TokenTable:
                     format=np.array([self.FORMAT]),
                     lengths=lengths,
                     blob=blob,
-                    content=self.content,
-                    chars=self.chars,
-                    close_at=self.close_at,
-                    east_asian=self.east_asian,
-                    need_after=self.need_after,
+                    **{name: getattr(self, name) for name in self._MASKS},
                 )
             os.replace(tmp, path)
         except BaseException:
@@ -211,7 +215,7 @@ class TokenTable:
                     return None
                 lengths = data["lengths"].astype(np.int64)
                 blob = data["blob"].tobytes()
-                arrays = {k: data[k] for k in ("content", "chars", "close_at", "east_asian", "need_after")}
+                arrays = {name: data[name] for name in cls._MASKS}
         except (OSError, KeyError, ValueError, IndexError, EOFError, zipfile.BadZipFile):
             return None
         n = len(lengths)
@@ -223,15 +227,9 @@ class TokenTable:
         table = cls.__new__(cls)
         starts = (ends - lengths).tolist()
         table.bytes = [blob[a:b] for a, b in zip(starts, ends.tolist(), strict=True)]
-        table.index = {}
-        for i, b in enumerate(table.bytes):
-            if b:
-                table.index.setdefault(b, i)
-        table.content = arrays["content"]
-        table.chars = arrays["chars"]
-        table.close_at = arrays["close_at"]
-        table.east_asian = arrays["east_asian"]
-        table.need_after = arrays["need_after"]
+        table._index_bytes()
+        for name, array in arrays.items():
+            setattr(table, name, array)
         table._after = {}
         return table
 

@@ -250,6 +250,7 @@ def test_cli_draws_an_assembly_bar(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
 
 def test_cli_prepares_linking_before_the_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """The one-time ONNX export is named and the index built with a bar, for the store's linking model."""
+    import functools
     import io
     from types import SimpleNamespace
 
@@ -275,6 +276,8 @@ def test_cli_prepares_linking_before_the_run(monkeypatch: pytest.MonkeyPatch, tm
     monkeypatch.setattr(embeddings, "_onnx_minilm_dest", dest)
     monkeypatch.setattr(embeddings, "onnx_minilm_path", export)
     monkeypatch.setattr(embeddings, "minilm_backend", lambda: "onnx")
+    # a cache of this test's own: embedders built under the patched backend go with it
+    monkeypatch.setattr(embeddings, "get_embedder", functools.cache(embeddings.get_embedder.__wrapped__))
     monkeypatch.setattr(services, "get_store", lambda uri: SimpleNamespace(uri=uri))
     monkeypatch.setattr(services, "get_linker", lambda store: linker)
 
@@ -298,8 +301,9 @@ def test_cli_prepares_linking_before_the_run(monkeypatch: pytest.MonkeyPatch, tm
     run()
     assert exported == [False, True]
     monkeypatch.setattr(embeddings, "minilm_backend", lambda: "torch")  # AMX: torch runs MiniLM
+    embeddings.get_embedder.cache_clear()
     (tmp_path / "fp32.onnx").unlink()
-    assert not embeddings.onnx_export_pending("minilm") and not embeddings.onnx_export_pending("e5")
+    assert embeddings.pending_onnx_export("minilm") is None and embeddings.pending_onnx_export("e5") is None
 
 
 def test_schema_calls_go_to_the_schema_decoder_only_when_it_can_write_them(

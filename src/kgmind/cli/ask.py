@@ -288,14 +288,15 @@ def prepare_linking(ctx: Any, console: Console) -> None:
     build a progress bar; the graph then finds both in the caches it would have filled.
     """
     from kgmind.graphs.services import get_linker, get_store
-    from kgmind.retrievers.embeddings import onnx_export_pending, onnx_minilm_path
+    from kgmind.retrievers.embeddings import onnx_minilm_path, pending_onnx_export
     from kgmind.retrievers.entity_index import get_entity_index
 
     store = get_store(ctx.store)
     model = get_linker(store).model
-    if onnx_export_pending(model):
+    embedder = pending_onnx_export(model)
+    if embedder is not None:
         with console.status(f"preparing the {model} embedder: exporting it to ONNX (first use only, ~10 s)"):
-            onnx_minilm_path(quantized=model == "minilm-int8")
+            onnx_minilm_path(quantized=embedder.quantized)
     get_entity_index(store, model, progress=True)
 
 

@@ -61,9 +61,9 @@ __all__ = [
     "minilm_backend",
     "minilm_tokenizer",
     "model_for_language",
-    "onnx_export_pending",
     "onnx_minilm_path",
     "onnx_threads",
+    "pending_onnx_export",
     "span_vectors",
     "torch_loaded",
 ]
@@ -781,21 +781,19 @@ def _onnx_minilm_dest(quantized: bool) -> Path:
     return kgmind_home() / "models" / f"minilm-l6-v2-{'int8' if quantized else 'fp32'}-{tag}.onnx"
 
 
-def onnx_export_pending(model: str) -> bool:
-    """Whether embedding with ``model`` first exports MiniLM to ONNX (~10 s, once per ``$KGMIND_HOME``).
+def pending_onnx_export(model: str) -> OnnxMiniLMEmbedder | None:
+    """The embedder of ``model`` when its first use will export MiniLM to ONNX (~10 s, once per home).
 
-    Lets the CLI say so before a node goes quiet for that long.
+    Lets the CLI say so before a node goes quiet for that long; ``None`` when ``model``
+    runs another way or its file is there.
     """
-    if model == "minilm-int8":
-        quantized = True
-    elif model == "minilm" and minilm_backend() == "onnx":
-        quantized = False
-    else:
-        return False
     try:
-        return not _onnx_minilm_dest(quantized).is_file()
-    except RuntimeError:  # no MiniLM package: the run says so itself
-        return False
+        embedder = get_embedder(model)
+        if isinstance(embedder, OnnxMiniLMEmbedder) and not _onnx_minilm_dest(embedder.quantized).is_file():
+            return embedder
+    except (RuntimeError, ValueError):  # no MiniLM package, an unknown model: the run says so itself
+        pass
+    return None
 
 
 def onnx_minilm_path(quantized: bool = True) -> Path:
