@@ -803,7 +803,11 @@ def _locked_llama_class() -> Any:
                 output_tokens=result.completion_tokens,
                 total_tokens=n_prompt + result.completion_tokens,
             )
-            info = {"finish_reason": result.finish_reason, "decisions": result.decisions}
+            info = {
+                "finish_reason": result.finish_reason,
+                "decisions": result.decisions,
+                "cut_strings": list(result.cut),
+            }
             yield ChatGenerationChunk(
                 message=AIMessageChunk(content="", usage_metadata=usage, response_metadata=info),
                 generation_info=info,
@@ -914,12 +918,15 @@ class StructuredResult:
         value: The parsed schema instance.
         raw: The raw model output text (empty when the model returned an object).
         used_fallback: True when the tolerant text parser produced ``value``.
+        cut: Free strings of ``value`` that the local schema decoder ended at their
+            ``maxLength`` where the model had not ended them (``DecodeResult.cut``).
 
     """
 
     value: Any
     raw: str
     used_fallback: bool
+    cut: frozenset[str] = frozenset()
 
 
 def message_text(msg: Any) -> str:
@@ -1034,8 +1041,9 @@ def invoke_structured(
     out = runnable.invoke(list(messages), config=config)
     if schema_only:
         raw_text = _message_text(out)
+        cut = frozenset(getattr(out, "response_metadata", {}).get("cut_strings") or ())
         try:
-            return StructuredResult(schema.model_validate_json(raw_text), raw_text, False)
+            return StructuredResult(schema.model_validate_json(raw_text), raw_text, False, cut)
         except ValueError:  # cut off at max_tokens: the tolerant parser keeps what is there
             return StructuredResult(fallback(raw_text), raw_text, True)
     if isinstance(out, dict) and "raw" in out and "parsed" in out:

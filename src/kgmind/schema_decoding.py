@@ -14,7 +14,9 @@ schema is walked in Python instead:
   may pick any token that starts, or is, a prefix of an option;
 - a free string is generated token by token, held to JSON string content (no quote,
   backslash or control character) and ``maxLength``; a token that closes the string
-  (``"`` or ``.",``) ends it;
+  (``"`` or ``.",``) ends it; the strings that end because the model's own next token did
+  not fit are reported (:attr:`DecodeResult.cut`), so a reader can end them where a
+  person can stop (:func:`kgmind.text.end_cut`);
 - with ``east_asian=False`` (the prompt has no East Asian character) a free string holds
   none either: the 0.5B model drifts into Chinese in English answers ("lack of休息");
 - whether an array goes on is one choice between ``,`` and ``]``;
@@ -257,6 +259,8 @@ class DecodeResult:
         completion_tokens: Tokens added after the prompt (chosen and fixed).
         decisions: Times the model was asked (one evaluation each, fixed text batched with it).
         finish_reason: ``"stop"`` or ``"length"``.
+        cut: The free strings (their content) that ended at their ``maxLength`` where the
+            model had not ended them: its own next token did not fit.
 
     """
 
@@ -264,6 +268,7 @@ class DecodeResult:
     completion_tokens: int
     decisions: int
     finish_reason: str
+    cut: tuple[str, ...] = ()
 
 
 class _Writer:
@@ -293,6 +298,7 @@ class _Writer:
         self.carry: bytes | None = None  # string content a string-opening token carried
         self.tokens = 0
         self.decisions = 0
+        self.cut: list[str] = []  # free strings ended by their maxLength, not by the model
         self._utf8 = codecs.getincrementaldecoder("utf-8")("replace")
 
     # -- output --------------------------------------------------------------------------
@@ -424,6 +430,7 @@ class _Writer:
             content += self.carry
             self.carry = None
         need = _utf8_need(bytes(content)) or 0  # continuation bytes owed (a split character)
+        cut = False  # whether the string ended where the model's own next token would not have ended it
         # at maxLength only a split character may still be completed
         while max_len is None or _chars(bytes(content)) < max_len or need:
             yield from self.fresh_text()
@@ -442,7 +449,8 @@ class _Writer:
                 need = _utf8_need(piece) or 0
             else:
                 best = int(np.argmax(logits))
-                if not self._fits(best, have, need, min_len, room):
+                cut = not self._fits(best, have, need, min_len, room)
+                if cut:
                     allowed = self.t.content & (self.t.need_after[need] >= 0)
                     if room is not None:
                         allowed &= self.t.chars <= room
@@ -466,8 +474,13 @@ class _Writer:
                 piece = self._take(best)
             self._emit(piece)
             content += piece
+        else:  # the bound is reached: the model was not asked whether it would end here
+            cut = True
+        text = bytes(content).decode("utf-8", "replace")
+        if cut:
+            self.cut.append(text)
         self.literal('"')
-        return bytes(content).decode("utf-8", "replace")
+        return text
 
     def _fits(self, token: int, have: int, need: int, min_len: int, room: int | None) -> bool:
         """Whether ``token`` may come next in a string with ``have`` characters, ``need`` bytes owed."""
@@ -710,6 +723,7 @@ def iter_json(
         completion_tokens=min(writer.tokens, max_tokens),
         decisions=writer.decisions,
         finish_reason=finish,
+        cut=tuple(writer.cut),
     )
 
 

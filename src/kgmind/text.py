@@ -12,6 +12,9 @@ so tools, retrievers, graphs and eval can all use the same rule.
   embedder of a name, the rendering templates).
 * :func:`repair_escapes` undoes escaping left by earlier dumps of a dataset (``\xcb\x90``
   as literal text, ``swimmer\'s``); importers run every name and text through it.
+* :func:`shorten` and :func:`end_cut` end a text that is too long where a reader can
+  stop: the mind map's root (the patient's input) and the model's free texts that ran
+  into their schema's ``maxLength``.
 """
 
 from __future__ import annotations
@@ -19,7 +22,15 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-__all__ = ["CJK", "Language", "detect_language", "has_cjk", "repair_escapes"]
+__all__ = [
+    "CJK",
+    "Language",
+    "detect_language",
+    "end_cut",
+    "has_cjk",
+    "repair_escapes",
+    "shorten",
+]
 
 Language = Literal["en", "zh"]
 
@@ -86,3 +97,67 @@ def repair_escapes(text: str) -> str:
             return match.group(0)
 
     return _ESCAPED_QUOTE.sub("", _ESCAPED_BYTES.sub(decode, text))
+
+
+#: A sentence ends here: a Latin closing mark followed by a space or the end (not "e.g" or "2.5"), or a
+#: Chinese one (no space follows it).
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)|[。！？]")
+#: Left at the end of a shortened text, these would read as a dangling clause.
+_TRAILING = " ,;:-(/，、；：（"
+#: Where a text may be cut without cutting a word.
+_BREAKS = (" ", "，", "、", "；")
+
+
+def shorten(text: str, max_chars: int) -> str:
+    """``text`` cut to ``max_chars`` at a word boundary, the cut marked by ``…``.
+
+    The last word is dropped, since it may be cut inside: the cut falls at the last space,
+    or in Chinese (no spaces) after the last ``，、；``, in the second half of what fits;
+    with neither there, between characters.
+
+    Args:
+        text: Any text.
+        max_chars: The most characters kept before the ``…``.
+
+    Returns:
+        ``text`` itself when it fits, else the cut text ending in ``…``.
+
+    """
+    if len(text) <= max_chars:
+        return text
+    return _marked_cut(text[:max_chars])
+
+
+def _marked_cut(text: str) -> str:
+    """``text`` without its last word (at the last break in its second half, else whole), then ``…``."""
+    at = max(text.rfind(mark) for mark in _BREAKS)
+    return (text[:at] if at > len(text) // 2 else text).rstrip(_TRAILING) + "…"
+
+
+def end_cut(text: str, limit: int, *, cut: bool = False) -> str:
+    """A model's free text ended where a reader can stop, when its bound cut it.
+
+    A schema's ``maxLength`` stops a small model wherever the bound falls, mostly inside a
+    sentence and often inside a word ("which may be a sign ofEs"). A text is cut when the
+    decoder says so (``cut``: kgmind's schema decoder reports where it stopped the model,
+    which may be a few characters short of the bound) or it reached ``limit``; any other
+    text was ended by the model and is returned as it is. A cut text ends after its last
+    full sentence when that keeps at least half of it, else before its last word (which may be
+    cut inside) with ``…``, or whole with ``…`` when it has no space or clause mark to cut at.
+
+    Args:
+        text: The text the model wrote.
+        limit: The ``maxLength`` it was written under.
+        cut: The decoder ended it where the model had not.
+
+    Returns:
+        The text to show.
+
+    """
+    if not cut and len(text) < limit:
+        return text
+    body = text.rstrip()
+    ends = [m.end() for m in _SENTENCE_END.finditer(body) if m.end() >= len(body) // 2]
+    if ends:
+        return body[: ends[-1]]
+    return _marked_cut(body)

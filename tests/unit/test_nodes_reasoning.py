@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 from typing import Any
 
@@ -105,6 +106,39 @@ def test_a_grounded_answers_root_is_the_patients_input(
     assert out["mind_map"]["label"] == root_label(question)
     cut = "I have had a fever and a cough for three days, and my whole body aches. What…"
     assert out["mind_map"]["label"] == cut
+    assert out["mind_map"]["children"][0]["label"] == "Influenza"
+
+
+def test_texts_the_decoder_cut_end_where_a_reader_can_stop(monkeypatch: pytest.MonkeyPatch) -> None:
+    class ChatLlamaCpp(GenericFakeChatModel):  # read as the local model: its decoder reports cut strings
+        pass
+
+    summary = "Influenza fits the fever and aches best. Oseltamivir shortens it if taken early. Rest and dri"
+    cut_step = "Fever may be a sign of Influenza, which spreads in win"
+    written = {
+        "inference_chain": [
+            {"evidence_ids": ["P1"], "about": "Influenza", "step": cut_step},
+            {"evidence_ids": ["N1"], "about": "Oseltamivir", "step": "Oseltamivir treats it"},
+        ],
+        "mind_map": {"label": "x", "children": [{"label": "Influenza", "evidence_ids": ["P1"]}]},
+        "diagnoses": [{"disease": "Influenza", "medications": ["Oseltamivir"]}],
+        "own_knowledge": ["Fluids hel"],
+        "summary": summary,
+    }
+    reply = AIMessage(
+        content=json.dumps(written), response_metadata={"cut_strings": [summary, cut_step, "Fluids hel"]}
+    )
+    model = ChatLlamaCpp(messages=iter([reply]))
+    monkeypatch.setattr(services, "get_llm", lambda ctx, purpose="reason", **kw: model)
+    state: Any = {"question": "I have a fever.", "language": "en", "selected_evidence": EVIDENCE}
+    out = reason_mindmap(state, _rt())
+    said = "Influenza fits the fever and aches best. Oseltamivir shortens it if taken early."
+    assert out["answer"].startswith(said + "\nLikely diagnoses: Influenza.")
+    assert [s["step"] for s in out["inference_chain"]] == [
+        "Fever may be a sign of Influenza, which spreads in…",
+        "Oseltamivir treats it",  # ended by the model: kept as written
+    ]
+    assert out["own_knowledge"] == ["Fluids…"]
     assert out["mind_map"]["children"][0]["label"] == "Influenza"
 
 

@@ -170,6 +170,14 @@ def test_any_logits_give_json_valid_for_the_schema(seed: int, name: str, penalty
     jsonschema.validate(value, schema)
     # what the model evaluated is the text written, up to the unevaluated tail
     assert result.text.encode().startswith(model.text)
+    assert set(result.cut) <= set(_strings(value)), "a reported cut is a string of the value"
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
+    return [s for item in items for s in _strings(item)]
 
 
 def test_enum_arrays_never_repeat_a_choice() -> None:
@@ -231,6 +239,27 @@ def test_max_length_and_the_token_limit() -> None:
     assert cut.completion_tokens <= 12
     with pytest.raises(ValueError):
         json.loads(cut.text)
+
+
+@pytest.mark.parametrize(
+    ("wanted", "bound", "written", "cut"),
+    [
+        ("Pneumonia Pneumonia", 7, "Pneumon", True),  # the model writes on: cut inside a word
+        ("Cough.", 12, "Cough.", False),  # the model ends it itself
+        ("Fever", 5, "Fever", True),  # filled exactly: the model was not asked whether it ends there
+        ("Amoxicillin", 9, None, True),  # "icillin" does not fit after "Amox": the bound ends it
+    ],
+)
+def test_strings_the_bound_ended_are_reported_and_those_the_model_ended_are_not(
+    wanted: str, bound: int, written: str | None, cut: bool
+) -> None:
+    schema = {"type": "object", "properties": {"s": {"type": "string", "maxLength": bound}}}
+    model = FakeModel(wants(json.dumps({"s": wanted})))
+    result = decode_json(model, model.table, schema, max_tokens=100)
+    value = json.loads(result.text)["s"]
+    assert value == written if written is not None else value.startswith("Amox") and len(value) <= bound
+    assert result.cut == ((value,) if cut else ())
+    assert result.text.encode().startswith(model.text)  # the report reaches neither the model nor the text
 
 
 def _wants_chinese(seed: int) -> Any:

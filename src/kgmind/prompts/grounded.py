@@ -71,6 +71,9 @@ STEP_CHARS = 60
 SUMMARY_CHARS = 160
 OWN_CHARS = 60
 LABEL_CHARS = 80
+#: Free texts of an answer without evidence: a mind-map node, a conclusion.
+NODE_CHARS = 60
+CONCLUSION_CHARS = 60
 #: A workup: this many diagnoses, and per diagnosis the tests and medications chosen from
 #: those the evidence ties to it (at least the minimum where the evidence has that many: a
 #: reference answer names the main tests and drugs of the diagnosis, not one of them).
@@ -305,7 +308,7 @@ def build_answer_schema(
 
 def _no_evidence_schema() -> dict[str, Any]:
     """The answer's shape when nothing was retrieved: free text, no ids."""
-    node = _object({"label": _string(60)})
+    node = _object({"label": _string(NODE_CHARS)})
     return {
         "title": ANSWER_SCHEMA_NAME,
         "description": "An answer from the model's own knowledge (no evidence was retrieved).",
@@ -323,7 +326,11 @@ def _no_evidence_schema() -> dict[str, Any]:
                         "children": {"type": "array", "items": node, "minItems": 1, "maxItems": MAX_NODES},
                     }
                 ),
-                "conclusions": {"type": "array", "items": _string(60), "maxItems": MAX_PER_CONCLUSION},
+                "conclusions": {
+                    "type": "array",
+                    "items": _string(CONCLUSION_CHARS),
+                    "maxItems": MAX_PER_CONCLUSION,
+                },
                 "own_knowledge": {"type": "array", "items": _string(OWN_CHARS), "maxItems": MAX_OWN},
                 "summary": _string(SUMMARY_CHARS),
             }
