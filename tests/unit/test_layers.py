@@ -19,6 +19,7 @@ LAYERS: dict[str, int] = {
     "models": 0,
     "text": 0,
     "settings": 0,
+    "machine": 0,
     "tools": 1,
     "importers": 1,
     "llm": 1,

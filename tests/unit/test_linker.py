@@ -457,14 +457,14 @@ def test_default_threads(monkeypatch, env, cpus, expected):
 def test_e5_threads_use_every_cpu_only_when_openmp_waits_passively(monkeypatch):
     for var in ("KGMIND_TORCH_THREADS", "OMP_NUM_THREADS", "OMP_WAIT_POLICY"):
         monkeypatch.delenv(var, raising=False)
-    monkeypatch.setattr(embeddings, "_usable_cpus", lambda: 2)
+    monkeypatch.setattr(embeddings, "usable_cpus", lambda: 2)
     assert embeddings.e5_threads() == 1  # spinning workers: one thread on a small machine
     assert embeddings.e5_threads(own_runtime=True) == 2  # its own runtime, made passive by kgmind
     monkeypatch.setenv("OMP_WAIT_POLICY", "active")  # the user's policy wins over kgmind's
     assert embeddings.e5_threads(own_runtime=True) == 1
     monkeypatch.setenv("OMP_WAIT_POLICY", "passive")
     assert embeddings.e5_threads() == 2
-    monkeypatch.setattr(embeddings, "_usable_cpus", lambda: 16)
+    monkeypatch.setattr(embeddings, "usable_cpus", lambda: 16)
     assert embeddings.e5_threads() == 4
     monkeypatch.setenv("KGMIND_TORCH_THREADS", "1")  # an explicit count still wins
     assert embeddings.e5_threads() == 1
@@ -541,9 +541,9 @@ def test_using_the_embedder_leaves_process_settings_alone(monkeypatch):
 def test_onnx_threads_take_every_cpu_with_sleeping_workers_unless_the_user_chose(monkeypatch):
     for var in ("KGMIND_TORCH_THREADS", "OMP_NUM_THREADS"):
         monkeypatch.delenv(var, raising=False)
-    monkeypatch.setattr(embeddings, "_usable_cpus", lambda: 2)
+    monkeypatch.setattr(embeddings, "usable_cpus", lambda: 2)
     assert embeddings.onnx_threads() == (2, False)
-    monkeypatch.setattr(embeddings, "_usable_cpus", lambda: 16)
+    monkeypatch.setattr(embeddings, "usable_cpus", lambda: 16)
     assert embeddings.onnx_threads() == (4, False)
     monkeypatch.setenv("KGMIND_TORCH_THREADS", "1")  # the user's count, ONNX Runtime's own spinning
     assert embeddings.onnx_threads() == (1, True)
@@ -565,7 +565,7 @@ def test_onnx_session_gets_the_chosen_threads(monkeypatch):
 
     for var in ("KGMIND_TORCH_THREADS", "OMP_NUM_THREADS"):
         monkeypatch.delenv(var, raising=False)
-    monkeypatch.setattr(embeddings, "_usable_cpus", lambda: 2)
+    monkeypatch.setattr(embeddings, "usable_cpus", lambda: 2)
     monkeypatch.setattr(ort, "InferenceSession", spy)
     try:
         emb = embeddings.OnnxMiniLMEmbedder(quantized=False)

