@@ -891,6 +891,7 @@ def get_chat_model(name: str = DEFAULT_MODEL) -> BaseChatModel:
         return FakeChatModel(tag=name.partition(":")[2] or "fake")
     if name in LOCAL_MODELS:
         path = ensure_local_model(name)
+        threads = llm_threads()
         try:
             return _locked_llama_class()(
                 model_path=str(path),
@@ -903,12 +904,12 @@ def get_chat_model(name: str = DEFAULT_MODEL) -> BaseChatModel:
                 rope_freq_scale=0.0,
                 temperature=0.0,
                 max_tokens=LOCAL_MAX_TOKENS,
-                n_threads=llm_threads(),
+                n_threads=threads,
                 seed=LOCAL_SEED,
                 verbose=False,
                 # llama.cpp's fused attention: prompts are read ~9 % faster on the 2-core CPU
                 # (800 tokens: 150 -> 164 tokens/s), and the evidence prompt is most of the time
-                model_kwargs={"flash_attn": True, "n_threads_batch": llm_threads()},
+                model_kwargs={"flash_attn": True, "n_threads_batch": threads},
             )
         except ImportError as exc:  # pragma: no cover - depends on extras
             raise LocalModelUnavailableError(

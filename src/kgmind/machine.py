@@ -61,9 +61,7 @@ def cpu_quota(root: Path = CGROUP_ROOT) -> int | None:
 
 def usable_cpus(root: Path = CGROUP_ROOT) -> int:
     """The CPUs this process can keep busy: its affinity, capped by its cgroup's CPU quota."""
-    cpus = len(_affinity()) or 1
-    quota = cpu_quota(root)
-    return min(cpus, quota) if quota else cpus
+    return _within_quota(len(_affinity()) or 1, root)
 
 
 def physical_cores(sysfs: Path = CPU_SYSFS, root: Path = CGROUP_ROOT) -> int:
@@ -77,6 +75,9 @@ def physical_cores(sysfs: Path = CPU_SYSFS, root: Path = CGROUP_ROOT) -> int:
             cores.add((sysfs / f"cpu{cpu}" / "topology" / "thread_siblings_list").read_text().strip())
         except OSError:
             cores.add(f"cpu{cpu}")
+    return _within_quota(len(cores) or 1, root)
+
+
+def _within_quota(n: int, root: Path) -> int:
     quota = cpu_quota(root)
-    n = len(cores) or 1
     return min(n, quota) if quota else n
