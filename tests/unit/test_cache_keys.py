@@ -27,10 +27,12 @@ def test_a_reopened_store_gets_its_own_linker() -> None:
 def test_gazetteer_follows_the_fingerprint_not_the_object() -> None:
     clear_gazetteer_cache()
     store = EntityListStore(ENTITIES, uri="fake://gaz")
-    gaz = Gazetteer.for_store(store)
-    assert Gazetteer.for_store(EntityListStore(ENTITIES, uri="fake://gaz")) is gaz  # same content, same URI
+    gaz = Gazetteer.for_store(store, recheck_s=0)
+    same = EntityListStore(ENTITIES, uri="fake://gaz")
+    assert Gazetteer.for_store(same, recheck_s=0) is gaz  # same content, same URI
     store.entities.append(Entity(name="Oseltamivir", type="medication"))
-    assert [m.text for m in Gazetteer.for_store(store).find("take oseltamivir")] == ["oseltamivir"]
+    found = Gazetteer.for_store(store, recheck_s=0).find("take oseltamivir")
+    assert [m.text for m in found] == ["oseltamivir"]
     clear_gazetteer_cache()
 
 

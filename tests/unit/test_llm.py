@@ -300,7 +300,7 @@ def test_cli_prepares_linking_before_the_run(monkeypatch: pytest.MonkeyPatch, tm
     linker.model = "minilm-int8"
     run()
     assert exported == [False, True]
-    monkeypatch.setattr(embeddings, "minilm_backend", lambda: "torch")  # AMX: torch runs MiniLM
+    monkeypatch.setattr(embeddings, "minilm_backend", lambda: "torch")  # no ONNX Runtime: torch runs MiniLM
     embeddings.get_embedder.cache_clear()
     (tmp_path / "fp32.onnx").unlink()
     assert embeddings.pending_onnx_export("minilm") is None and embeddings.pending_onnx_export("e5") is None

@@ -131,13 +131,36 @@ def test_gazetteer_uses_a_private_jieba_dictionary():
 
 def test_gazetteer_for_store_is_cached_until_the_store_changes():
     store = en_store()
-    a = Gazetteer.for_store(store)
-    assert Gazetteer.for_store(store) is a
+    a = Gazetteer.for_store(store, recheck_s=0)
+    assert Gazetteer.for_store(store, recheck_s=0) is a
     assert store.iter_calls == 1
     store.entities.append(Entity(name="Vertigo"))
-    b = Gazetteer.for_store(store)
+    b = Gazetteer.for_store(store, recheck_s=0)
     assert b is not a
     assert [m.text for m in b.find("vertigo")] == ["vertigo"]
+
+
+def test_gazetteer_reads_the_fingerprint_again_only_after_recheck_s(monkeypatch):
+    """Per question NER reads no store query while the gazetteer was checked a moment ago."""
+    import kgmind.retrievers.ner as ner
+
+    clock = [100.0]
+    monkeypatch.setattr(ner.time, "monotonic", lambda: clock[0])
+    store = FakeStore([Entity(name="Fever")], uri="fake://gaz-recheck")
+    reads = []
+    real = store.fingerprint
+    monkeypatch.setattr(store, "fingerprint", lambda: reads.append(1) or real())
+    a = Gazetteer.for_store(store)
+    assert len(reads) == 1
+    store.entities.append(Entity(name="Vertigo"))
+    clock[0] += 0.5  # within GAZETTEER_RECHECK_S: trusted, not read
+    assert Gazetteer.for_store(store) is a and len(reads) == 1
+    clock[0] += ner.GAZETTEER_RECHECK_S  # past it: read, and the new entity is found
+    b = Gazetteer.for_store(store)
+    assert len(reads) == 2 and b is not a
+    assert [m.text for m in b.find("vertigo")] == ["vertigo"]
+    clock[0] += 5.0  # unchanged store: the same gazetteer, not rebuilt
+    assert Gazetteer.for_store(store) is b and store.iter_calls == 2
 
 
 def test_gazetteer_skips_stopword_and_short_names():

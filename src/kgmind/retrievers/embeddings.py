@@ -315,6 +315,10 @@ def default_threads() -> int | None:
     ``$KGMIND_TORCH_THREADS`` (an integer ≥ 1) wins; otherwise ``None`` when the user
     set ``$OMP_NUM_THREADS``; otherwise 1 on machines with at most 4 CPUs (latency of
     small batches, no oversubscription) and ``min(4, cpus // 2)`` on larger ones.
+    Measured for torch bf16 MiniLM on the 2-core Intel box with AMX (a question pass,
+    p50 / p95): 1 thread 6.5 / 9.3 ms idle, 6.0 / 8.5 ms with the other core busy; 2
+    threads 5.4 / 9.3 idle but 10.2 / 81.1 ms busy (spinning OpenMP workers); on the AMD
+    box two gave no gain.
 
     Returns:
         The thread count to apply, or ``None``.
@@ -368,8 +372,11 @@ def onnx_threads() -> tuple[int | None, bool]:
     GenMedGPT-5k questions, p50 / p95 of one question pass), idle / other core busy: 1
     thread 9.5 / 12.7 and 10.2 / 14.3 ms; 2 spinning threads 5.3 / 7.2 and 14.9 / 23.5 ms;
     2 sleeping threads 6.4 / 8.2 and 8.7 / 13.8 ms (the same vectors bit for bit). A
-    batch of a question's 1-4 mentions: 6.6 ms either way. So 2 sleeping threads win
-    idle and busy. ``$KGMIND_TORCH_THREADS`` and ``$OMP_NUM_THREADS`` still win (then
+    batch of a question's 1-4 mentions: 6.6 ms either way. On the 2-core Intel box with
+    AMX (``benchmarks/onnx_embedding.py --threads 1|2|auto [--busy]``, same figures): 1
+    thread 6.2 / 8.0 and 5.8 / 7.8 ms; 2 spinning 4.0 / 5.4 and 7.9 / 14.2 ms; 2 sleeping
+    5.1 / 6.2 and 5.9 / 8.3 ms. So on both kinds 2 sleeping threads win idle and cost
+    nothing busy. ``$KGMIND_TORCH_THREADS`` and ``$OMP_NUM_THREADS`` still win (then
     ONNX Runtime's own spinning default is kept, as for any count the user picks).
 
     Returns:
@@ -864,7 +871,9 @@ class OnnxMiniLMEmbedder:
     The same model and pooling as :class:`MiniLMEmbedder` with less fixed cost per call.
     Measured on the AMD EPYC dev box (avx512_bf16, no AMX; one thread; 100 GenMedGPT-5k
     questions, ``benchmarks/onnx_embedding.py``): a question 11.9 ms in ONNX fp32 vs 16.9 ms
-    in torch bf16, the question's 3.4 mentions 8.8 vs 17.9 ms. fp32 vectors equal torch's
+    in torch bf16, the question's 3.4 mentions 8.8 vs 17.9 ms; on the Intel box with AMX,
+    6.2 vs 6.5 and 4.6 vs 7.5 ms (one thread), 5.1 vs 6.0 and 4.3 vs 6.7 ms (the threads
+    the ``kgmind`` command leaves). fp32 vectors equal torch's
     (cosine ≥ 0.9999), so it *is* ``minilm``: same name, index and thresholds
     (:func:`minilm_backend` picks it). int8 embeds a question in 5.9 ms, but its vectors
     differ (cosine to fp32 0.90–0.99): it has its own calibrated thresholds and entity
@@ -1093,13 +1102,18 @@ def english_embedder() -> str:
 
 
 def minilm_backend() -> Literal["torch", "onnx"]:
-    """What runs ``minilm``: ``$KGMIND_EMBED_BACKEND`` (``torch``/``onnx``), else chosen by the CPU.
+    """What runs ``minilm``: ``$KGMIND_EMBED_BACKEND`` (``torch``/``onnx``), else ONNX Runtime if installed.
 
-    torch in bf16 where the CPU has AMX (a question in 9.4 ms on the Intel AMX box vs 19.5
-    ms in fp32); elsewhere ONNX Runtime fp32 when it is installed (``onnxruntime``, and
-    ``onnx`` + ``onnxscript`` for the one-time export), which on the AMD EPYC box beat
-    torch bf16 (avx512_bf16 without AMX) 11.9 vs 16.9 ms per question; else torch. The
-    vectors are the same either way (cosine ≥ 0.9999), so one index serves both.
+    ONNX Runtime fp32 (``onnxruntime``, and ``onnx`` + ``onnxscript`` for the one-time
+    export) won on both machine kinds measured, for what a question embeds
+    (``benchmarks/onnx_embedding.py --threads auto``, p50 question / mentions, the thread
+    counts the ``kgmind`` command leaves): on the AMD EPYC box (avx512_bf16, no AMX) 11.9 /
+    8.8 ms against 16.9 / 17.9 in torch bf16; on the Intel Xeon box with AMX 5.1 / 4.3 ms
+    against 6.0 / 6.7 (and at one thread, or with the other core busy, still ahead). torch
+    bf16 is faster only for large batches (an entity index of 1,123 names: 0.8 vs 1.3 s on
+    the AMX box), which are built once. Else torch (in bf16 where the CPU has it, see
+    :func:`embedding_dtype`). The vectors are the same either way (cosine ≥ 0.9999), so one
+    index serves both.
 
     Raises:
         ValueError: ``$KGMIND_EMBED_BACKEND`` is set to something else.
@@ -1109,8 +1123,6 @@ def minilm_backend() -> Literal["torch", "onnx"]:
         return explicit  # type: ignore[return-value]
     if explicit and explicit != "auto":
         raise ValueError(f"KGMIND_EMBED_BACKEND must be torch, onnx or auto, not {explicit!r}")
-    if "amx_bf16" in cpu_flags():
-        return "torch"
     import importlib.util
 
     if all(importlib.util.find_spec(m) is not None for m in ("onnxruntime", "onnx", "onnxscript")):

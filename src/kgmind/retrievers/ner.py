@@ -26,6 +26,7 @@ import logging
 import re
 import string
 import threading
+import time
 import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
@@ -43,6 +44,7 @@ __all__ = [
     "DEFAULT_MAX_SPANS",
     "DEFAULT_SPAN_THRESHOLD",
     "EN_STOPWORDS",
+    "GAZETTEER_RECHECK_S",
     "ZH_STOPWORDS",
     "Entities",
     "Gazetteer",
@@ -58,6 +60,10 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+#: A cached gazetteer is trusted this many seconds before the store fingerprint is read
+#: again (as :class:`~kgmind.retrievers.linker.EntityLinker` trusts its entity index).
+GAZETTEER_RECHECK_S = 1.0
 
 #: δ_span per model: cosine an n-gram of the question needs to count as a mention.
 #: minilm: ``benchmarks/calibrate_linking.py --spans`` (GenMedGPT-5k questions vs the
@@ -280,20 +286,29 @@ class Gazetteer:
         return list(self.tokenizer.cut(text, HMM=False))
 
     @classmethod
-    def for_store(cls, store: GraphStore) -> Gazetteer:
+    def for_store(cls, store: GraphStore, *, recheck_s: float = GAZETTEER_RECHECK_S) -> Gazetteer:
         """The cached gazetteer of ``store``: one per URI, rebuilt when the store fingerprint changes.
 
-        Built outside the cache lock (two threads may both build a cold one; the same
-        content either way).
+        The fingerprint is three store queries (1.4 ms a question on LadybugDB, a round trip
+        each on Neo4j), so like the linker's entity index and the explorations' graph index
+        a cached gazetteer is trusted for ``recheck_s`` seconds after its last check. Built
+        outside the cache lock (two threads may both build a cold one; the same content
+        either way).
         """
+        now = time.monotonic()
+        with _gaz_lock:
+            hit = _gazetteers.get(store.uri)
+            if hit is not None and now - hit[2] < recheck_s:
+                return hit[1]
         fp = store.fingerprint()
         with _gaz_lock:
             hit = _gazetteers.get(store.uri)
             if hit is not None and hit[0] == fp:
+                _gazetteers[store.uri] = (fp, hit[1], now)
                 return hit[1]
         gaz = cls(store.iter_entities())
         with _gaz_lock:
-            _gazetteers[store.uri] = (fp, gaz)
+            _gazetteers[store.uri] = (fp, gaz, now)
         return gaz
 
     def find_spans(self, text: str) -> list[tuple[int, int, Mention]]:
@@ -358,7 +373,8 @@ class Gazetteer:
 
 
 _gaz_lock = threading.Lock()
-_gazetteers: dict[str, tuple[str, Gazetteer]] = {}
+#: ``uri -> (fingerprint, gazetteer, when the fingerprint was last read)``
+_gazetteers: dict[str, tuple[str, Gazetteer, float]] = {}
 
 
 def clear_gazetteer_cache() -> None:
