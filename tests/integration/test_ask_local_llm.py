@@ -51,11 +51,11 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 QUESTION_ZH = "我发烧咳嗽三天了，可能是什么病？应该吃什么药？"
 
 
-def _ask(mode: str, question: str = QUESTION) -> dict[str, Any]:
+def _ask(mode: str, question: str = QUESTION, *extra: str) -> dict[str, Any]:
     from kgmind.cli import app
 
     res = CliRunner().invoke(
-        app, ["ask", question, "--mode", mode, "--json", "--quiet", "--max-tokens", "384"]
+        app, ["ask", question, "--mode", mode, "--json", "--quiet", "--max-tokens", "384", *extra]
     )
     assert res.exit_code == 0, res.output
     return json.loads(res.stdout)
@@ -115,10 +115,14 @@ def test_chinese_question_is_grounded_and_rated(home: Path) -> None:
     assert _rate(out["run_id"])["changes"] >= 1
 
 
-def test_full_mode_two_llm_calls(home: Path) -> None:
+def test_full_mode_skips_the_hypothesis_of_the_default_model_unless_asked(home: Path) -> None:
+    """``hypothesis=auto``: the 0.5B model's hypothesis measured no gain in full mode, so one call."""
     out = _ask("full")
     _check(out)
-    assert out["llm_calls"] == 2
+    assert out["llm_calls"] == 1 and out["flags"]["hypothesis_skipped"] is True
+    forced = _ask("full", QUESTION, "--hypothesis", "on")
+    _check(forced)
+    assert forced["llm_calls"] == 2 and not forced["flags"].get("hypothesis_skipped")
     from kgmind.llm import DEFAULT_MODEL, LOCAL_MODELS
 
     spec = LOCAL_MODELS[DEFAULT_MODEL]

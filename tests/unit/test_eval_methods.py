@@ -122,7 +122,9 @@ def test_context_is_the_shipped_default_plus_the_run():
     )
     assert all(getattr(ctx, k) == getattr(default, k) for k in same)
     with_llm = me.Resources(store_uri="ladybug:/x", model="fake:t", max_tokens=64).context("kgcot", 800)
-    assert (with_llm.model, with_llm.max_tokens, with_llm.hypothesis) == ("fake:t", 64, True)
+    # with a model the graph's own default decides whether the hypothesis call is made
+    assert (with_llm.model, with_llm.max_tokens, with_llm.hypothesis) == ("fake:t", 64, "auto")
+    assert with_llm.hypothesis == default.hypothesis
     ablation = me.Resources(context_overrides={"weight_aware": False}).context("full", 800)
     assert ablation.weight_aware is False
 

@@ -173,6 +173,22 @@ def test_ask_rich_output(cli_world: dict[str, Any]) -> None:
     assert "kgmind feedback" in res.stdout
 
 
+def test_ask_hypothesis_option_and_the_skipped_node(cli_world: dict[str, Any]) -> None:
+    on = _ask_json("--hypothesis", "on")
+    assert on["llm_calls"] == 2 and "hypothesis_skipped" not in on["flags"]
+    off = _ask_json("--hypothesis", "off")
+    assert off["llm_calls"] == 1 and off["flags"]["hypothesis_skipped"] is True
+    # with progress on, the skipped node is named with the reason instead of a time
+    res = runner.invoke(
+        app, ["ask", "fever?", "--store", "ladybug:/unused", "--model", "fake:cli", "--hypothesis", "off"]
+    )
+    assert res.exit_code == 0, res.output
+    assert "– generate_hypothesis skipped (hypothesis=false)" in res.stderr
+    assert "✓ generate_hypothesis" not in res.stderr and "✓ reason_mindmap" in res.stderr
+    bad = runner.invoke(app, ["ask", "fever?", "--hypothesis", "maybe", "--store", "ladybug:/x"])
+    assert bad.exit_code == 2 and "unknown --hypothesis 'maybe'" in bad.stderr
+
+
 def test_ask_rejects_unknown_mode(cli_world: dict[str, Any]) -> None:
     res = runner.invoke(app, ["ask", "fever?", "--mode", "bogus", "--store", "ladybug:/x"])
     assert res.exit_code == 2 and "unknown mode" in res.stderr

@@ -23,6 +23,11 @@ def _rt(**kw: Any) -> Runtime[Context]:
     return Runtime(context=Context(**kw))
 
 
+def _call(**kw: Any) -> Runtime[Context]:
+    """A run that makes the hypothesis call (the default model's ``auto`` skips it in full mode)."""
+    return _rt(hypothesis=True, **kw)
+
+
 def test_hypothesis_structured_fake_runnable(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[Any] = []
 
@@ -31,7 +36,7 @@ def test_hypothesis_structured_fake_runnable(monkeypatch: pytest.MonkeyPatch) ->
         return HypothesisOut(hypothesis="Probably influenza.", entities=["influenza", " fever ", "influenza"])
 
     monkeypatch.setattr(services, "get_llm", lambda ctx, purpose="reason", **kw: RunnableLambda(fake))
-    out = generate_hypothesis({"question": "I have a fever.", "language": "en"}, _rt())
+    out = generate_hypothesis({"question": "I have a fever.", "language": "en"}, _call())
     assert out["hypothesis"] == "Probably influenza."
     assert out["hypothesis_entities"] == ["influenza", "fever"]  # stripped, deduplicated, ordered
     assert out["llm_calls"] == 1
@@ -50,7 +55,7 @@ def test_hypothesis_chinese_prompt(monkeypatch: pytest.MonkeyPatch) -> None:
         return HypothesisOut(hypothesis="可能是感冒。", entities=["感冒"])
 
     monkeypatch.setattr(services, "get_llm", lambda ctx, purpose="reason", **kw: RunnableLambda(fake))
-    out = generate_hypothesis({"question": "我发烧咳嗽怎么办？"}, _rt())
+    out = generate_hypothesis({"question": "我发烧咳嗽怎么办？"}, _call())
     assert out["hypothesis_entities"] == ["感冒"]
     assert "问题：我发烧咳嗽怎么办？" in seen[0][1].content
 
@@ -60,7 +65,7 @@ def test_hypothesis_text_fallback_with_plain_chat_model(monkeypatch: pytest.Monk
     reply = 'Sure! ```json\n{"hypothesis": "It is likely asthma.", "entities": ["asthma", "wheezing",]}\n```'
     model = GenericFakeChatModel(messages=iter([AIMessage(content=reply)]))
     monkeypatch.setattr(services, "get_llm", lambda ctx, purpose="reason", **kw: model)
-    out = generate_hypothesis({"question": "I wheeze at night.", "language": "en"}, _rt())
+    out = generate_hypothesis({"question": "I wheeze at night.", "language": "en"}, _call())
     assert out["hypothesis"] == "It is likely asthma."
     assert out["hypothesis_entities"] == ["asthma", "wheezing"]
     assert out["flags"]["fallback_parse"] is True
@@ -75,9 +80,56 @@ def test_hypothesis_uses_hypothesis_model_and_token_cap(monkeypatch: pytest.Monk
         return RunnableLambda(lambda m: HypothesisOut(hypothesis="h", entities=[]))
 
     monkeypatch.setattr(services, "get_llm", get_llm)
-    generate_hypothesis({"question": "q?", "language": "en"}, _rt(max_tokens=512))
-    generate_hypothesis({"question": "q?", "language": "en"}, _rt(max_tokens=64))
+    generate_hypothesis({"question": "q?", "language": "en"}, _call(max_tokens=512))
+    generate_hypothesis({"question": "q?", "language": "en"}, _call(max_tokens=64))
     assert calls == [("hypothesis", 192), ("hypothesis", 64)]
+
+
+@pytest.mark.parametrize(
+    ("settings", "skipped"),
+    [
+        ({}, True),  # the default: auto, the bundled 0.5B model, full mode
+        ({"mode": "mindmap"}, False),  # only full mode was measured; MindMap takes its entities as NER
+        ({"mode": "hykge"}, False),  # HyKGE's chains are reranked against the hypothesis
+        ({"model": "local-1.5b"}, False),  # its hypotheses raised evidence recall on calib
+        ({"model": "openai:gpt-4o-mini"}, False),  # not measured: HyKGE's call stays
+        ({"model": "openai:gpt-4o-mini", "hypothesis_model": "local"}, True),  # the writer decides
+        ({"model": "local", "hypothesis_model": "local-1.5b"}, False),
+        ({"hypothesis": True}, False),
+        ({"hypothesis": False, "model": "openai:gpt-4o-mini"}, True),
+    ],
+)
+def test_which_runs_make_the_hypothesis_call(settings: dict[str, Any], skipped: bool) -> None:
+    reason = services.hypothesis_skip(Context(**settings))
+    assert (reason is not None) is skipped
+    if settings.get("hypothesis") is False:
+        assert reason == "hypothesis=false"
+    elif skipped:
+        assert "hypothesis=auto" in str(reason) and "local" in str(reason)
+
+
+def test_a_bad_hypothesis_setting_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="hypothesis must be true, false or 'auto'"):
+        services.hypothesis_skip(Context(hypothesis="sometimes"))  # type: ignore[arg-type]
+
+
+def test_a_skipped_hypothesis_makes_no_call_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_model(*_a: Any, **_k: Any) -> Any:
+        raise AssertionError("a skipped hypothesis must not build or call a model")
+
+    events: list[dict[str, Any]] = []
+    monkeypatch.setattr(services, "get_llm", no_model)
+    monkeypatch.setattr(services, "emit", events.append)
+    out = generate_hypothesis({"question": "I have a fever.", "language": "en"}, _rt())
+    assert out == {"hypothesis": "", "hypothesis_entities": [], "flags": {"hypothesis_skipped": True}}
+    assert "llm_calls" not in out
+    assert events == [
+        {
+            "node": "generate_hypothesis",
+            "status": "skipped",
+            "why": "hypothesis=auto: the local model's hypotheses measured no gain in full mode",
+        }
+    ]
 
 
 def test_extract_entities_passes_hypothesis_entities(monkeypatch: pytest.MonkeyPatch) -> None:

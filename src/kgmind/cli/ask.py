@@ -372,6 +372,9 @@ def run_question(
                 live.write("\n")
                 streaming_node = ""
             err_console.print(f"[dim]✓ {chunk.get('node')} {chunk.get('ms', 0):.0f} ms[/]", highlight=False)
+        elif progress and mode == "custom" and isinstance(chunk, dict) and chunk.get("status") == "skipped":
+            why = escape(str(chunk.get("why", "")))
+            err_console.print(f"[dim]– {chunk.get('node')} skipped ({why})[/]", highlight=False)
     return result_dict(g.get_state(config).values)
 
 
@@ -389,6 +392,13 @@ def ask(
     ] = None,
     html: Annotated[Path | None, typer.Option(help="Write a self-contained HTML page of the answer.")] = None,
     max_tokens: Annotated[int, typer.Option(min=16, help="Maximum tokens per LLM call.")] = 512,
+    hypothesis: Annotated[
+        str,
+        typer.Option(
+            help="HyKGE's hypothesis call: auto (made unless the model's hypotheses measured no gain in "
+            "this mode: the default local model in full mode) | on | off"
+        ),
+    ] = "auto",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr.")] = False,
     checkpoint: CheckpointOption = None,
 ) -> None:
@@ -400,6 +410,9 @@ def ask(
 
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+    choices: dict[str, bool | str] = {"auto": "auto", "on": True, "off": False}
+    if hypothesis not in choices:
+        raise ValueError(f"unknown --hypothesis {hypothesis!r}; choose one of {', '.join(choices)}")
     if not question.strip():
         raise ValueError("the question must not be empty")
     get_checkpointer(checkpoint)  # a bad URI or an unreachable server fails before any work
@@ -407,7 +420,13 @@ def ask(
         from kgmind.demo import ensure_demo_store
 
         ensure_demo_store(None)
-    ctx = Context(mode=mode, model=model, store=store, max_tokens=max_tokens)  # type: ignore[arg-type]
+    ctx = Context(
+        mode=mode,  # type: ignore[arg-type]
+        model=model,
+        store=store,
+        max_tokens=max_tokens,
+        hypothesis=choices[hypothesis],  # type: ignore[arg-type]
+    )
     interactive = sys.stderr.isatty() and not (quiet or as_json)
     try:
         if interactive:

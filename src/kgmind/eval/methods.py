@@ -229,7 +229,8 @@ class Resources:
             "budget_tokens": budget,
             "seed": self.seed,
             "feedback": "off",
-            "hypothesis": self.model is not None,
+            # with a model, the graph's own default decides (``auto``); without one there is no call
+            "hypothesis": "auto" if self.model is not None else False,
         }
         if self.model is not None:
             kwargs["model"] = self.model
@@ -480,6 +481,8 @@ def run_graph(
     if res.model is None:
         result.notes.append("hypothesis off (no LLM)")
     else:
+        if result.flags.get("hypothesis_skipped"):
+            result.notes.append("hypothesis skipped (Context.hypothesis)")
         result.answer = str(out.get("answer") or "")
         result.inference_chain = list(out.get("inference_chain") or [])
         result.mind_map = dict(out.get("mind_map") or {})

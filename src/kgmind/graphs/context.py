@@ -38,11 +38,13 @@ class Context:
             "(deterministic test model) or any langchain init_chat_model string, e.g. 'openai:gpt-4o-mini'."
         },
     )
-    hypothesis: bool = field(
-        default=True,
+    hypothesis: bool | Literal["auto"] = field(
+        default="auto",
         metadata={
             "description": "Write HyKGE's hypothesis answer first (one LLM call that also names the "
-            "entities). Off: the question and the given entities alone guide retrieval; no LLM call."
+            "entities). auto = yes, except in full mode when the hypothesis model is one whose "
+            "hypotheses were measured to buy nothing there (the bundled 0.5B local model); true = "
+            "always; false = never: the question and the given entities alone guide retrieval."
         },
     )
     hypothesis_model: str | None = field(

@@ -33,13 +33,16 @@ def generate_hypothesis(state: State, runtime: Runtime[Context]) -> dict[str, An
 
     Returns:
         ``hypothesis``, ``hypothesis_entities``, one LLM call, timing and a
-        ``fallback_parse`` flag when the text parser had to be used. With
-        ``Context.hypothesis`` off: an empty hypothesis and no call.
+        ``fallback_parse`` flag when the text parser had to be used. When the run makes no
+        hypothesis call (:func:`~kgmind.graphs.services.hypothesis_skip`): an empty
+        hypothesis, the ``hypothesis_skipped`` flag and a ``skipped`` progress event saying why.
 
     """
     ctx = runtime.context or Context()
-    if not ctx.hypothesis:
-        return {"hypothesis": "", "hypothesis_entities": []}
+    skip = services.hypothesis_skip(ctx)
+    if skip is not None:
+        services.emit({"node": "generate_hypothesis", "status": "skipped", "why": skip})
+        return {"hypothesis": "", "hypothesis_entities": [], "flags": {"hypothesis_skipped": True}}
     timings: dict[str, float] = {}
     with services.timed("generate_hypothesis", timings):
         language = state.get("language") or services.resolve_language(ctx, state["question"])

@@ -124,6 +124,33 @@ def get_llm(ctx: Context, purpose: str = "reason", max_tokens: int | None = None
     return with_max_tokens(get_chat_model(name), max_tokens or ctx.max_tokens)
 
 
+def hypothesis_skip(ctx: Context) -> str | None:
+    """Why this run makes no hypothesis call (``Context.hypothesis``); ``None`` when it makes one.
+
+    ``auto`` skips it in ``full`` mode when the model that would write it is one whose
+    hypotheses were measured to buy nothing there (:func:`kgmind.llm.hypothesis_pays`);
+    the other modes keep HyKGE's call (``hykge`` reranks against it, ``mindmap`` takes its
+    entities as MindMap's LLM NER), as does every model not measured.
+
+    Raises:
+        ValueError: ``Context.hypothesis`` is not ``True``, ``False`` or ``"auto"``.
+
+    """
+    from kgmind.llm import hypothesis_pays
+
+    choice = ctx.hypothesis
+    if choice is True:
+        return None
+    if choice is False:
+        return "hypothesis=false"
+    if choice != "auto":
+        raise ValueError(f"hypothesis must be true, false or 'auto', not {choice!r}")
+    name = ctx.hypothesis_model or ctx.model
+    if ctx.mode == "full" and not hypothesis_pays(name):
+        return f"hypothesis=auto: the {name} model's hypotheses measured no gain in full mode"
+    return None
+
+
 def entity_types(store_uri: str | None, evidence: Sequence[Evidence]) -> dict[str, str]:
     """``normalize_name(name) -> type`` of the entities the evidence shows (one lookup; none without ids)."""
     from kgmind.models import normalize_name
