@@ -8,7 +8,7 @@ import time
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, TextIO, cast
+from typing import Annotated, Any, Literal, TextIO, cast
 
 import typer
 from langgraph.types import StreamMode
@@ -410,7 +410,7 @@ def ask(
 
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
-    choices: dict[str, bool | str] = {"auto": "auto", "on": True, "off": False}
+    choices: dict[str, bool | Literal["auto"]] = {"auto": "auto", "on": True, "off": False}
     if hypothesis not in choices:
         raise ValueError(f"unknown --hypothesis {hypothesis!r}; choose one of {', '.join(choices)}")
     if not question.strip():
@@ -425,7 +425,7 @@ def ask(
         model=model,
         store=store,
         max_tokens=max_tokens,
-        hypothesis=choices[hypothesis],  # type: ignore[arg-type]
+        hypothesis=choices[hypothesis],
     )
     interactive = sys.stderr.isatty() and not (quiet or as_json)
     try:
