@@ -12,6 +12,7 @@ scores it. Switches (environment, as run):
 Usage: ``python retrieval_hypothesis.py N SEED STORE_URI`` (``KGMIND_DATA_DIR`` set). The rows of
 the runs in NOTES.md are in ``retrieval_rows.json``.
 """
+
 import os
 import pickle
 import random
@@ -40,8 +41,13 @@ for k, it in enumerate(items):
     row = {"id": it.id}
     for hyp in (True, False):
         ctx = Context(
-            mode="full", store=uri, model=os.environ.get("MODEL", "local"), hypothesis=hyp,
-            budget_tokens=300, seed=0, feedback="off",
+            mode="full",
+            store=uri,
+            model=os.environ.get("MODEL", "local"),
+            hypothesis=hyp,
+            budget_tokens=300,
+            seed=0,
+            feedback="off",
         )
         payload = {"question": it.question}
         ents = [] if os.environ.get("OWN") else [e for e in it.entities if isinstance(e, str) and e.strip()]
@@ -54,11 +60,17 @@ for k, it in enumerate(items):
         )
         sc = _score(it, mr, res, vocab)
         row["h" if hyp else "q"] = {
-            "recall": sc["evidence_recall"], "hit": sc["gold_disease_hit"], "prec": sc["evidence_precision"],
-            "linked": [(le.mention, le.name, le.type, round(le.score, 3)) for le in st.get("linked_entities") or []],
-            "ev": [e.text for e in mr.evidence], "hypothesis": st.get("hypothesis"),
+            "recall": sc["evidence_recall"],
+            "hit": sc["gold_disease_hit"],
+            "prec": sc["evidence_precision"],
+            "linked": [
+                (le.mention, le.name, le.type, round(le.score, 3)) for le in st.get("linked_entities") or []
+            ],
+            "ev": [e.text for e in mr.evidence],
+            "hypothesis": st.get("hypothesis"),
         }
     out.append(row)
     if k % 10 == 0:
         print(k, round(time.time() - t0), flush=True)
-pickle.dump(out, open(f"/tmp/exp/hypgate_{n}_{seed}_{os.environ.get('TAG', '')}.pkl", "wb"))
+with open(f"/tmp/exp/hypgate_{n}_{seed}_{os.environ.get('TAG', '')}.pkl", "wb") as fh:
+    pickle.dump(out, fh)
