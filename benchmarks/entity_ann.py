@@ -35,7 +35,7 @@ from kgmind.retrievers.entity_index import HNSW_EF_SEARCH, HNSW_M, get_entity_in
 from kgmind.retrievers.linker import DEFAULT_THRESHOLD, get_linker
 from kgmind.retrievers.ner import clean_mention
 from kgmind.settings import data_dir
-from kgmind.tools.factory import open_store
+from kgmind.stores.factory import open_store
 from retrieval_latency import pct
 
 

@@ -40,7 +40,7 @@ def child(case: str, data_dir: Path, store_dir: Path, use_tracemalloc: bool) -> 
     import tracemalloc
 
     from kgmind.importers import ProgressTracker, get_parser, import_result
-    from kgmind.tools.factory import close_all_stores, open_store
+    from kgmind.stores.factory import close_all_stores, open_store
 
     rel, fmt, goal = CASES[case]
     if use_tracemalloc:

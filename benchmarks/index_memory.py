@@ -23,7 +23,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 def measure(uri: str) -> dict[str, object]:
     """Build the index of ``uri`` under tracemalloc: edges, build seconds, held and peak bytes per edge."""
     from kgmind.retrievers.graph_index import GraphIndex
-    from kgmind.tools.factory import open_store
+    from kgmind.stores.factory import open_store
 
     store = open_store(uri)
     entities = list(store.iter_entities())

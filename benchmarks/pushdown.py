@@ -44,7 +44,7 @@ def measure(kg: str, questions: int, seed: int) -> dict[str, Any]:
     from kgmind.eval.methods import Resources, run_graph
     from kgmind.eval.runner import EvalConfig, build_items, prepare_store
     from kgmind.retrievers import graph_index as gx
-    from kgmind.tools.factory import open_store
+    from kgmind.stores.factory import open_store
 
     cfg = EvalConfig(dataset=DATASET[kg], split="test", limit=questions, seed=seed)
     uri = prepare_store(cfg)

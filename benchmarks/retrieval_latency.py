@@ -98,7 +98,7 @@ from kgmind.retrievers.embeddings import minilm_backend
 from kgmind.retrievers.exploration import neighbor_evidence, path_evidence
 from kgmind.retrievers.graph_index import get_graph_index
 from kgmind.retrievers.packing import EVIDENCE_VALUES
-from kgmind.tools.factory import open_store
+from kgmind.stores.factory import open_store
 
 DATA = Path(
     os.environ.get("KGMIND_DATA_DIR") or Path(__file__).resolve().parents[1] / ".." / "shared" / "data"

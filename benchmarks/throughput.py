@@ -79,7 +79,7 @@ def main() -> None:
     from kgmind.graphs.context import Context
     from kgmind.graphs.pipeline import graph
     from kgmind.importers import import_result, parse_demo
-    from kgmind.tools.factory import close_all_stores, open_store
+    from kgmind.stores.factory import close_all_stores, open_store
 
     uri = f"ladybug:{Path(tmp.name) / 'demo'}"
     t0 = time.perf_counter()

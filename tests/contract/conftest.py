@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 
 from kgmind.models import Entity, KnowledgeDoc, Relation
-from kgmind.tools.store import GraphStore
+from kgmind.stores.protocol import GraphStore
 
 NEO4J_SKIP_REASON = "NEO4J_URI not set: live Neo4j contract tests skipped"
 
 
 def _open_neo4j() -> GraphStore:
-    from kgmind.tools.neo4j import Neo4jStore
+    from kgmind.stores.neo4j import Neo4jStore
 
     return Neo4jStore(
         os.environ["NEO4J_URI"],
@@ -51,7 +51,7 @@ def backend(request: pytest.FixtureRequest) -> str:
 def store(backend: str, tmp_path: Path) -> Iterator[GraphStore]:
     """An empty store of the backend under test."""
     if backend == "ladybug":
-        from kgmind.tools.ladybug import LadybugStore
+        from kgmind.stores.ladybug import LadybugStore
 
         lb = LadybugStore(str(tmp_path / "kg"))
         yield lb

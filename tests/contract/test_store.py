@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from kgmind.models import Entity, KnowledgeDoc, Relation, normalize_name
-from kgmind.tools.store import GraphPath, GraphStore, StoreError
+from kgmind.stores.protocol import GraphPath, GraphStore, StoreError
 
 
 def _ids(items: Sequence[Any]) -> list[str]:
@@ -524,7 +524,7 @@ def test_clear(loaded: GraphStore, kg: Any) -> None:
 def test_persistence_across_reopen(backend: str, tmp_path: Any, kg: Any) -> None:
     if backend != "ladybug":
         pytest.skip("persistence across reopen is checked for the embedded backend only")
-    from kgmind.tools.ladybug import LadybugStore
+    from kgmind.stores.ladybug import LadybugStore
 
     path = str(tmp_path / "persist")
     s1 = LadybugStore(path)

@@ -11,9 +11,9 @@ import pytest
 def demo_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A fresh embedded store holding the shipped demo KG, with its own ``KGMIND_HOME`` (one per module)."""
     pytest.importorskip("sentence_transformers", reason="needs the local embedding model (kgmind[local])")
-    from kgmind.demo import ensure_demo_store
+    from kgmind.importers.demo_store import ensure_demo_store
     from kgmind.retrievers.graph_index import clear_graph_index_cache
-    from kgmind.tools.factory import close_all_stores
+    from kgmind.stores.factory import close_all_stores
 
     mp = pytest.MonkeyPatch()
     root = tmp_path_factory.mktemp("demo")

@@ -25,7 +25,7 @@ QUESTION = "I have a fever and a cough for three days. What disease might I have
 def _missing() -> str | None:
     from kgmind.llm import DEFAULT_MODEL, LOCAL_MODELS
 
-    for mod in ("llama_cpp", "kgmind.demo", *LOCAL_MODELS[DEFAULT_MODEL].modules()):
+    for mod in ("llama_cpp", "kgmind.importers.demo_store", *LOCAL_MODELS[DEFAULT_MODEL].modules()):
         if importlib.util.find_spec(mod) is None:
             return mod
     return None
@@ -42,7 +42,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     try:
         yield path
     finally:
-        from kgmind.tools.factory import close_all_stores
+        from kgmind.stores.factory import close_all_stores
 
         close_all_stores()
         mp.undo()
@@ -140,7 +140,7 @@ def test_two_threads_share_the_real_model_and_match_a_serial_run(home: Path) -> 
     """One cached llama.cpp model and the real embedder serve two threads at once (the model's lock)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from kgmind.demo import ensure_demo_store
+    from kgmind.importers.demo_store import ensure_demo_store
     from kgmind.graphs.context import Context
     from kgmind.graphs.pipeline import graph
 

@@ -22,14 +22,14 @@ from kgmind.retrievers.exploration import (
     weighted_dfs_chains,
 )
 from kgmind.retrievers.graph_index import clear_graph_index_cache, get_graph_index, notify_weight_changes
-from kgmind.retrievers.tools import (
+from kgmind.tools.exploration import (
     EXPLORATION_TOOLS,
     hykge_chains_tool,
     neighbor_evidence_tool,
     path_evidence_tool,
     weighted_dfs_chains_tool,
 )
-from kgmind.tools.factory import close_all_stores, open_store
+from kgmind.stores.factory import close_all_stores, open_store
 
 DATA = Path(os.environ.get("KGMIND_DATA_DIR") or Path(__file__).parents[2] / ".." / "shared" / "data")
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from kgmind.models import Entity, Relation
-from kgmind.tools.factory import close_all_stores, open_store
-from kgmind.tools.feedback import apply_feedback, feedback_key
-from kgmind.tools.store import GraphStore
-from kgmind.tools.weights import make_rule
+from kgmind.stores.factory import close_all_stores, open_store
+from kgmind.stores.feedback import apply_feedback, feedback_key
+from kgmind.stores.protocol import GraphStore
+from kgmind.stores.weights import make_rule
 
 N_THREADS = 8
 N_UPDATES = 200

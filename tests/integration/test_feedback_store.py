@@ -13,10 +13,10 @@ from typer.testing import CliRunner
 
 from kgmind.cli.weights import register, weight_summary
 from kgmind.models import Entity, Relation
-from kgmind.tools.factory import close_all_stores, open_store
-from kgmind.tools.feedback import apply_feedback, feedback_key
-from kgmind.tools.store import GraphStore, StoreError
-from kgmind.tools.weights import make_rule
+from kgmind.stores.factory import close_all_stores, open_store
+from kgmind.stores.feedback import apply_feedback, feedback_key
+from kgmind.stores.protocol import GraphStore, StoreError
+from kgmind.stores.weights import make_rule
 
 NAMES = ["Flu", "Fever", "Cough", "Blood test", "Rest"]
 E = {n: Entity(name=n, type="disease" if n == "Flu" else "symptom") for n in NAMES}

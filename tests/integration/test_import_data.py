@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from kgmind.cli import app
 from kgmind.models import normalize_name
-from kgmind.tools.factory import close_all_stores, open_store
+from kgmind.stores.factory import close_all_stores, open_store
 
 DATA = Path(os.environ.get("KGMIND_DATA_DIR", Path(__file__).parents[2] / ".." / "shared" / "data"))
 

@@ -16,14 +16,14 @@ QUESTION = "I have a fever and a cough. What disease could it be and which medic
 
 @pytest.fixture(scope="module")
 def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    import kgmind.demo  # noqa: F401 - a broken import must fail, not skip
+    import kgmind.importers.demo_store  # noqa: F401 - a broken import must fail, not skip
 
     mp = pytest.MonkeyPatch()
     mp.setenv("KGMIND_HOME", str(tmp_path_factory.mktemp("kgmind_home")))
     saved_tools = sys.modules.pop("tools", None)
     sys.path.insert(0, str(HOST_APP))
     try:
-        from kgmind.demo import ensure_demo_store
+        from kgmind.importers.demo_store import ensure_demo_store
 
         ensure_demo_store(None)
         yield importlib.import_module("host_main")
@@ -33,7 +33,7 @@ def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
             del sys.modules[name]
         if saved_tools is not None:
             sys.modules["tools"] = saved_tools
-        from kgmind.tools.factory import close_all_stores
+        from kgmind.stores.factory import close_all_stores
 
         close_all_stores()
         mp.undo()

@@ -250,7 +250,7 @@ def test_e5_links_chinese_paraphrases():
 
 
 def test_ladybug_store_index_lives_beside_the_store(tmp_path):
-    import kgmind.tools.ladybug as lb
+    import kgmind.stores.ladybug as lb
 
     store = lb.LadybugStore(str(tmp_path / "kg"))
     try:
@@ -265,9 +265,9 @@ def test_ladybug_store_index_lives_beside_the_store(tmp_path):
 def test_cli_index_build(tmp_path):
     from typer.testing import CliRunner
 
-    import kgmind.tools.ladybug as lb
+    import kgmind.stores.ladybug as lb
     from kgmind.cli import app
-    from kgmind.tools.factory import close_all_stores, open_store
+    from kgmind.stores.factory import close_all_stores, open_store
 
     uri = f"ladybug:{tmp_path / 'kg'}"
     try:

@@ -235,7 +235,7 @@ def test_an_english_prompt_gets_no_east_asian_text(chat: Any) -> None:
     """The 0.5B model drifts into Chinese in English answers; the decoder holds it to the prompt's script."""
     from kgmind.llm import _LlamaTokens, _token_table
     from kgmind.prompts.mindmap import NO_EVIDENCE_EN, NO_EVIDENCE_ZH
-    from kgmind.schema_decoding import decode_json, has_east_asian
+    from kgmind.llm.schema_decoding import decode_json, has_east_asian
 
     table = _token_table(chat.client)
     assert table.east_asian.sum() > 10_000  # Qwen2.5's vocabulary is rich in CJK tokens

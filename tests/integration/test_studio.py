@@ -46,7 +46,7 @@ def _wait_ok(url: str, proc: subprocess.Popen[bytes], deadline_s: float) -> None
 
 @pytest.fixture
 def studio(tmp_path: Path) -> Iterator[str]:
-    import kgmind.demo  # noqa: F401 - a broken import must fail, not skip
+    import kgmind.importers.demo_store  # noqa: F401 - a broken import must fail, not skip
 
     exe = shutil.which("langgraph")
     if exe is None:

@@ -144,7 +144,7 @@ SCRIPT = textwrap.dedent(
 def test_runs_for_every_node_reach_local_endpoint(
     langsmith_stub: tuple[str, type[_Capture]], tmp_path: Path
 ) -> None:
-    import kgmind.demo  # noqa: F401 - a broken import must fail, not skip
+    import kgmind.importers.demo_store  # noqa: F401 - a broken import must fail, not skip
 
     url, capture = langsmith_stub
     env = {

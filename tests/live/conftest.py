@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from kgmind.tools.neo4j import Neo4jStore
+from kgmind.stores.neo4j import Neo4jStore
 
 LIVE_SKIP_REASON = "NEO4J_URI not set"
 _REQUIRED = ("NEO4J_URI", "NEO4J_USER", "NEO4J_PASSWORD")

@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 import pytest
 
 from kgmind.models import Entity, KnowledgeDoc, Relation
-from kgmind.tools.neo4j import Neo4jStore
-from kgmind.tools.store import GraphPath, StoreError
+from kgmind.stores.neo4j import Neo4jStore
+from kgmind.stores.protocol import GraphPath, StoreError
 
 pytestmark = pytest.mark.neo4j_live
 
@@ -108,7 +108,7 @@ def test_concurrent_feedback_on_one_head_loses_no_update(neo4j_store: Neo4jStore
 
 def test_pushed_down_exploration_matches_the_whole_kg_index(neo4j_store: Neo4jStore) -> None:
     """On a real server: per-question indexes read from Neo4j give the evidence of the whole-KG index."""
-    from kgmind.demo import load_demo
+    from kgmind.importers.demo_store import load_demo
     from kgmind.retrievers.exploration import (
         hykge_chains,
         neighbor_evidence,

@@ -35,7 +35,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable, RunnableLambda
 
 from kgmind.models import Entity, KnowledgeDoc, Relation
-from kgmind.tools.store import GraphStore
+from kgmind.stores.protocol import GraphStore
 
 # -- hostile input -------------------------------------------------------------------------
 
@@ -141,7 +141,7 @@ def clear_caches() -> None:
     from kgmind.retrievers.graph_index import clear_graph_index_cache
     from kgmind.retrievers.linker import clear_linker_cache
     from kgmind.retrievers.ner import clear_gazetteer_cache
-    from kgmind.tools.factory import close_all_stores
+    from kgmind.stores.factory import close_all_stores
 
     clear_linker_cache()
     clear_entity_index_cache()
@@ -166,7 +166,7 @@ def install_hash_embeddings(setattr_: Callable[[Any, str, Any], None]) -> None:
 def load_demo(uri: str) -> GraphStore:
     """Open ``uri`` and load the shipped demo KG into it."""
     from kgmind.importers import import_result, parse_demo
-    from kgmind.tools.factory import open_store
+    from kgmind.stores.factory import open_store
 
     store = open_store(uri)
     import_result(parse_demo(), store)
@@ -304,9 +304,9 @@ def _child_ask(uri: str, ckpt: str, thread_id: str, marker: str) -> None:
 
 
 def _child_feedback(uri: str, rel_id: str, marker: str, where: str) -> None:
-    from kgmind.tools.factory import open_store
-    from kgmind.tools.ladybug import queries as q
-    from kgmind.tools.weights import make_rule
+    from kgmind.stores.factory import open_store
+    from kgmind.stores.ladybug import queries as q
+    from kgmind.stores.weights import make_rule
 
     store = open_store(uri)
     rule = make_rule("excellent")
@@ -358,8 +358,8 @@ def _child_ask_human(uri: str, ckpt: str, thread_id: str) -> None:
 
 
 def _child_rate(uri: str, rel_id: str, rating: str) -> None:
-    from kgmind.tools.factory import close_all_stores, open_store
-    from kgmind.tools.feedback import apply_feedback
+    from kgmind.stores.factory import close_all_stores, open_store
+    from kgmind.stores.feedback import apply_feedback
 
     store = open_store(uri)
     changes = apply_feedback(store, f"run-{rating}-{rel_id}", rating, [rel_id])

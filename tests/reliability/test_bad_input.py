@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from kgmind.cli import app
 from kgmind.graphs.context import Context
 from kgmind.graphs.pipeline import graph
-from kgmind.tools.factory import close_all_stores, open_store
+from kgmind.stores.factory import close_all_stores, open_store
 
 runner = CliRunner()
 

@@ -26,7 +26,7 @@ import pytest
 from rel_harness import QUESTION
 
 from kgmind.graphs.checkpoint import compile_persistent
-from kgmind.tools.factory import close_all_stores, open_store
+from kgmind.stores.factory import close_all_stores, open_store
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX process handling")
 

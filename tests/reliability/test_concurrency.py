@@ -17,7 +17,7 @@ from rel_harness import canonical_dump
 
 from kgmind.graphs.context import Context
 from kgmind.graphs.pipeline import graph
-from kgmind.tools.factory import open_store
+from kgmind.stores.factory import open_store
 
 QUESTIONS = [
     "I have a fever and a cough, what disease could it be?",

@@ -25,8 +25,8 @@ from kgmind.graphs.context import Context
 from kgmind.graphs.pipeline import build_graph, graph
 from kgmind.llm import get_chat_model
 from kgmind.models import Entity, Relation
-from kgmind.tools.factory import close_all_stores, open_store
-from kgmind.tools.feedback import apply_feedback
+from kgmind.stores.factory import close_all_stores, open_store
+from kgmind.stores.feedback import apply_feedback
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL semantics are POSIX-only")
 
@@ -139,7 +139,7 @@ def test_feedback_killed_mid_transaction_leaves_weights_unchanged(
     assert canonical_dump(store) == before
     assert store.weight_changes("fb-crash") == []
     # the killed feedback was never recorded, so submitting it again applies it (once)
-    from kgmind.tools.weights import make_rule
+    from kgmind.stores.weights import make_rule
 
     changes = store.apply_weight_updates(
         "fb-crash", "run-crash", "excellent", [rels[0].id], make_rule("excellent")

@@ -22,12 +22,12 @@ from kgmind.graphs.context import Context
 from kgmind.graphs.pipeline import build_graph, graph
 from kgmind.llm import get_chat_model
 from kgmind.models import Entity, Relation
-from kgmind.tools.factory import open_store
-from kgmind.tools.feedback import apply_feedback
-from kgmind.tools.ladybug import LadybugStore
-from kgmind.tools.ladybug import queries as lq
-from kgmind.tools.store import GraphStore, StoreError, StoreUnavailableError
-from kgmind.tools.weights import make_rule
+from kgmind.stores.factory import open_store
+from kgmind.stores.feedback import apply_feedback
+from kgmind.stores.ladybug import LadybugStore
+from kgmind.stores.ladybug import queries as lq
+from kgmind.stores.protocol import GraphStore, StoreError, StoreUnavailableError
+from kgmind.stores.weights import make_rule
 
 runner = CliRunner()
 HYP_OK = '{"hypothesis": "It may be influenza.", "entities": ["Fever", "Cough"]}'

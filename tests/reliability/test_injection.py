@@ -32,9 +32,9 @@ from kgmind.retrievers.graph_index import get_graph_index
 from kgmind.retrievers.linker import get_linker
 from kgmind.retrievers.ner import extract_mentions
 from kgmind.text import repair_escapes
-from kgmind.tools.factory import open_store
-from kgmind.tools.feedback import apply_feedback
-from kgmind.tools.store import GraphStore, StoreError
+from kgmind.stores.factory import open_store
+from kgmind.stores.feedback import apply_feedback
+from kgmind.stores.protocol import GraphStore, StoreError
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "kgmind"
 
@@ -214,7 +214,7 @@ class RecordingDriver:
         self.driver.execute_query.side_effect = self._execute_query
 
     def _answer(self, query: str, params: Any) -> list[dict[str, Any]]:
-        from kgmind.tools.neo4j import queries as q
+        from kgmind.stores.neo4j import queries as q
 
         params = params or {}
         if query == q.EXISTING_ENTITY_IDS:
@@ -238,9 +238,9 @@ class RecordingDriver:
 
 def _neo4j_constants() -> set[str]:
     """Every queries.py statement; a hop-bound template with each bound the store may use."""
-    from kgmind.tools.cypher import HOPS, with_hop_bound
-    from kgmind.tools.neo4j import queries as q
-    from kgmind.tools.neo4j.store import MAX_PATH_HOPS
+    from kgmind.stores.cypher import HOPS, with_hop_bound
+    from kgmind.stores.neo4j import queries as q
+    from kgmind.stores.neo4j.store import MAX_PATH_HOPS
 
     out: set[str] = set()
     for value in vars(q).values():
@@ -266,7 +266,7 @@ def _strings_in(value: Any) -> list[str]:
 
 
 def test_neo4j_hostile_values_travel_only_as_parameters() -> None:
-    from kgmind.tools.neo4j import Neo4jStore
+    from kgmind.stores.neo4j import Neo4jStore
 
     ents, rels, docs = hostile_kg()
     # entity types become labels: a hostile type must also arrive as a parameter
@@ -305,8 +305,8 @@ def test_neo4j_hostile_values_travel_only_as_parameters() -> None:
 
 
 def test_neo4j_feedback_with_hostile_ids_is_parameterised() -> None:
-    from kgmind.tools.neo4j import Neo4jStore
-    from kgmind.tools.neo4j import queries as q
+    from kgmind.stores.neo4j import Neo4jStore
+    from kgmind.stores.neo4j import queries as q
 
     rec = RecordingDriver(set())
     store = Neo4jStore("neo4j://example:7687", driver=rec.driver)
@@ -323,7 +323,7 @@ def test_neo4j_feedback_with_hostile_ids_is_parameterised() -> None:
 
 _QUERY_METHODS = {"execute", "run", "execute_query"}
 
-#: The one audited completion of query text (kgmind/tools/cypher.py): it puts a
+#: The one audited completion of query text (kgmind/stores/cypher.py): it puts a
 #: validated int hop bound into a queries.py template (see the tests below).
 _AUDITED_BUILDERS = {"with_hop_bound"}
 
@@ -441,7 +441,7 @@ def _is_store_call(call: ast.Call) -> bool:
 def _violations(path: Path) -> list[str]:
     """Store calls in ``path`` whose query is not a queries.py constant.
 
-    Graph backends (``kgmind/tools/…``) must use constants; elsewhere (e.g. the eval LLM
+    Graph backends (``kgmind/stores/…``) must use constants; elsewhere (e.g. the eval LLM
     cache on SQLite) a plain string literal is accepted. Formatting is never accepted.
     """
     literal_ok = "tools" not in path.relative_to(SRC).parts
@@ -582,7 +582,7 @@ def test_the_scanner_catches_formatted_queries(tmp_path: Path) -> None:
     src = tmp_path / "kgmind" / "bad.py"
     src.parent.mkdir()
     src.write_text(
-        "from kgmind.tools.ladybug import queries as q\n"
+        "from kgmind.stores.ladybug import queries as q\n"
         "def f(conn, session, tx, name):\n"
         "    conn.execute(f\"MATCH (e {{name: '{name}'}}) RETURN e\")\n"
         "    session.run('MATCH (e) WHERE e.name = %s' % name)\n"
@@ -609,9 +609,9 @@ def test_the_scanner_catches_formatted_queries(tmp_path: Path) -> None:
 
 def test_the_audited_hop_builder_only_takes_a_small_int() -> None:
     """``with_hop_bound`` is the scan's one exception: it must refuse anything but an int bound."""
-    from kgmind.tools.cypher import HOPS, with_hop_bound
-    from kgmind.tools.ladybug import queries as lq
-    from kgmind.tools.neo4j import queries as nq
+    from kgmind.stores.cypher import HOPS, with_hop_bound
+    from kgmind.stores.ladybug import queries as lq
+    from kgmind.stores.neo4j import queries as nq
 
     templates = [v for m in (lq, nq) for v in vars(m).values() if isinstance(v, str) and HOPS in v]
     assert len(templates) == 4

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from kgmind.retrievers.graph_index import get_graph_index
-from kgmind.tools.factory import close_all_stores, open_store
+from kgmind.stores.factory import close_all_stores, open_store
 
 HARNESS = Path(__file__).resolve().parent / "rel_harness.py"
 SRC = Path(__file__).resolve().parents[2] / "src"

@@ -136,7 +136,7 @@ def test_connection_errors_are_recognised_through_the_chain(monkeypatch: pytest.
 
 def test_a_store_error_is_not_blamed_on_the_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from kgmind.cli import ask as ask_mod
-    from kgmind.tools.store import StoreUnavailableError
+    from kgmind.stores.protocol import StoreUnavailableError
 
     def down(*args: object, **kwargs: object) -> None:
         try:

@@ -236,7 +236,7 @@ def test_each_data_set_gets_its_own_default_kg(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     import kgmind.importers
-    import kgmind.tools.factory
+    import kgmind.stores.factory
     from kgmind.eval.runner import prepare_store
 
     imported: list[tuple[str, str]] = []
@@ -248,7 +248,7 @@ def test_each_data_set_gets_its_own_default_kg(
         def stats(self) -> Any:
             return type("Stats", (), {"entities_total": 0})()
 
-    monkeypatch.setattr(kgmind.tools.factory, "open_store", EmptyStore)
+    monkeypatch.setattr(kgmind.stores.factory, "open_store", EmptyStore)
     monkeypatch.setattr(
         kgmind.importers, "import_kg", lambda path, f, store, progress: imported.append((path, f))
     )

@@ -1,4 +1,4 @@
-"""Store URI parsing and the per-URI store cache of kgmind.tools.factory."""
+"""Store URI parsing and the per-URI store cache of kgmind.stores.factory."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from kgmind.tools.factory import close_all_stores, open_store, parse_store_uri
-from kgmind.tools.ladybug import LadybugStore
-from kgmind.tools.store import StoreUnavailableError
+from kgmind.stores.factory import close_all_stores, open_store, parse_store_uri
+from kgmind.stores.ladybug import LadybugStore
+from kgmind.stores.protocol import StoreUnavailableError
 
 
 @pytest.fixture(autouse=True)

@@ -10,9 +10,10 @@ from typing import Any, cast
 import pytest
 
 from kgmind.models import Evidence, WeightChange
-from kgmind.tools import feedback as fb
-from kgmind.tools.store import GraphStore, WeightRule
-from kgmind.tools.weights import make_rule
+from kgmind.stores import feedback as fb
+from kgmind.tools import feedback as fb_tool
+from kgmind.stores.protocol import GraphStore, WeightRule
+from kgmind.stores.weights import make_rule
 
 
 class FakeStore:
@@ -214,7 +215,7 @@ def test_cited_relation_ids_only_cited_items() -> None:
 def test_update_edge_weights_tool(
     store: FakeStore, monkeypatch: pytest.MonkeyPatch, notified: list[Any]
 ) -> None:
-    import kgmind.tools.factory as factory
+    import kgmind.stores.factory as factory
 
     opened: list[str | None] = []
 
@@ -223,7 +224,7 @@ def test_update_edge_weights_tool(
         return store
 
     monkeypatch.setattr(factory, "open_store", fake_open)
-    tool = fb.update_edge_weights
+    tool = fb_tool.update_edge_weights
     assert tool.name == "update_edge_weights"
     assert set(tool.args) == {"run_id", "rating", "relation_ids", "feedback_id", "store"}
     args = {"run_id": "run-7", "rating": "poor", "relation_ids": ["r6", "r5"], "store": "ladybug:/x"}

@@ -73,8 +73,8 @@ def cli_world(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, Any]
     monkeypatch.setattr(exploration, "weighted_dfs_chains", lambda gi, ids, **kw: [])
     monkeypatch.setattr(aggregate, "aggregate_evidence", _number)
 
-    import kgmind.tools.factory as factory
-    from kgmind.tools import feedback as fb
+    import kgmind.stores.factory as factory
+    from kgmind.stores import feedback as fb
 
     monkeypatch.setattr(factory, "open_store", lambda uri=None: store)
 

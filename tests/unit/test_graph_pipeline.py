@@ -174,7 +174,7 @@ def test_custom_progress_events(fake_world: dict[str, Any]) -> None:
 def test_human_feedback_interrupt_and_resume(
     fake_world: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from kgmind.tools import feedback as fb
+    from kgmind.stores import feedback as fb
 
     applied: list[Any] = []
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from kgmind.demo import load_demo
+from kgmind.importers.demo_store import load_demo
 from kgmind.importers import NoValidRowsError, import_kg
 from kgmind.models import Entity, KnowledgeDoc, Relation
-from kgmind.tools.store import LoadReport, StoreError
+from kgmind.stores.protocol import LoadReport, StoreError
 
 FIX = Path(__file__).parents[1] / "fixtures" / "importers"
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from kgmind.models import Entity, Relation
-from kgmind.tools.ladybug import DB_FILE, LadybugStore
-from kgmind.tools.ladybug import queries as q
-from kgmind.tools.store import GraphStore, StoreError, StoreUnavailableError
+from kgmind.stores.ladybug import DB_FILE, LadybugStore
+from kgmind.stores.ladybug import queries as q
+from kgmind.stores.protocol import GraphStore, StoreError, StoreUnavailableError
 
 STORE_SRC = Path(__file__).resolve().parents[2] / "src" / "kgmind" / "tools" / "ladybug" / "store.py"
 
@@ -84,7 +84,7 @@ def test_locked_by_another_process(tmp_path: Path) -> None:
         f"""
         import sys
         sys.path.insert(0, {str(src)!r})
-        from kgmind.tools.ladybug import LadybugStore
+        from kgmind.stores.ladybug import LadybugStore
         s = LadybugStore({str(path)!r})
         print("ready", flush=True)
         sys.stdin.readline()

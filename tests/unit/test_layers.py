@@ -1,4 +1,7 @@
-"""Dependencies point down: ``models`` ← ``tools`` ← ``retrievers`` ← ``graphs`` ← ``eval``/``cli``.
+"""Dependencies point down, one package per layer, and no module imports itself back through others.
+
+The order: base modules (``models``, ``text``, ``settings`` …) ← ``llm`` ← ``prompts`` ← ``stores``
+← ``importers`` ← ``retrievers`` ← ``tools`` ← ``graphs`` ← ``eval`` ← ``cli``.
 
 Every import of a ``kgmind`` module (at the top, inside functions, or by
 ``importlib.import_module("kgmind…")``) is read from the source with ``ast`` and checked
@@ -14,24 +17,27 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "kgmind"
 
+#: The shared base: plain modules (no package) that every layer may import.
+BASE_MODULES = frozenset({"models", "text", "settings", "tuning", "machine", "scoring"})
+
+#: One package per layer, lowest first: a module may import its own layer, a lower one, or the base.
+PACKAGE_ORDER: tuple[str, ...] = (
+    "llm",
+    "prompts",
+    "stores",
+    "importers",
+    "retrievers",
+    "tools",
+    "graphs",
+    "eval",
+    "cli",
+)
+
 #: Layer of each top-level part of the package (higher may import lower or equal).
 LAYERS: dict[str, int] = {
-    "models": 0,
-    "text": 0,
-    "settings": 0,
-    "machine": 0,
-    "tools": 1,
-    "importers": 1,
-    "llm": 1,
-    "schema_decoding": 0,
-    "prompts": 1,
-    "demo": 1,
-    "testing": 1,
-    "retrievers": 2,
-    "graphs": 3,
-    "eval": 4,
-    "cli": 4,
-    "__init__": 5,
+    **dict.fromkeys(BASE_MODULES, 0),
+    **{name: i + 1 for i, name in enumerate(PACKAGE_ORDER)},
+    "__init__": len(PACKAGE_ORDER) + 1,
 }
 
 
@@ -100,6 +106,139 @@ def test_no_module_imports_a_higher_layer() -> None:
     ],
 )
 def test_the_check_catches_an_upward_import(source: str) -> None:
-    """The same source as a ``tools`` module: each form of import is found and points up."""
-    names = [n for _, n in kgmind_imports(source, "kgmind.tools")]
-    assert any(layer_of(n) > layer_of("kgmind.tools.probe") for n in names if n != "kgmind"), names
+    """The same source as a ``stores`` module: each form of import is found and points up."""
+    names = [n for _, n in kgmind_imports(source, "kgmind.stores")]
+    assert any(layer_of(n) > layer_of("kgmind.stores.probe") for n in names if n != "kgmind"), names
+
+
+def test_every_layer_is_one_package_and_eval_is_below_cli() -> None:
+    """Each top-level part of ``src/kgmind`` has a layer; no two packages share one."""
+    parts = {p.stem if p.is_file() else p.name for p in SRC.iterdir() if p.name != "__pycache__"}
+    parts = {p for p in parts if (SRC / p).is_dir() or (SRC / f"{p}.py").is_file()} - {"data"}
+    assert parts <= set(LAYERS), sorted(parts - set(LAYERS))
+    packages = {p for p in parts if (SRC / p).is_dir()}
+    assert packages == set(PACKAGE_ORDER), sorted(packages ^ set(PACKAGE_ORDER))
+    assert len({LAYERS[p] for p in packages}) == len(packages)
+    assert LAYERS["eval"] < LAYERS["cli"]
+
+
+def module_name(path: Path) -> str:
+    """Dotted module name of a file below ``SRC``."""
+    return ".".join(path.relative_to(SRC.parent).with_suffix("").parts).removesuffix(".__init__")
+
+
+def import_graph(sources: dict[str, tuple[str, bool]]) -> dict[str, set[str]]:
+    """Module → the kgmind modules it imports, for ``{module: (source, is_package)}``.
+
+    ``from pkg import sub`` where ``pkg.sub`` is a module counts as an import of ``pkg.sub``;
+    ``from pkg.mod import func`` counts as an import of ``pkg.mod``.
+    """
+
+    def known(name: str) -> str:
+        while name not in sources and "." in name:
+            name = name.rsplit(".", 1)[0]
+        return name
+
+    graph: dict[str, set[str]] = {}
+    for module, (source, is_package) in sources.items():
+        package = module if is_package else module.rsplit(".", 1)[0]
+        targets: set[str] = set()
+        tree = ast.parse(source)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                names = kgmind_imports(ast.unparse(node), package)
+                if not names:
+                    continue
+                base = names[0][1]
+                for alias in node.names:
+                    sub = f"{base}.{alias.name}"
+                    targets.add(sub if sub in sources else known(base))
+            else:
+                if isinstance(node, ast.Import | ast.Call):
+                    targets |= {known(n) for _, n in kgmind_imports(ast.unparse(node), package)}
+        graph[module] = {t for t in targets if t in sources and t != module}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected groups of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def src_sources() -> dict[str, tuple[str, bool]]:
+    return {
+        module_name(p): (p.read_text(encoding="utf-8"), p.name == "__init__.py") for p in sorted(SRC.rglob("*.py"))
+    }
+
+
+def test_no_import_cycles() -> None:
+    """No group of modules imports itself back, at the top or inside functions (a package's
+    ``__init__`` re-exporting its own modules counts only when they import it back)."""
+    assert cycles(import_graph(src_sources())) == []
+
+
+def test_the_cycle_check_catches_a_planted_cycle() -> None:
+    """A copy of the real sources with one planted back-import: the check names the cycle."""
+    sources = src_sources()
+    store_source, is_package = sources["kgmind.stores.protocol"]
+    sources["kgmind.stores.protocol"] = (store_source + "\nfrom kgmind.stores.factory import open_store\n", is_package)
+    groups = [g for g in cycles(import_graph(sources)) if "kgmind.stores.protocol" in g]
+    assert groups and "kgmind.stores.factory" in groups[0], groups
+
+
+def layer_violations(sources: dict[str, tuple[str, bool]]) -> list[str]:
+    """``module imports name`` for every import in ``sources`` that points to a higher layer."""
+    found = []
+    for module, (source, is_package) in sources.items():
+        package = module if is_package else module.rsplit(".", 1)[0]
+        own = layer_of(module)
+        found += [f"{module} imports {n}" for _, n in kgmind_imports(source, package) if n != "kgmind" and layer_of(n) > own]
+    return found
+
+
+def test_the_layer_check_catches_planted_violations() -> None:
+    """A copy of the real sources with planted violations of each new rule: each is reported."""
+    sources = src_sources()
+    assert layer_violations(sources) == []
+    planted = dict(sources)
+    # eval below cli: an eval module importing the CLI is now upward
+    planted["kgmind.eval.runner"] = (sources["kgmind.eval.runner"][0] + "\nfrom kgmind.cli import ask\n", False)
+    # tools (LangChain tools) above stores: a store importing a tool is upward
+    planted["kgmind.stores.protocol"] = (
+        sources["kgmind.stores.protocol"][0] + "\ndef f():\n    from kgmind.tools import feedback\n",
+        False,
+    )
+    assert layer_violations(planted) == [
+        "kgmind.stores.protocol imports kgmind.tools",
+        "kgmind.eval.runner imports kgmind.cli",
+    ]

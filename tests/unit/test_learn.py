@@ -18,8 +18,8 @@ from kgmind.eval.runner import EvalConfig, build_items
 from kgmind.models import Entity, Evidence, Relation, entity_id
 from kgmind.retrievers.exploration import rank_diseases
 from kgmind.retrievers.graph_index import GraphIndex, clear_graph_index_cache
-from kgmind.tools.factory import close_all_stores, open_store
-from kgmind.tools.feedback import apply_feedback
+from kgmind.stores.factory import close_all_stores, open_store
+from kgmind.stores.feedback import apply_feedback
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "eval"
 

@@ -22,11 +22,11 @@ import pytest
 from neo4j.exceptions import AuthError, CypherSyntaxError, ServiceUnavailable
 
 from kgmind.models import Entity, KnowledgeDoc, Relation, entity_id
-from kgmind.tools.cypher import HOPS
-from kgmind.tools.neo4j import queries as q
-from kgmind.tools.neo4j import store as store_mod
-from kgmind.tools.neo4j.store import MAX_PATH_HOPS, Neo4jStore, type_label
-from kgmind.tools.store import GraphPath, GraphStore, StoreError, StoreUnavailableError
+from kgmind.stores.cypher import HOPS
+from kgmind.stores.neo4j import queries as q
+from kgmind.stores.neo4j import store as store_mod
+from kgmind.stores.neo4j.store import MAX_PATH_HOPS, Neo4jStore, type_label
+from kgmind.stores.protocol import GraphPath, GraphStore, StoreError, StoreUnavailableError
 
 READ = neo4j.RoutingControl.READ
 DB = "kgdb"

@@ -233,7 +233,7 @@ def test_index_entity_types_reads_the_explored_index_and_trusts_it_for_the_reche
 ) -> None:
     from types import SimpleNamespace
 
-    from kgmind.retrievers.tools import RECHECK_S
+    from kgmind.tools.exploration import RECHECK_S
 
     gi = SimpleNamespace(
         index_of={"e1": 0, "e2": 1}, names=["Fever", "Influenza  A"], types=["symptom", "disease"]

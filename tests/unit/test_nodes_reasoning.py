@@ -297,7 +297,7 @@ def test_request_feedback_off_and_auto() -> None:
 
 def _ledger_apply(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     """Replace the store write by a ledger: record the call and the applied feedback id."""
-    from kgmind.tools import feedback as fb
+    from kgmind.stores import feedback as fb
 
     calls: list[Any] = []
 

@@ -1,4 +1,4 @@
-"""kgmind.schema_decoding with a fake byte-level model: valid JSON under any logits, fixed text batched.
+"""kgmind.llm.schema_decoding with a fake byte-level model: valid JSON under any logits, fixed text batched.
 
 The fake model's vocabulary is every printable byte plus the multi-byte tokens a real
 BPE vocabulary has around JSON (``":"``, ``", "``, ``.",`` …); its tokenizer takes the
@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from kgmind.models import Evidence
 from kgmind.prompts.grounded import build_answer_schema
 from kgmind.prompts.schemas import HypothesisOut
-from kgmind.schema_decoding import (
+from kgmind.llm.schema_decoding import (
     SchemaNotSupportedError,
     TokenTable,
     decode_json,

@@ -1,4 +1,4 @@
-"""Scorers and rating thresholds (kgmind.tools.scoring) against hand-computed values."""
+"""Scorers and rating thresholds (kgmind.scoring) against hand-computed values."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import pytest
 
 from kgmind.text import has_cjk
-from kgmind.tools.scoring import (
+from kgmind.scoring import (
     BleuScorer,
     EntityRecallScorer,
     RougeLScorer,

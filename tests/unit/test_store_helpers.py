@@ -1,4 +1,4 @@
-"""The protocol behaviour the GraphStore backends share through :mod:`kgmind.tools.store`."""
+"""The protocol behaviour the GraphStore backends share through :mod:`kgmind.stores.protocol`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from kgmind.models import Entity, KnowledgeDoc, Relation
-from kgmind.tools.store import (
+from kgmind.stores.protocol import (
     LoadInput,
     NeighborArgs,
     SiblingEdges,

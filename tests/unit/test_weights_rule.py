@@ -1,4 +1,4 @@
-"""Property tests of KGCoT's bounded weight-update rule (kgmind.tools.weights)."""
+"""Property tests of KGCoT's bounded weight-update rule (kgmind.stores.weights)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kgmind.tools.weights import (
+from kgmind.stores.weights import (
     ALPHA_CAP,
     apply_rule,
     check_rate,

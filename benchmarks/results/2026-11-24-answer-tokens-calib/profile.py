@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 import kgmind.llm as L
-import kgmind.schema_decoding as SD
+import kgmind.llm.schema_decoding as SD
 
 LOG: dict[str, list[Any]] = {"evals": [], "strings": [], "calls": [], "outputs": []}
 cur: dict[str, Any] = {"in_string": False, "tokens": None, "call": None, "ncall": 0}

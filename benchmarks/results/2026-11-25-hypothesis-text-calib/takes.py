@@ -6,7 +6,7 @@ Usage: ``python takes.py llm_only,kgmind 6 22 OUT.json``; ``takes.txt`` was made
 import json
 import sys
 
-import kgmind.schema_decoding as sd
+import kgmind.llm.schema_decoding as sd
 from kgmind import llm
 from kgmind.eval.runner import EvalConfig, run_eval
 

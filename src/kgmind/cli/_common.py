@@ -28,9 +28,8 @@ CheckpointOption = Annotated[
     str | None,
     typer.Option(
         "--checkpoint",
-        envvar="KGMIND_CHECKPOINT_URI",
         help="Where runs are stored: sqlite:PATH or postgresql://USER@HOST:PORT/DB; "
-        "default: $KGMIND_HOME/checkpoints.sqlite.",
+        "default: $KGMIND_CHECKPOINT_URI, else $KGMIND_HOME/checkpoints.sqlite.",
         show_default=False,
     ),
 ]
@@ -58,7 +57,7 @@ def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
 
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        from kgmind.tools.store import StoreError
+        from kgmind.stores.protocol import StoreError
 
         try:
             return func(*args, **kwargs)

@@ -406,7 +406,7 @@ def ask(
     from kgmind.graphs.checkpoint import get_checkpointer
     from kgmind.graphs.context import MODES, Context
     from kgmind.llm import ModelUnavailableError, unreachable_model_error
-    from kgmind.tools.store import StoreError
+    from kgmind.stores.protocol import StoreError
 
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
@@ -417,7 +417,7 @@ def ask(
         raise ValueError("the question must not be empty")
     get_checkpointer(checkpoint)  # a bad URI or an unreachable server fails before any work
     if store is None:
-        from kgmind.demo import ensure_demo_store
+        from kgmind.importers.demo_store import ensure_demo_store
 
         ensure_demo_store(None)
     ctx = Context(

@@ -65,7 +65,7 @@ def submit_feedback(
     from kgmind.graphs.apply_feedback import apply_rating
     from kgmind.graphs.checkpoint import compile_persistent
     from kgmind.graphs.context import Context
-    from kgmind.tools.factory import open_store
+    from kgmind.stores.factory import open_store
 
     rating = rating.strip().lower()
     if rating not in RATINGS:

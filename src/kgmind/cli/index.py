@@ -7,7 +7,7 @@ import time
 import typer
 
 from kgmind.cli._common import CliError, console, handle_errors
-from kgmind.tools.store import GraphStore
+from kgmind.stores.protocol import GraphStore
 
 app = typer.Typer(help="Build and inspect the entity index.", no_args_is_help=True)
 
@@ -68,9 +68,9 @@ def build(
 def _open(uri: str | None) -> GraphStore:
     """Open the store at ``uri`` (the demo store, imported on first use, when ``None``)."""
     if uri is None:
-        from kgmind.demo import ensure_demo_store
+        from kgmind.importers.demo_store import ensure_demo_store
 
         return ensure_demo_store()
-    from kgmind.tools.factory import open_store
+    from kgmind.stores.factory import open_store
 
     return open_store(uri)

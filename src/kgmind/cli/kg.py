@@ -72,7 +72,7 @@ def import_cmd(
 ) -> None:
     """Parse a KG file fully, then load it into the store in one transaction."""
     from kgmind.importers import ProgressTracker, check_result, get_parser, import_result
-    from kgmind.tools.factory import open_store
+    from kgmind.stores.factory import open_store
 
     parser = get_parser(fmt)
     uri = resolve_store_uri(store, name)
@@ -116,8 +116,8 @@ def stats_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print counts as JSON.")] = False,
 ) -> None:
     """Count entities and relations per type (the default store gets the demo KG on first use)."""
-    from kgmind.demo import ensure_demo_store
-    from kgmind.tools.factory import open_store, parse_store_uri
+    from kgmind.importers.demo_store import ensure_demo_store
+    from kgmind.stores.factory import open_store, parse_store_uri
 
     uri = resolve_store_uri(store, name)
     if not (store or name):
@@ -158,8 +158,8 @@ def demo_cmd(
     reset: Annotated[bool, typer.Option("--reset", help="Clear the store before loading.")] = False,
 ) -> None:
     """(Re)load the shipped demo KG (default store: ladybug:$KGMIND_HOME/demo)."""
-    from kgmind.demo import load_demo
-    from kgmind.tools.factory import open_store
+    from kgmind.importers.demo_store import load_demo
+    from kgmind.stores.factory import open_store
 
     kg = open_store(resolve_store_uri(store, None))
     summary = load_demo(kg, reset=reset)

@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kgmind.cli._common import console, handle_errors
-from kgmind.tools.store import GraphStore
+from kgmind.stores.protocol import GraphStore
 
 __all__ = ["register", "weight_summary"]
 
@@ -106,7 +106,7 @@ def weights_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON.")] = False,
 ) -> None:
     """Show the edges whose weights feedback changed (largest change first)."""
-    from kgmind.tools.factory import open_store
+    from kgmind.stores.factory import open_store
 
     kg = open_store(store)
     rows = weight_summary(kg, top=top)
@@ -125,7 +125,7 @@ def reset_weights_cmd(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
 ) -> None:
     """Set every edge weight back to 1.0 and delete the feedback audit log."""
-    from kgmind.tools.factory import open_store
+    from kgmind.stores.factory import open_store
 
     kg = open_store(store)
     if not yes:

@@ -3,7 +3,7 @@
 Every training question runs through the compiled graph (the ``kgmind`` method of the
 evaluation, no LLM, the data set's stored question entities), its reference answer is
 turned into a gold set (the KG entities it names, :func:`kgmind.eval.gold.derive_gold`),
-and the rating goes through :func:`kgmind.tools.feedback.apply_feedback`, the audited,
+and the rating goes through :func:`kgmind.stores.feedback.apply_feedback`, the audited,
 transactional, idempotent path a user's ``kgmind feedback`` takes. So a learnt store is an
 ordinary store: ``kgmind eval --store URI`` measures it, ``kgmind kg weights`` shows it.
 
@@ -44,8 +44,8 @@ from kgmind.graphs.context import Context
 from kgmind.models import Evidence, normalize_name
 from kgmind.retrievers.exploration import DISEASE_MARK, rank_diseases
 from kgmind.retrievers.graph_index import GraphIndex
-from kgmind.tools.feedback import apply_feedback
-from kgmind.tools.weights import DEFAULT_BETA, check_rate
+from kgmind.stores.feedback import apply_feedback
+from kgmind.stores.weights import DEFAULT_BETA, check_rate
 
 __all__ = [
     "CREDITS",

@@ -272,7 +272,7 @@ class Resources:
     # -- KG ---------------------------------------------------------------------
     def store(self) -> Any:
         """Return the GraphStore (``open_store(store_uri)``)."""
-        from kgmind.tools.factory import open_store
+        from kgmind.stores.factory import open_store
 
         return self._get("store", lambda: open_store(self.store_uri))
 

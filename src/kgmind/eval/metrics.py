@@ -26,7 +26,7 @@ Evidence metrics (per question; the harness averages them)
   (:meth:`kgmind.eval.gold.NameMatcher.find`); ``None`` when the evidence names none.
 
 Answer metrics: gold-entity recall in the answer (the same rule), ROUGE-L F1
-(:func:`kgmind.tools.scoring.rouge_l`: rouge-score with Chinese split per character,
+(:func:`kgmind.scoring.rouge_l`: rouge-score with Chinese split per character,
 the same scale as the auto-feedback thresholds), BLEU-4 (``sacrebleu``, 0..1),
 BERTScore F1 by greedy matching of token embeddings (:func:`greedy_match_f1`),
 grounding flags, and choice accuracy.
@@ -43,7 +43,7 @@ import numpy as np
 
 from kgmind.models import normalize_name
 from kgmind.text import has_cjk
-from kgmind.tools.scoring import BleuScorer, rouge_l
+from kgmind.scoring import BleuScorer, rouge_l
 
 __all__ = [
     "TokenEncoder",
@@ -201,7 +201,7 @@ def percentile(values: Sequence[float], q: float) -> float | None:
 def bleu4(prediction: str, reference: str) -> float:
     """Sentence BLEU-4 (``sacrebleu``, default smoothing) scaled to [0, 1].
 
-    :class:`kgmind.tools.scoring.BleuScorer`: Chinese text uses sacrebleu's ``zh``
+    :class:`kgmind.scoring.BleuScorer`: Chinese text uses sacrebleu's ``zh``
     tokenizer, other text ``13a``.
     """
     if not prediction.strip() or not reference.strip():

@@ -355,7 +355,7 @@ def prepare_store(cfg: EvalConfig) -> str | None:
             kg, fmt = str(ds.default_path(role)), fmt or default_fmt
     if uri is None:
         return None
-    from kgmind.tools.factory import open_store
+    from kgmind.stores.factory import open_store
 
     store = open_store(uri)
     if kg and store.stats().entities_total == 0:

@@ -19,8 +19,8 @@ from kgmind.graphs.check_grounding import cited_ids
 from kgmind.graphs.context import Context
 from kgmind.graphs.state import State
 from kgmind.models import Evidence
-from kgmind.tools import feedback as fb
-from kgmind.tools.store import GraphStore
+from kgmind.stores import feedback as fb
+from kgmind.stores.protocol import GraphStore
 
 __all__ = ["apply_feedback", "apply_rating", "credited_evidence"]
 

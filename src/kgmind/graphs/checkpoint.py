@@ -11,7 +11,6 @@ and the LangGraph server bring their own checkpointer and do not use this module
 from __future__ import annotations
 
 import functools
-import os
 import re
 import sqlite3
 from dataclasses import dataclass
@@ -24,10 +23,9 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph.state import CompiledStateGraph
 
-from kgmind.settings import kgmind_home, uri_path
+from kgmind.settings import get_settings, kgmind_home, uri_path
 
 __all__ = [
-    "CHECKPOINT_URI_ENV",
     "SERDE_ALLOWED",
     "CheckpointURI",
     "CheckpointUnavailableError",
@@ -37,9 +35,6 @@ __all__ = [
     "load_run_state",
     "parse_checkpoint_uri",
 ]
-
-#: Environment variable with the default checkpoint URI (the CLI's ``--checkpoint``).
-CHECKPOINT_URI_ENV = "KGMIND_CHECKPOINT_URI"
 
 #: kgmind's pydantic types stored in checkpoints (allowed for msgpack round-trips).
 SERDE_ALLOWED: list[tuple[str, str]] = [
@@ -98,7 +93,7 @@ def parse_checkpoint_uri(uri: str | None = None) -> CheckpointURI:
         ValueError: An unknown scheme or an empty SQLite path.
 
     """
-    text = (uri or "").strip() or os.environ.get(CHECKPOINT_URI_ENV, "").strip()
+    text = (uri or "").strip() or (get_settings().checkpoint_uri or "").strip()
     if not text:
         path = checkpoint_path().resolve()
         return CheckpointURI("sqlite", str(path), str(path))

@@ -27,7 +27,7 @@ from kgmind.graphs.state import ExploreTask
 from kgmind.models import Evidence
 from kgmind.retrievers import exploration
 from kgmind.retrievers.packing import ANSWER_TYPES
-from kgmind.tools.store import GraphStore
+from kgmind.stores.protocol import GraphStore
 
 __all__ = [
     "chains_tool",

@@ -29,7 +29,7 @@ def auto_rating(answer: str, reference: str) -> tuple[str | None, float | None]:
     """Rate ``answer`` against ``reference`` with ROUGE-L; ``(None, None)`` without a reference."""
     if not reference.strip() or not answer.strip():
         return None, None
-    from kgmind.tools.scoring import RougeLScorer, rate
+    from kgmind.scoring import RougeLScorer, rate
 
     score = RougeLScorer().score(answer, reference)
     return rate(score, AUTO_EXCELLENT_AT, AUTO_POOR_AT), score

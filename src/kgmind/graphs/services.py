@@ -21,7 +21,7 @@ from kgmind.graphs.context import Context
 from kgmind.models import Evidence, LinkedEntity, Mention
 from kgmind.settings import default_store_uri
 from kgmind.text import detect_language
-from kgmind.tools.store import GraphStore
+from kgmind.stores.protocol import GraphStore
 
 __all__ = [
     "detect_language",
@@ -50,13 +50,13 @@ def get_store(uri: str | None) -> GraphStore:
     """Open the store at ``uri`` (``None``: the default store). Opening never writes.
 
     Args:
-        uri: A store URI (see :func:`kgmind.tools.factory.open_store`) or None.
+        uri: A store URI (see :func:`kgmind.stores.factory.open_store`) or None.
 
     Returns:
         The (cached) open store.
 
     """
-    from kgmind.tools.factory import open_store
+    from kgmind.stores.factory import open_store
 
     return open_store(uri or default_store_uri())
 
@@ -70,7 +70,7 @@ def ensure_default_store() -> None:
     key = default_store_uri()
     if key in _demo_ready:
         return
-    from kgmind.demo import ensure_demo_store
+    from kgmind.importers.demo_store import ensure_demo_store
 
     ensure_demo_store(None)
     _demo_ready.add(key)
@@ -169,7 +169,7 @@ def index_entity_types(ctx: Context, seeds: Sequence[str], evidence: Sequence[Ev
     :func:`entity_types` asks the store instead, for nodes that have no index.
     """
     from kgmind.models import normalize_name
-    from kgmind.retrievers.tools import RECHECK_S
+    from kgmind.tools.exploration import RECHECK_S
 
     gi = get_exploration_index(get_store(ctx.store), ctx.exploration, seeds, recheck_s=RECHECK_S)
     out: dict[str, str] = {}

@@ -28,7 +28,7 @@ from kgmind.importers.chinese import parse_qasystem_json, parse_recrawl_json
 from kgmind.importers.demo import demo_kg_path, parse_demo
 from kgmind.importers.triples import parse_mindmap_tsv, parse_triples
 from kgmind.importers.vocab import INVERSE, RELATION_TYPES
-from kgmind.tools.store import GraphStore
+from kgmind.stores.protocol import GraphStore
 
 __all__ = [
     "FORMATS",

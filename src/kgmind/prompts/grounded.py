@@ -22,7 +22,7 @@ shown (style note 13, "let the schema do the enforcing"):
 
 Without evidence (``llm_only``, nothing linked) the schema has no id fields. The
 schema goes to the local llama.cpp models as ``response_format`` (written by
-:mod:`kgmind.schema_decoding`, or by llama.cpp's grammar with
+:mod:`kgmind.llm.schema_decoding`, or by llama.cpp's grammar with
 ``KGMIND_LOCAL_DECODER=grammar``) and to API models as structured output; the same dict
 serves both.
 

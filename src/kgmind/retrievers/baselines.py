@@ -2,7 +2,7 @@
 
 These reproduce MindMap's retrieval the way its code runs it — one graph query per
 entity pair (``allShortestPaths``) and one per entity (neighbors) — through the
-:class:`~kgmind.tools.store.GraphStore` API only, with no in-memory index. They are
+:class:`~kgmind.stores.protocol.GraphStore` API only, with no in-memory index. They are
 the reference for the latency benchmark and for checking that the index-based
 :mod:`kgmind.retrievers.exploration` functions return the same evidence.
 
@@ -31,7 +31,7 @@ from kgmind.retrievers.exploration import (
     chain_segments,
     select_diverse,
 )
-from kgmind.tools.store import GraphPath, GraphStore
+from kgmind.stores.protocol import GraphPath, GraphStore
 
 __all__ = ["kg_shortest_path", "mindmap_neighbors", "mindmap_paths", "mindmap_retrieve"]
 

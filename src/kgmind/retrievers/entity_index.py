@@ -31,7 +31,7 @@ from kgmind.models import Entity, normalize_name
 from kgmind.retrievers.embeddings import Embedder, get_embedder, model_for_language
 from kgmind.settings import kgmind_home
 from kgmind.text import detect_language
-from kgmind.tools.store import GraphStore
+from kgmind.stores.protocol import GraphStore
 
 __all__ = [
     "INDEX_FORMAT_VERSION",
@@ -406,7 +406,7 @@ def entity_index_dir(store_uri: str, model: str) -> Path:
     ``$KGMIND_HOME/index/<sha256 of uri, 16 hex>/<model>``.
     """
     if store_uri.startswith("ladybug:"):
-        from kgmind.tools.factory import parse_store_uri
+        from kgmind.stores.factory import parse_store_uri
 
         location = Path(parse_store_uri(store_uri).location)
         return location.with_name(location.name + ".index") / model

@@ -37,8 +37,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from kgmind.models import Entity, Relation, WeightChange, relation_id
-from kgmind.tools.feedback import on_weight_changes
-from kgmind.tools.store import GraphStore
+from kgmind.stores.feedback import on_weight_changes
+from kgmind.stores.protocol import GraphStore
 
 __all__ = [
     "PUSHDOWN_MIN_RELATIONS",
@@ -832,7 +832,7 @@ def notify_weight_changes(
 ) -> None:
     """Apply committed weight changes to the cached index of ``store_uri`` (if any).
 
-    Registered with the feedback tool (:func:`kgmind.tools.feedback.on_weight_changes`),
+    Registered with the feedback tool (:func:`kgmind.stores.feedback.on_weight_changes`),
     which calls it after each commit, because weight changes do not change the store
     fingerprint.
 

@@ -21,7 +21,7 @@ import numpy as np
 from kgmind.models import LinkedEntity, Mention, normalize_name
 from kgmind.retrievers.embeddings import Embedder, VectorCache, disk_vector_cache, get_embedder
 from kgmind.retrievers.entity_index import EntityIndex, get_entity_index, resolve_model
-from kgmind.tools.store import GraphStore
+from kgmind.stores.protocol import GraphStore
 
 __all__ = [
     "DEFAULT_THRESHOLD",

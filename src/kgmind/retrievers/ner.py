@@ -37,7 +37,7 @@ from pydantic import BaseModel, Field
 from kgmind.models import Entity, Mention, normalize_name
 from kgmind.retrievers.linker import EntityLinker, get_linker, key_variants
 from kgmind.text import CJK, detect_language, has_cjk
-from kgmind.tools.store import GraphStore
+from kgmind.stores.protocol import GraphStore
 
 __all__ = [
     "DEFAULT_CONTEXT_SPAN_THRESHOLD",

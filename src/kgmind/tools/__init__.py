@@ -1,7 +1,7 @@
-"""Graph stores (LadybugDB embedded, Neo4j) and the exploration / feedback tools over them."""
+"""LangChain tools over the KG: the four exploration tools and the weight-writing feedback tool.
 
-from kgmind.tools import store as _store
-from kgmind.tools.factory import open_store, parse_store_uri
-from kgmind.tools.store import *  # noqa: F403 - the store protocol's public names, listed once in its __all__
-
-__all__ = [*_store.__all__, "open_store", "parse_store_uri"]
+:mod:`kgmind.tools.exploration` holds ``path_evidence``, ``neighbor_evidence``,
+``hykge_chains`` and ``weighted_dfs_chains``; :mod:`kgmind.tools.feedback` holds
+``update_edge_weights``, the tool through which the feedback node writes edge weights.
+The stores they read and write live in :mod:`kgmind.stores`.
+"""

@@ -3,7 +3,7 @@
 Needs **Neo4j 5.26 or newer** (Community or Enterprise, no APOC): labels and
 relationship types that come from data are written with Cypher's dynamic labels and
 types (``SET n:$(row.label)``, ``MERGE (h)-[r:$(row.rel_type)]->(t)``). The schema and
-every statement are in :mod:`kgmind.tools.neo4j.queries`; values always travel as
+every statement are in :mod:`kgmind.stores.neo4j.queries`; values always travel as
 parameters.
 
 Transactions
@@ -50,9 +50,9 @@ from kgmind.models import (
     merge_entities,
     normalize_name,
 )
-from kgmind.tools.cypher import with_hop_bound
-from kgmind.tools.neo4j import queries as q
-from kgmind.tools.store import (
+from kgmind.stores.cypher import with_hop_bound
+from kgmind.stores.neo4j import queries as q
+from kgmind.stores.protocol import (
     Direction,
     GraphPath,
     LoadInput,
@@ -182,7 +182,7 @@ def _one_line(exc: BaseException, max_chars: int = 240) -> str:
 
 
 class Neo4jStore:
-    """A :class:`~kgmind.tools.store.GraphStore` in a Neo4j (5.26+) database.
+    """A :class:`~kgmind.stores.protocol.GraphStore` in a Neo4j (5.26+) database.
 
     Creating the store does not contact the server; the schema is created by
     :meth:`ensure_schema`, which the first write calls once.

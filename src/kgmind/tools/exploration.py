@@ -3,7 +3,7 @@
 Their defaults are the pipeline's (:data:`kgmind.retrievers.exploration.PIPELINE`), the
 same the graph's ``Context`` uses, so an agent calling a tool gets what the graph gets.
 
-Each tool opens the store with :func:`kgmind.tools.factory.open_store` (cached per
+Each tool opens the store with :func:`kgmind.stores.factory.open_store` (cached per
 URI), takes its cached :class:`~kgmind.retrievers.graph_index.GraphIndex` and runs one
 function of :mod:`kgmind.retrievers.exploration`. The result is a list of
 :class:`~kgmind.models.Evidence` dumped to dicts (JSON-serialisable), so
@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field
 from kgmind.models import Evidence
 from kgmind.retrievers import exploration as ex
 from kgmind.retrievers.graph_index import GraphIndex, get_graph_index
-from kgmind.tools.factory import open_store
+from kgmind.stores.factory import open_store
 
 __all__ = [
     "EXPLORATION_TOOLS",

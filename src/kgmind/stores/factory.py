@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kgmind.settings import default_store_uri, uri_path
-from kgmind.tools.store import GraphStore, StoreUnavailableError
+from kgmind.stores.protocol import GraphStore, StoreUnavailableError
 
 __all__ = ["StoreURI", "close_all_stores", "open_store", "parse_store_uri"]
 
@@ -73,12 +73,12 @@ def open_store(uri: str | None = None) -> GraphStore:
         if store is not None:
             return store
         if parsed.backend == "ladybug":
-            from kgmind.tools.ladybug import LadybugStore
+            from kgmind.stores.ladybug import LadybugStore
 
             store = LadybugStore(parsed.location)
         else:
             try:
-                from kgmind.tools.neo4j import Neo4jStore
+                from kgmind.stores.neo4j import Neo4jStore
             except ImportError as exc:  # pragma: no cover - depends on extras
                 raise StoreUnavailableError(
                     "the neo4j driver is not installed: pip install 'kgmind[neo4j]'"

@@ -3,7 +3,7 @@
 Values always travel as ``$parameters`` (bulk rows as a pyarrow table parameter for
 ``COPY … FROM $data``); no query text is ever built from values at run time. The one
 completion is the hop bound of the shortest-path templates (see
-:mod:`kgmind.tools.cypher`).
+:mod:`kgmind.stores.cypher`).
 
 Schema (created idempotently when a store opens):
 
@@ -155,7 +155,7 @@ OUT_EDGES = (
 )
 # Shortest paths: LadybugDB's native ALL SHORTEST search. The bound cannot be a
 # parameter, so these are templates whose ``__MAX_HOPS__`` token
-# :func:`kgmind.tools.cypher.with_hop_bound` replaces by a validated int. Each row is
+# :func:`kgmind.stores.cypher.with_hop_bound` replaces by a validated int. Each row is
 # one path: the ids of its inner nodes and of its relations, in path order.
 _PATH_IDS = " RETURN properties(nodes(r), 'id'), properties(rels(r), 'id')"
 #: All shortest directed paths ``$source`` → ``$target`` (template: hop bound).
