@@ -444,7 +444,7 @@ def _violations(path: Path) -> list[str]:
     Graph backends (``kgmind/stores/…``) must use constants; elsewhere (e.g. the eval LLM
     cache on SQLite) a plain string literal is accepted. Formatting is never accepted.
     """
-    literal_ok = "tools" not in path.relative_to(SRC).parts
+    literal_ok = "stores" not in path.relative_to(SRC).parts
     tree = ast.parse(path.read_text(encoding="utf-8"))
     mod_aliases = _query_modules_aliases(tree)
     const_names = _imported_query_constants(tree)
@@ -623,7 +623,7 @@ def test_the_audited_hop_builder_only_takes_a_small_int() -> None:
                 with_hop_bound(template, bad, most=6)  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         with_hop_bound("MATCH (n) RETURN n", 3, most=6)  # not a template
-    tree = ast.parse((SRC / "tools" / "cypher.py").read_text(encoding="utf-8"))
+    tree = ast.parse((SRC / "stores" / "cypher.py").read_text(encoding="utf-8"))
     (builder,) = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
     returns = [ast.unparse(n.value) for n in ast.walk(builder) if isinstance(n, ast.Return) and n.value]
     assert returns == ["template.replace(HOPS, str(max_hops))"]  # the only text it produces

@@ -18,7 +18,7 @@ from kgmind.stores.ladybug import DB_FILE, LadybugStore
 from kgmind.stores.ladybug import queries as q
 from kgmind.stores.protocol import GraphStore, StoreError, StoreUnavailableError
 
-STORE_SRC = Path(__file__).resolve().parents[2] / "src" / "kgmind" / "tools" / "ladybug" / "store.py"
+STORE_SRC = Path(__file__).resolve().parents[2] / "src" / "kgmind" / "stores" / "ladybug" / "store.py"
 
 
 @pytest.fixture

@@ -15,7 +15,8 @@ from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableLambda
 
-from kgmind import llm, testing
+from kgmind import llm
+from kgmind.llm import fake as testing
 from kgmind.prompts.parsing import parse_hypothesis, parse_mindmap_answer
 from kgmind.prompts.schemas import HypothesisOut, MindMapAnswer
 

@@ -8,8 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from kgmind.llm import DEFAULT_MODEL
-from kgmind.retrievers.exploration import PIPELINE
+from kgmind.tuning import DEFAULT_MODEL, PIPELINE
 
 __all__ = ["MODES", "Context", "Mode"]
 

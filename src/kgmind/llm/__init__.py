@@ -44,6 +44,7 @@ from pydantic import BaseModel, PrivateAttr, model_validator
 
 from kgmind.machine import physical_cores
 from kgmind.settings import kgmind_home
+from kgmind.tuning import DEFAULT_MODEL as _TUNED_DEFAULT_MODEL
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -283,7 +284,7 @@ LOCAL_MODELS: dict[str, LocalModelSpec] = {
 #: but the worse on the issue's 50 test questions (0.101 vs 0.164), a tie over all 110
 #: (0.148 vs 0.151), at 1.3-1.6x the time and 1.7x the memory (README, "The 1.5B local model
 #: beside the 0.5B one").
-DEFAULT_MODEL = "local"
+DEFAULT_MODEL = _TUNED_DEFAULT_MODEL
 
 _assemble_lock = threading.Lock()
 
