@@ -42,12 +42,14 @@ def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 def test_no_import_clash(host: Any) -> None:
     import tools
 
-    import kgmind.tools
+    import kgmind.tools.exploration
 
     assert tools.HOST_TOOLS_MARKER == "host-app-tools"
     assert Path(tools.__file__).resolve().is_relative_to(HOST_APP)
-    assert hasattr(kgmind.tools, "open_store")
+    assert hasattr(kgmind.tools.exploration, "EXPLORATION_TOOLS")
     assert sys.modules["kgmind.tools"] is kgmind.tools
+    assert Path(kgmind.tools.__file__).resolve().parent.name == "tools"
+    assert not Path(kgmind.tools.__file__).resolve().is_relative_to(HOST_APP)
 
 
 def test_graph_as_runnable_in_lcel(host: Any) -> None:
