@@ -21,7 +21,7 @@ from langchain_core.messages import BaseMessage
 from langgraph.runtime import Runtime
 
 from kgmind.graphs import services
-from kgmind.graphs.context import Context
+from kgmind.graphs.context import Context, context_of
 from kgmind.graphs.state import State
 from kgmind.models import Evidence
 from kgmind.prompts.evidence import render_evidence_prompt
@@ -106,7 +106,7 @@ def aggregate_evidence_for_answer(state: State, runtime: Runtime[Context]) -> di
     """
     from kgmind.llm import local_tokenizer
 
-    ctx = runtime.context or Context()
+    ctx = context_of(runtime)
     return _select(state, runtime, local_tokenizer(ctx.model))
 
 
@@ -126,7 +126,7 @@ def _select(state: State, runtime: Runtime[Context], tokenizer: Tokenizer | None
     """
     from kgmind.retrievers import aggregate
 
-    ctx = runtime.context or Context()
+    ctx = context_of(runtime)
     timings: dict[str, float] = {}
     calls = 0
     with services.timed("aggregate_evidence", timings):

@@ -16,7 +16,7 @@ from langgraph.runtime import Runtime
 
 from kgmind.graphs import services
 from kgmind.graphs.check_grounding import cited_ids
-from kgmind.graphs.context import Context
+from kgmind.graphs.context import Context, context_of
 from kgmind.graphs.state import State
 from kgmind.models import Evidence
 from kgmind.stores import feedback as fb
@@ -123,7 +123,7 @@ def apply_feedback(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         ``feedback`` extended with the weight-update result, and timing.
 
     """
-    ctx = runtime.context or Context()
+    ctx = context_of(runtime)
     fb_state = dict(state.get("feedback") or {})
     timings: dict[str, float] = {}
     with services.timed("apply_feedback", timings):

@@ -23,7 +23,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from kgmind.graphs import services
-from kgmind.graphs.context import Context
+from kgmind.graphs.context import Context, context_of
 from kgmind.graphs.state import State
 from kgmind.models import Evidence, normalize_name
 from kgmind.prompts.grounded import evidence_names
@@ -205,9 +205,7 @@ def check_grounding(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """
     timings: dict[str, float] = {}
     with services.timed("check_grounding", timings):
-        evidence = (
-            [] if (runtime.context or Context()).mode == "llm_only" else state.get("selected_evidence") or []
-        )
+        evidence = [] if context_of(runtime).mode == "llm_only" else state.get("selected_evidence") or []
         chain, mind_map = state.get("inference_chain") or [], state.get("mind_map")
         derived = bool((state.get("flags") or {}).get("fallback_parse"))
         report = grounding_report(evidence, chain, mind_map, derived=derived)

@@ -11,7 +11,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from kgmind.graphs import services
-from kgmind.graphs.context import Context
+from kgmind.graphs.context import Context, context_of
 from kgmind.graphs.state import State
 
 __all__ = ["extract_entities"]
@@ -29,7 +29,7 @@ def extract_entities(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         ``mentions`` and timing.
 
     """
-    ctx = runtime.context or Context()
+    ctx = context_of(runtime)
     timings: dict[str, float] = {}
     with services.timed("extract_entities", timings):
         store = services.get_store(ctx.store)

@@ -11,7 +11,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from kgmind.graphs import services
-from kgmind.graphs.context import Context
+from kgmind.graphs.context import Context, context_of
 from kgmind.graphs.state import State
 from kgmind.llm import invoke_structured
 from kgmind.prompts.hypothesis import hypothesis_prompt
@@ -38,7 +38,7 @@ def generate_hypothesis(state: State, runtime: Runtime[Context]) -> dict[str, An
         hypothesis, the ``hypothesis_skipped`` flag and a ``skipped`` progress event saying why.
 
     """
-    ctx = runtime.context or Context()
+    ctx = context_of(runtime)
     skip = services.hypothesis_skip(ctx)
     if skip is not None:
         services.emit({"node": "generate_hypothesis", "status": "skipped", "why": skip})

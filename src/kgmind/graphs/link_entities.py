@@ -11,7 +11,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from kgmind.graphs import services
-from kgmind.graphs.context import Context
+from kgmind.graphs.context import Context, context_of
 from kgmind.graphs.state import State
 from kgmind.models import LinkedEntity
 
@@ -30,7 +30,7 @@ def link_entities(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         ``linked_entities``, timing, and the ``no_kg_evidence`` flag when empty.
 
     """
-    ctx = runtime.context or Context()
+    ctx = context_of(runtime)
     timings: dict[str, float] = {}
     with services.timed("link_entities", timings):
         mentions = state.get("mentions") or []

@@ -20,7 +20,7 @@ from langgraph.types import RetryPolicy
 from kgmind.graphs.aggregate_evidence import aggregate_evidence, aggregate_evidence_for_answer
 from kgmind.graphs.apply_feedback import apply_feedback
 from kgmind.graphs.check_grounding import check_grounding
-from kgmind.graphs.context import Context
+from kgmind.graphs.context import Context, context_of
 from kgmind.graphs.explore import explore_chains, explore_kgcot, explore_neighbors, explore_paths
 from kgmind.graphs.extract_entities import extract_entities
 from kgmind.graphs.generate_hypothesis import generate_hypothesis
@@ -48,19 +48,19 @@ __all__ = [
 
 def route_start(state: State, runtime: Runtime[Context]) -> str:
     """``llm_only`` skips retrieval; every other mode starts with the hypothesis."""
-    ctx = runtime.context or Context()
+    ctx = context_of(runtime)
     return "reason_mindmap" if ctx.mode == "llm_only" else "generate_hypothesis"
 
 
 def route_reasoning(state: State, runtime: Runtime[Context]) -> str:
     """KGCoT mode reasons with KGCoT's chain prompt; the others with MindMap's."""
-    ctx = runtime.context or Context()
+    ctx = context_of(runtime)
     return "reason_kgcot" if ctx.mode == "kgcot" and state.get("selected_evidence") else "reason_mindmap"
 
 
 def route_feedback(state: State, runtime: Runtime[Context]) -> str:
     """Ask for feedback unless it is off."""
-    ctx = runtime.context or Context()
+    ctx = context_of(runtime)
     return END if ctx.feedback == "off" else "request_feedback"
 
 

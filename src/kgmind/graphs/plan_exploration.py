@@ -10,7 +10,7 @@ from __future__ import annotations
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from kgmind.graphs.context import Context
+from kgmind.graphs.context import Context, context_of
 from kgmind.graphs.state import ExploreTask, State
 
 __all__ = ["EXPLORATION_NODES", "TOOLS_BY_MODE", "plan_exploration"]
@@ -39,7 +39,7 @@ def plan_exploration(state: State, runtime: Runtime[Context]) -> list[Send] | st
         One ``Send`` per tool, or ``"reason_mindmap"`` when there is nothing to explore.
 
     """
-    ctx = runtime.context or Context()
+    ctx = context_of(runtime)
     linked = state.get("linked_entities") or []
     tools = TOOLS_BY_MODE.get(ctx.mode, ())
     if not linked or not tools:

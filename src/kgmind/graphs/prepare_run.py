@@ -8,7 +8,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from kgmind.graphs import services
-from kgmind.graphs.context import Context
+from kgmind.graphs.context import Context, context_of
 from kgmind.graphs.state import RESET, State
 from kgmind.settings import default_store_uri
 
@@ -30,7 +30,7 @@ def prepare_run(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         ``run_id``, ``language``, ``store_uri`` and resets.
 
     """
-    ctx = runtime.context or Context()
+    ctx = context_of(runtime)
     question = (state.get("question") or "").strip()
     if not question:
         raise ValueError("the question must not be empty")

@@ -12,7 +12,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from kgmind.graphs import services
-from kgmind.graphs.context import Context
+from kgmind.graphs.context import Context, context_of
 from kgmind.graphs.reason_mindmap import run_reasoning
 from kgmind.graphs.state import State
 from kgmind.models import Evidence
@@ -59,7 +59,7 @@ def reason_kgcot(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         See :func:`kgmind.graphs.reason_mindmap.run_reasoning`.
 
     """
-    ctx = runtime.context or Context()
+    ctx = context_of(runtime)
     language = state.get("language") or services.resolve_language(ctx, state["question"])
     evidence = list(state.get("selected_evidence") or [])
     chains = [(ev.id, chain_text(ev), knowledge_text(ev)) for ev in evidence]

@@ -21,7 +21,7 @@ from langgraph.runtime import Runtime
 
 from kgmind.graphs import services
 from kgmind.graphs.aggregate_evidence import evidence_block
-from kgmind.graphs.context import Context
+from kgmind.graphs.context import Context, context_of
 from kgmind.graphs.state import State
 from kgmind.llm import invoke_structured
 from kgmind.models import Evidence, normalize_name
@@ -266,6 +266,6 @@ def reason_mindmap(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         See :func:`run_reasoning`.
 
     """
-    ctx = runtime.context or Context()
+    ctx = context_of(runtime)
     evidence = [] if ctx.mode == "llm_only" else list(state.get("selected_evidence") or [])
     return answer_with_evidence(state["question"], evidence, ctx, state.get("language"))

@@ -15,7 +15,7 @@ from langgraph.types import interrupt
 
 from kgmind.graphs import services
 from kgmind.graphs.check_grounding import cited_ids
-from kgmind.graphs.context import Context
+from kgmind.graphs.context import Context, context_of
 from kgmind.graphs.state import State
 
 __all__ = ["AUTO_EXCELLENT_AT", "AUTO_POOR_AT", "auto_rating", "request_feedback"]
@@ -55,7 +55,7 @@ def request_feedback(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         ``feedback`` = ``{"rating", "source", ...}`` (rating may be None).
 
     """
-    ctx = runtime.context or Context()
+    ctx = context_of(runtime)
     if ctx.feedback == "human":
         services.emit({"node": "request_feedback", "status": "waiting"})
         reply = interrupt(

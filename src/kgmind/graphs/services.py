@@ -17,11 +17,11 @@ from typing import Any, Literal
 from langchain_core.runnables import RunnableLambda
 from langgraph.runtime import Runtime
 
-from kgmind.graphs.context import Context
+from kgmind.graphs.context import Context, context_of
 from kgmind.models import Evidence, LinkedEntity, Mention
 from kgmind.settings import default_store_uri
-from kgmind.text import detect_language
 from kgmind.stores.protocol import GraphStore
+from kgmind.text import detect_language
 
 __all__ = [
     "detect_language",
@@ -97,7 +97,7 @@ def explore(
         ``{key: evidence, "timings_ms": {node: ms}}``.
 
     """
-    ctx = runtime.context or Context()
+    ctx = context_of(runtime)
     timings: dict[str, float] = {}
     with timed(node, timings):
         store = get_store(ctx.store)
