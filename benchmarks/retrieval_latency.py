@@ -80,7 +80,12 @@ from typing import Any
 
 from _common import cpu_model
 from kgmind.graphs.context import Context
-from kgmind.graphs.explore import chains_tool, kgcot_tool, neighbors_tool, paths_tool
+from kgmind.graphs.explore import (
+    explore_chains_with,
+    explore_kgcot_with,
+    explore_neighbors_with,
+    explore_paths_with,
+)
 from kgmind.graphs.services import index_entity_types
 from kgmind.models import Evidence
 from kgmind.retrievers.aggregate import (
@@ -268,13 +273,13 @@ def run(
             get_graph_index(store, recheck_s=1.0)
         ev: list[Evidence] = []
         with timer(ours, "paths"):
-            ev += paths_tool(ctx, store, gi, linked)
+            ev += explore_paths_with(ctx, store, gi, linked)
         with timer(ours, "neighbors"):
-            ev += neighbors_tool(ctx, store, gi, linked)
+            ev += explore_neighbors_with(ctx, store, gi, linked)
         with timer(ours, "hykge"):
-            ev += chains_tool(ctx, store, gi, linked)
+            ev += explore_chains_with(ctx, store, gi, linked)
         with timer(ours, "kgcot_dfs"):
-            ev += kgcot_tool(ctx, store, gi, linked)
+            ev += explore_kgcot_with(ctx, store, gi, linked)
         with timer(ours, "render"):
             rendered = [e.model_copy(update={"text": render_evidence(e)}) for e in ev]
         with timer(ours, "rerank"):

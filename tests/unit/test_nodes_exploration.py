@@ -22,6 +22,7 @@ from kgmind.graphs.plan_exploration import EXPLORATION_NODES, plan_exploration
 from kgmind.models import Evidence, LinkedEntity
 from kgmind.retrievers import aggregate, exploration
 from kgmind.retrievers.packing import EVIDENCE_VALUES
+from kgmind.tuning import PIPELINE
 
 
 def _rt(**kw: Any) -> Runtime[Context]:
@@ -104,7 +105,7 @@ def test_explore_neighbors_faithful_in_mindmap(fake_kg: dict[str, Any]) -> None:
     assert fake_kg["neighbors"]["tail_types"] is None
     # value packing is offered the answer-type lines of more diseases, and keeps what is worth it
     explore_neighbors(TASK, _rt(max_neighbors=3))
-    assert fake_kg["neighbors"]["max_lines"] == exploration.PIPELINE.candidate_lines
+    assert fake_kg["neighbors"]["max_lines"] == PIPELINE.candidate_lines
     assert fake_kg["neighbors"]["tail_types"] == {"disease", "test", "medication"}
     explore_neighbors(TASK, _rt(mode="mindmap"))
     assert fake_kg["neighbors"]["tail_types"] is None

@@ -1,8 +1,10 @@
 """The four exploration nodes, run in parallel (``Send``) on the linked entities.
 
-Each node is one tool of :mod:`kgmind.retrievers.exploration` with the run's
-``Context``; :func:`kgmind.graphs.services.explore` times it, opens the store and its
-graph index and traces the evidence.
+Each node runs one exploration of :mod:`kgmind.retrievers.exploration` with the run's
+``Context`` (``explore_paths_with`` …, also what the latency benchmark times);
+:func:`kgmind.graphs.services.explore` times it, opens the store and its graph index
+and traces the evidence. The LangChain tools over the same explorations are
+:mod:`kgmind.tools.exploration`.
 
 - ``explore_paths``: MindMap path-based evidence between the linked entities (P…),
   weight-ranked unless the mode is ``mindmap``.
@@ -28,22 +30,24 @@ from kgmind.models import Evidence
 from kgmind.retrievers import exploration
 from kgmind.retrievers.packing import ANSWER_TYPES
 from kgmind.stores.protocol import GraphStore
+from kgmind.tuning import PIPELINE
 
 __all__ = [
-    "chains_tool",
     "explore_chains",
+    "explore_chains_with",
     "explore_kgcot",
+    "explore_kgcot_with",
     "explore_neighbors",
+    "explore_neighbors_with",
     "explore_paths",
-    "kgcot_tool",
-    "neighbors_tool",
-    "paths_tool",
+    "explore_paths_with",
 ]
 
-Tool = Callable[[Context, GraphStore, Any, list[str]], list[Evidence]]
+#: An exploration with the run's settings: ``(ctx, store, graph index, seed ids) -> evidence``.
+Exploration = Callable[[Context, GraphStore, Any, list[str]], list[Evidence]]
 
 
-def paths_tool(ctx: Context, store: GraphStore, gi: Any, ids: list[str]) -> list[Evidence]:
+def explore_paths_with(ctx: Context, store: GraphStore, gi: Any, ids: list[str]) -> list[Evidence]:
     """Path evidence with the run's settings (what ``explore_paths`` and the latency benchmark run)."""
     ranked = ctx.mode != "mindmap"
     return exploration.path_evidence(
@@ -51,26 +55,26 @@ def paths_tool(ctx: Context, store: GraphStore, gi: Any, ids: list[str]) -> list
     )
 
 
-def neighbors_tool(ctx: Context, store: GraphStore, gi: Any, ids: list[str]) -> list[Evidence]:
+def explore_neighbors_with(ctx: Context, store: GraphStore, gi: Any, ids: list[str]) -> list[Evidence]:
     """Neighbor lines with the run's settings (what ``explore_neighbors`` and the latency benchmark run)."""
     ranked = ctx.mode != "mindmap"
     lines, types = ctx.max_neighbors, None
     if ctx.packs_by_value:  # packing keeps only what is worth its tokens
-        lines, types = max(lines, exploration.PIPELINE.candidate_lines), ANSWER_TYPES
+        lines, types = max(lines, PIPELINE.candidate_lines), ANSWER_TYPES
     return exploration.neighbor_evidence(
         gi, ids, max_lines=lines, weight_aware=ctx.weight_aware and ranked, ranked=ranked, tail_types=types
     )
 
 
-def chains_tool(ctx: Context, store: GraphStore, gi: Any, ids: list[str]) -> list[Evidence]:
+def explore_chains_with(ctx: Context, store: GraphStore, gi: Any, ids: list[str]) -> list[Evidence]:
     """HyKGE chains with the run's settings (what ``explore_chains`` and the latency benchmark run)."""
-    hops = min(ctx.max_hops, exploration.PIPELINE.max_chain_hops)
+    hops = min(ctx.max_hops, PIPELINE.max_chain_hops)
     return exploration.hykge_chains(
         gi, ids, max_hops=hops, max_chains=ctx.max_chains, hub_percentile=ctx.hub_percentile
     )
 
 
-def kgcot_tool(ctx: Context, store: GraphStore, gi: Any, ids: list[str]) -> list[Evidence]:
+def explore_kgcot_with(ctx: Context, store: GraphStore, gi: Any, ids: list[str]) -> list[Evidence]:
     """KGCoT's weighted DFS with the run's settings (what ``explore_kgcot`` and the latency benchmark run)."""
     depth, draws = ctx.dfs_depth, ctx.dfs_chains
     return exploration.weighted_dfs_chains(
@@ -79,22 +83,28 @@ def kgcot_tool(ctx: Context, store: GraphStore, gi: Any, ids: list[str]) -> list
 
 
 def _node(
-    name: str, key: str, tool: Tool, doc: str
+    name: str, key: str, explore_with: Exploration, doc: str
 ) -> Callable[[ExploreTask, Runtime[Context]], dict[str, Any]]:
     def node(task: ExploreTask, runtime: Runtime[Context]) -> dict[str, Any]:
         ids = list(task["entity_ids"])
-        return services.explore(name, key, runtime, lambda ctx, store, gi: tool(ctx, store, gi, ids), ids)
+        return services.explore(
+            name, key, runtime, lambda ctx, store, gi: explore_with(ctx, store, gi, ids), ids
+        )
 
     node.__name__ = node.__qualname__ = name
     node.__doc__ = f"{doc}\n\nReturns ``{key}`` and timing."
     return node
 
 
-explore_paths = _node("explore_paths", "path_evidence", paths_tool, "MindMap path-based evidence (P…).")
+explore_paths = _node(
+    "explore_paths", "path_evidence", explore_paths_with, "MindMap path-based evidence (P…)."
+)
 explore_neighbors = _node(
-    "explore_neighbors", "neighbor_evidence", neighbors_tool, "MindMap neighbor lines (N…)."
+    "explore_neighbors", "neighbor_evidence", explore_neighbors_with, "MindMap neighbor lines (N…)."
 )
 explore_chains = _node(
-    "explore_chains", "chain_evidence", chains_tool, "HyKGE chains between entity pairs (C…)."
+    "explore_chains", "chain_evidence", explore_chains_with, "HyKGE chains between entity pairs (C…)."
 )
-explore_kgcot = _node("explore_kgcot", "kgcot_evidence", kgcot_tool, "KGCoT weighted-DFS chains (K…).")
+explore_kgcot = _node(
+    "explore_kgcot", "kgcot_evidence", explore_kgcot_with, "KGCoT weighted-DFS chains (K…)."
+)
