@@ -5,6 +5,13 @@ cited nothing, every evidence item it was shown (what KGCoT rates: the chains it
 the model); in ``kgcot`` mode only the K chains (cited ones, else all shown). The
 update runs in one store transaction and is idempotent per (run, rating, edges): a
 repeat is reported as already applied, never as a silent "0 weights changed".
+
+The weights are written by :func:`kgmind.stores.feedback.apply_feedback`, the function
+that the weight-writing tool ``update_edge_weights`` (:mod:`kgmind.tools.feedback`) wraps,
+rather than by invoking the tool, so that behaviour stays as it was: the tool opens its
+store from a URI (the node writes to the store the run read, ``services.get_store``) and
+returns the changes as dicts, while the node needs the committed rows to say which rated
+edges kept their weight.
 """
 
 from __future__ import annotations
