@@ -284,22 +284,13 @@ def mind_map_svg(mind_map: Mapping[str, Any] | None, grounding: Mapping[str, Any
     return _svg(width, legend_y + 22, "Mind map", "mm-arrow", body)
 
 
-def evidence_svg(evidence: Sequence[Evidence]) -> str:
-    """Return the KG edges behind the evidence as an inline SVG (entities in columns, edges labelled).
+_Edge = tuple[str, str, str]
+_EG_MARGIN, _EG_ROW_GAP, _EG_LABEL_H, _EG_GAP = 12, 18, 14, 70.0
 
-    Entities without an incoming edge form the first column and each edge pushes its tail
-    one column right of its head (first come, first placed; cycles keep the earlier place),
-    which reads left to right like the evidence paths. Each edge is labelled with its
-    relation and the ids of the evidence items that show it.
 
-    Args:
-        evidence: The run's numbered evidence (its ``triples``).
-
-    Returns:
-        A standalone ``<svg>`` element; a short note when the evidence has no triples.
-
-    """
-    edges: dict[tuple[str, str, str], list[str]] = {}
+def _evidence_edges(evidence: Sequence[Evidence]) -> tuple[dict[_Edge, list[str]], dict[str, None]]:
+    """Each distinct ``(head, rel, tail)`` edge with the evidence ids citing it; each entity, in order."""
+    edges: dict[_Edge, list[str]] = {}
     order: dict[str, None] = {}
     for ev in evidence:
         for head, rel, tail in ev.triples:
@@ -309,9 +300,11 @@ def evidence_svg(evidence: Sequence[Evidence]) -> str:
             cites = edges.setdefault((h, r, t), [])
             if ev.id and ev.id not in cites:
                 cites.append(ev.id)
-    if not edges:
-        body = ['<text x="12" y="24" fill="#555">No KG edges: the evidence has no triples.</text>']
-        return _svg(320, 40, "Evidence subgraph", "eg-arrow", body)
+    return edges, order
+
+
+def _edge_columns(edges: Mapping[_Edge, list[str]], order: Mapping[str, None]) -> dict[str, int]:
+    """Column of each entity: sources first, each tail one right of its head (first placed wins)."""
     out: dict[str, list[str]] = {}
     has_in: set[str] = set()
     for h, _r, t in edges:
@@ -330,37 +323,57 @@ def evidence_svg(evidence: Sequence[Evidence]) -> str:
                 if v not in layer:
                     layer[v] = layer[u] + 1
                     queue.append(v)
+    return layer
+
+
+def _place_boxes(
+    boxes: Mapping[str, _Box], layer: Mapping[str, int], label_of: Mapping[_Edge, str]
+) -> tuple[dict[str, list[_Edge]], float, float]:
+    """Set each box's position; return the forward edges into each tail, the right edge and the height.
+
+    Labels of edges running forward sit right-aligned before their tail, stacked when a
+    tail has several incoming edges: each gets its own line, and each column gap fits its
+    labels.
+    """
     from rich.cells import cell_len
 
-    boxes = {name: _Box(name) for name in order}
     cols: dict[int, list[str]] = {}
-    for name in order:
+    for name in boxes:
         cols.setdefault(layer[name], []).append(name)
-    # Labels of edges running forward sit right-aligned before their tail, stacked when a tail
-    # has several incoming edges: each gets its own line, and each column gap fits its labels.
-    label_of = {key: f"{_label(key[1], 40)} {' '.join(cites)}".strip() for key, cites in edges.items()}
-    incoming: dict[str, list[tuple[str, str, str]]] = {}
+    incoming: dict[str, list[_Edge]] = {}
     gap_before: dict[int, float] = {}
-    for key in edges:
+    for key in label_of:
         h, _r, t = key
         if layer[t] > layer[h]:
             incoming.setdefault(t, []).append(key)
             need = cell_len(label_of[key]) * _CELL_PX + 44
-            gap_before[layer[t]] = max(gap_before.get(layer[t], 70.0), need)
-    row_gap, margin, label_h = 18, 12, 14
-    x = float(margin)
+            gap_before[layer[t]] = max(gap_before.get(layer[t], _EG_GAP), need)
+    x = float(_EG_MARGIN)
     height = 0.0
     right = 0.0
     for c in sorted(cols):
-        x += gap_before.get(c, 70.0) if c else 0.0
-        y = float(margin)
+        x += gap_before.get(c, _EG_GAP) if c else 0.0
+        y = float(_EG_MARGIN)
         for n in cols[c]:
-            y += label_h * max(0, len(incoming.get(n, [])) - 1)
+            y += _EG_LABEL_H * max(0, len(incoming.get(n, [])) - 1)
             boxes[n].x, boxes[n].y = x, y
-            y += boxes[n].h + row_gap
+            y += boxes[n].h + _EG_ROW_GAP
         height = max(height, y)
         right = x + max(boxes[n].w for n in cols[c])
         x = right
+    return incoming, right, height
+
+
+def _edge_paths(
+    edges: Mapping[_Edge, list[str]],
+    boxes: Mapping[str, _Box],
+    incoming: Mapping[str, list[_Edge]],
+    label_of: Mapping[_Edge, str],
+    right: float,
+) -> tuple[list[str], float]:
+    """The SVG of each labelled edge, and the right edge widened for labels of backward loops."""
+    from rich.cells import cell_len
+
     lines: list[str] = []
     for key, cites in edges.items():
         h, _rel, t = key
@@ -369,7 +382,7 @@ def evidence_svg(evidence: Sequence[Evidence]) -> str:
             x1, y1, x2, y2 = a.x + a.w, a.y + a.h / 2, b.x, b.y + b.h / 2
             c1, c2 = f"{(x1 + x2) / 2:.1f},{y1:.1f}", f"{(x1 + x2) / 2:.1f},{y2:.1f}"
             stack = incoming[t]
-            lx, ly, anchor = x2 - 10, y2 - 5 - label_h * (len(stack) - 1 - stack.index(key)), "end"
+            lx, ly, anchor = x2 - 10, y2 - 5 - _EG_LABEL_H * (len(stack) - 1 - stack.index(key)), "end"
         else:  # same column or backwards: loop out to the right of both boxes
             x1, y1, x2, y2 = a.x + a.w, a.y + a.h / 2, b.x + b.w, b.y + b.h / 2
             reach = max(x1, x2) + 60
@@ -384,9 +397,36 @@ def evidence_svg(evidence: Sequence[Evidence]) -> str:
             'stroke="#fff" stroke-width="3" paint-order="stroke">'
             f'{_x(rel_text)} <tspan fill="{_CITE_COLOR}">{_x(" ".join(cites))}</tspan></text></g>'
         )
+    return lines, right
+
+
+def evidence_svg(evidence: Sequence[Evidence]) -> str:
+    """Return the KG edges behind the evidence as an inline SVG (entities in columns, edges labelled).
+
+    Entities without an incoming edge form the first column and each edge pushes its tail
+    one column right of its head (first come, first placed; cycles keep the earlier place),
+    which reads left to right like the evidence paths. Each edge is labelled with its
+    relation and the ids of the evidence items that show it.
+
+    Args:
+        evidence: The run's numbered evidence (its ``triples``).
+
+    Returns:
+        A standalone ``<svg>`` element; a short note when the evidence has no triples.
+
+    """
+    edges, order = _evidence_edges(evidence)
+    if not edges:
+        body = ['<text x="12" y="24" fill="#555">No KG edges: the evidence has no triples.</text>']
+        return _svg(320, 40, "Evidence subgraph", "eg-arrow", body)
+    layer = _edge_columns(edges, order)
+    boxes = {name: _Box(name) for name in order}
+    label_of = {key: f"{_label(key[1], 40)} {' '.join(cites)}".strip() for key, cites in edges.items()}
+    incoming, right, height = _place_boxes(boxes, layer, label_of)
+    lines, right = _edge_paths(edges, boxes, incoming, label_of, right)
     return _svg(
-        right + margin + 60,
-        height + margin,
+        right + _EG_MARGIN + 60,
+        height + _EG_MARGIN,
         "Evidence subgraph",
         "eg-arrow",
         [*lines, *(b.svg() for b in boxes.values())],
