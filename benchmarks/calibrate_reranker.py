@@ -3,7 +3,8 @@
 For each mode of :class:`kgmind.retrievers.aggregate.EntityVectorReranker` (``ignore``:
 the question is left out; ``embed``: embedded like the hypothesis chunks; ``anchors``:
 the linked entities stand in for it) the shipped graph runs ``kgmind eval genmedgpt5k
---split calib --methods kgmind`` (stored ChatGPT entities, 800-token budget). With
+--split calib --methods kgmind --set rerank_question=MODE`` (stored ChatGPT entities,
+800-token budget). With
 ``--llm none`` there is no hypothesis, so the modes differ only in how the question is
 used; with ``--llm local`` (and ``--limit``) the hypothesis chunks are scored too.
 
@@ -38,12 +39,10 @@ def main() -> int:
 
     from kgmind.eval.datasets import default_path
     from kgmind.eval.runner import EvalConfig, machine_info, run_eval
-    from kgmind.retrievers import aggregate
+    from kgmind.retrievers.aggregate import DEFAULT_QUESTION_MODE
 
     rows = {}
     for mode in MODES:
-        aggregate.DEFAULT_QUESTION_MODE = mode  # type: ignore[assignment]
-        aggregate._default_rerankers.clear()
         cfg = EvalConfig(
             dataset="genmedgpt5k",
             methods="kgmind",
@@ -55,6 +54,7 @@ def main() -> int:
             bertscore=False,
             store=args.store,
             kg=str(default_path("emckg")) if args.store else None,
+            context={"rerank_question": mode},  # the graph's Context.rerank_question
         )
         res = run_eval(cfg)["methods"]["kgmind"]
         rows[mode] = {
@@ -80,7 +80,7 @@ def main() -> int:
         "machine": machine_info(),
         "modes": rows,
         "best": best,
-        "shipped_default": "ignore",
+        "shipped_default": DEFAULT_QUESTION_MODE,
     }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(out, indent=2), encoding="utf-8")

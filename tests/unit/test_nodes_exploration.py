@@ -155,6 +155,7 @@ def test_aggregate_evidence_merges_all_branches(monkeypatch: pytest.MonkeyPatch)
         "kinds": ["path", "neighbor", "kgcot"],
         "question": "q",
         "hypothesis": "h",
+        "reranker": None,  # the fitted default (aggregate.default_reranker's own mode)
         "budget_tokens": 321,
         "tokenizer": None,
         "value": None,
@@ -167,6 +168,10 @@ def test_aggregate_evidence_merges_all_branches(monkeypatch: pytest.MonkeyPatch)
     assert seen["value"] is EVIDENCE_VALUES["zh"] and seen["types"] == {"a": "disease"}
     aggregate_evidence(state, _rt(budget_tokens=321, mode="mindmap"))  # single-method modes: rank order
     assert seen["value"] is None
+    # a calibration run names the reranker's question mode through the Context
+    monkeypatch.setattr(aggregate, "default_reranker", lambda evs, question: ("reranker", question))
+    aggregate_evidence(state, _rt(rerank_question="embed"))
+    assert seen["reranker"] == ("reranker", "embed")
     assert out["llm_calls"] == 0
     assert out["flags"] == {"no_kg_evidence": False}
 

@@ -116,7 +116,7 @@ def _select(state: State, runtime: Runtime[Context], tokenizer: Tokenizer | None
     Args:
         state: The four evidence lists, ``question`` and ``hypothesis``.
         runtime: LangGraph runtime with the :class:`Context` (``budget_tokens``, ``packing``,
-            ``evidence_renderer``).
+            ``rerank_question``, ``evidence_renderer``).
         tokenizer: Counts the budget exactly (the reader's tokens); ``None``: approximately.
 
     Returns:
@@ -142,10 +142,14 @@ def _select(state: State, runtime: Runtime[Context], tokenizer: Tokenizer | None
             value = EVIDENCE_VALUES["zh" if language == "zh" else "en"]
             seeds = [le.entity_id for le in state.get("linked_entities") or []]
             types = services.index_entity_types(ctx, seeds, pool)
+        reranker = (
+            None if ctx.rerank_question is None else aggregate.default_reranker(pool, ctx.rerank_question)
+        )
         selected = aggregate.aggregate_evidence(
             pool,
             state["question"],
             state.get("hypothesis", ""),
+            reranker=reranker,
             budget_tokens=ctx.budget_tokens,
             tokenizer=tokenizer,
             value=value,

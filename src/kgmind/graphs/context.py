@@ -98,6 +98,13 @@ class Context:
         "diseases and the best one's tests and medications first; stops when what is left is worth "
         "little, kgmind.retrievers.packing); rank = keep items in rerank order while they fit.",
     )
+    rerank_question: Literal["ignore", "embed", "anchors"] | None = _setting(
+        None,
+        "How the evidence reranker uses the question next to the hypothesis chunks: ignore "
+        "(leave it out), embed (score it like a chunk), anchors (the linked entities stand in "
+        "for it); None = the default fitted on the calibration split "
+        "(kgmind.retrievers.aggregate.DEFAULT_QUESTION_MODE, benchmarks/calibrate_reranker.py).",
+    )
     answer_schema: Literal["grounded", "free"] = _setting(
         "grounded",
         "grounded = the answer's schema is built from the evidence shown: every step "

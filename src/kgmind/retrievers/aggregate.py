@@ -478,12 +478,16 @@ _default_lock = threading.Lock()
 DEFAULT_QUESTION_MODE: Literal["ignore", "embed", "anchors"] = "ignore"
 
 
-def default_reranker(evidence: Sequence[Evidence]) -> EntityVectorReranker | None:
+def default_reranker(
+    evidence: Sequence[Evidence], question: Literal["ignore", "embed", "anchors"] | None = None
+) -> EntityVectorReranker | None:
     """The :class:`EntityVectorReranker` for ``evidence``, or ``None`` when no index fits.
 
     Uses the entity index already loaded in this process that knows most of the
     evidence's entities (:func:`~kgmind.retrievers.entity_index.find_cached_index`);
     nothing is loaded or built here. One reranker (and query cache) per index.
+    ``question`` is its question mode (``None``: :data:`DEFAULT_QUESTION_MODE`; a
+    calibration run passes the others).
     """
     from kgmind.retrievers.entity_index import find_cached_index
 
@@ -491,9 +495,10 @@ def default_reranker(evidence: Sequence[Evidence]) -> EntityVectorReranker | Non
     if index is None:
         return None
     with _default_lock:
+        mode = question or DEFAULT_QUESTION_MODE
         rr = _default_rerankers.get(id(index))
-        if rr is None or rr.index is not index:
-            rr = EntityVectorReranker(index, question=DEFAULT_QUESTION_MODE)
+        if rr is None or rr.index is not index or rr.question != mode:
+            rr = EntityVectorReranker(index, question=mode)
             _default_rerankers[id(index)] = rr
             while len(_default_rerankers) > 8:
                 _default_rerankers.popitem(last=False)
