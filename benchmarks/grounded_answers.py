@@ -55,7 +55,7 @@ def goals(methods: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> int:
-    from kgmind.llm import DEFAULT_MODEL
+    from kgmind.tuning import DEFAULT_MODEL
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--limit", type=int, default=50)

@@ -57,22 +57,29 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import cpu_model
 from kgmind.retrievers.embeddings import MiniLMEmbedder, OnnxMiniLMEmbedder, configure_threads
+from kgmind.settings import reload_settings
 from retrieval_latency import pct, question_sets
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def backends() -> dict[str, Any]:
-    """The four MiniLM backends (torch dtype forced per embedder by ``KGMIND_EMBED_DTYPE`` at load)."""
+    """The four MiniLM backends, each without a sentence cache (every text is embedded).
+
+    The torch dtype is forced per embedder by ``KGMIND_EMBED_DTYPE`` while its model
+    loads (its first embedding); settings are re-read after each change.
+    """
     out: dict[str, Any] = {}
     for dtype in ("float32", "bfloat16"):
         os.environ["KGMIND_EMBED_DTYPE"] = dtype
-        emb = MiniLMEmbedder()
-        emb._load()
+        reload_settings()
+        emb = MiniLMEmbedder(sentence_cache=0)
+        emb.embed_queries(["load the model"])
         out[f"torch {dtype}"] = emb
     os.environ.pop("KGMIND_EMBED_DTYPE", None)
-    out["onnx fp32"] = OnnxMiniLMEmbedder(quantized=False)
-    out["onnx int8"] = OnnxMiniLMEmbedder(quantized=True)
+    reload_settings()
+    out["onnx fp32"] = OnnxMiniLMEmbedder(quantized=False, sentence_cache=0)
+    out["onnx int8"] = OnnxMiniLMEmbedder(quantized=True, sentence_cache=0)
     return out
 
 
@@ -121,18 +128,15 @@ def run(n: int) -> dict[str, Any]:
     for name, emb in backends().items():
         for q, kws in warm:
             emb.embed_in_context(q, [])
-            emb._sentences.clear()
             emb.embed_queries(kws)
         tq: list[float] = []
         tm: list[float] = []
         vq: list[np.ndarray] = []
         vm: list[np.ndarray] = []
         for q, kws in qs:
-            emb._sentences.clear()  # no cache hits: every text embedded
             t = time.perf_counter()
             vq.append(emb.embed_in_context(q, []).sentence)
             tq.append((time.perf_counter() - t) * 1000)
-            emb._sentences.clear()
             t = time.perf_counter()
             vm.append(emb.embed_queries(kws))
             tm.append((time.perf_counter() - t) * 1000)
