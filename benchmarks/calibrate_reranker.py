@@ -36,14 +36,14 @@ def main() -> int:
     ap.add_argument("--store", default=None, help="Store URI (default: kgmind eval's EMCKG-full store).")
     args = ap.parse_args()
 
+    from kgmind import tuning
     from kgmind.eval.datasets import default_path
     from kgmind.eval.runner import EvalConfig, machine_info, run_eval
-    from kgmind.retrievers import aggregate
 
     rows = {}
     for mode in MODES:
-        aggregate.DEFAULT_QUESTION_MODE = mode  # type: ignore[assignment]
-        aggregate._default_rerankers.clear()
+        # run_eval has no reranker option yet: the default reranker reads the fitted mode per call
+        tuning.RERANK_QUESTION_MODE = mode  # type: ignore[assignment]
         cfg = EvalConfig(
             dataset="genmedgpt5k",
             methods="kgmind",

@@ -28,6 +28,7 @@ from kgmind.models import Evidence
 from kgmind.retrievers import exploration
 from kgmind.retrievers.packing import ANSWER_TYPES
 from kgmind.stores.protocol import GraphStore
+from kgmind.tuning import PIPELINE
 
 __all__ = [
     "chains_tool",
@@ -56,7 +57,7 @@ def neighbors_tool(ctx: Context, store: GraphStore, gi: Any, ids: list[str]) -> 
     ranked = ctx.mode != "mindmap"
     lines, types = ctx.max_neighbors, None
     if ctx.packs_by_value:  # packing keeps only what is worth its tokens
-        lines, types = max(lines, exploration.PIPELINE.candidate_lines), ANSWER_TYPES
+        lines, types = max(lines, PIPELINE.candidate_lines), ANSWER_TYPES
     return exploration.neighbor_evidence(
         gi, ids, max_lines=lines, weight_aware=ctx.weight_aware and ranked, ranked=ranked, tail_types=types
     )
@@ -64,7 +65,7 @@ def neighbors_tool(ctx: Context, store: GraphStore, gi: Any, ids: list[str]) -> 
 
 def chains_tool(ctx: Context, store: GraphStore, gi: Any, ids: list[str]) -> list[Evidence]:
     """HyKGE chains with the run's settings (what ``explore_chains`` and the latency benchmark run)."""
-    hops = min(ctx.max_hops, exploration.PIPELINE.max_chain_hops)
+    hops = min(ctx.max_hops, PIPELINE.max_chain_hops)
     return exploration.hykge_chains(
         gi, ids, max_hops=hops, max_chains=ctx.max_chains, hub_percentile=ctx.hub_percentile
     )
