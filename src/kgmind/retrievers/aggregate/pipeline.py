@@ -6,7 +6,7 @@ See :mod:`kgmind.retrievers.aggregate` for the steps and why.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Literal
+from typing import Literal, TypedDict, Unpack
 
 from kgmind.models import EVIDENCE_PREFIX, Evidence
 from kgmind.retrievers.aggregate.budget import ID_OVERHEAD, ShownFacts, fit_budget, longest_fitting_line
@@ -16,6 +16,7 @@ from kgmind.retrievers.packing import ANSWER_TYPES, pack_by_value
 from kgmind.tuning import PIPELINE, EvidenceValue
 
 __all__ = [
+    "Selection",
     "aggregate_evidence",
     "dedupe_evidence",
     "number_evidence",
@@ -194,6 +195,15 @@ def select_evidence(
     )
 
 
+class Selection(TypedDict, total=False):
+    """How :func:`select_evidence` spends the budget (see there); :func:`aggregate_evidence` passes it on."""
+
+    tokenizer: Tokenizer | None
+    share_facts: bool
+    value: EvidenceValue | None
+    types: Mapping[str, str] | None
+
+
 def aggregate_evidence(
     evidence: Sequence[Evidence],
     question: str,
@@ -203,25 +213,20 @@ def aggregate_evidence(
     budget_tokens: int = PIPELINE.budget_tokens,
     max_items: int | None = None,
     prior_weight: float = 0.5,
-    tokenizer: Tokenizer | None = None,
-    share_facts: bool = True,
-    value: EvidenceValue | None = None,
-    types: Mapping[str, str] | None = None,
+    **selection: Unpack[Selection],
 ) -> list[Evidence]:
-    """Render, rerank, dedupe, prune, spend the budget and number (see the module docstring).
+    """Render, rerank, dedupe, prune, spend the budget and number (see :mod:`kgmind.retrievers.aggregate`).
 
     Args:
-        evidence: Raw items from the exploration tools.
+        evidence: The pool: the raw items of every exploration branch.
         question: The user question.
         hypothesis: The hypothesis output (HyKGE), may be empty.
         reranker: See :func:`rank_candidates`.
         budget_tokens: Token budget for the kept items.
         max_items: Cap on the number of items (before the budget).
         prior_weight: Weight of the normalised exploration score next to the rerank score.
-        tokenizer: Optional exact tokenizer for the budget.
-        share_facts: Pay for each fact once (see :func:`fit_budget`).
-        value: Pack by expected value per token (see :func:`select_evidence`).
-        types: ``normalize_name(name) -> entity type`` of the evidence's entities.
+        **selection: ``tokenizer``, ``share_facts``, ``value``, ``types``: how the budget is
+            spent (see :func:`select_evidence`).
 
     Returns:
         The final evidence: rendered ``text``, numbered ``id``; rank order, or best value
@@ -230,7 +235,4 @@ def aggregate_evidence(
     kept = rank_candidates(evidence, question, hypothesis, reranker=reranker, prior_weight=prior_weight)
     if max_items is not None:
         kept = kept[:max_items]
-    chosen = select_evidence(
-        kept, budget_tokens, tokenizer=tokenizer, share_facts=share_facts, value=value, types=types
-    )
-    return number_evidence(chosen)
+    return number_evidence(select_evidence(kept, budget_tokens, **selection))
