@@ -38,7 +38,7 @@ from kgmind.models import Entity, normalize_name
 from kgmind.retrievers.embeddings import E5Embedder, Embedder, get_embedder
 from kgmind.retrievers.entity_index import build_entity_index
 from kgmind.retrievers.linker import EntityLinker
-from kgmind.retrievers.ner import Gazetteer, _mask, embedding_spans, parse_entity_list
+from kgmind.retrievers.ner import Gazetteer, embedding_spans, mask_spans, parse_entity_list
 from kgmind.settings import data_dir
 
 # 0.50 .. 0.85 by 0.05, then 0.86 .. 0.97 by 0.01 (e5 cosines are compressed into ~0.8-1.0).
@@ -234,7 +234,7 @@ def calibrate_spans(
     """NER without an LLM: gazetteer alone, then gazetteer + embedding spans at each δ_span.
 
     Two kinds of span vectors: per span (each candidate embedded alone, capped to
-    ``DEFAULT_MAX_SPANS``) and contextual (the question embedded once, every candidate
+    ``kgmind.tuning.MAX_SPANS``) and contextual (the question embedded once, every candidate
     the mean of its token states: the default with MiniLM).
     """
     embedder = get_embedder(model)
@@ -248,7 +248,7 @@ def calibrate_spans(
             t = time.perf_counter()
             spans = gaz.find_spans(text)
             found = {m.entity_id for _, _, m in spans if m.entity_id}
-            masked = _mask(text, [(a, b) for a, b, _ in spans])
+            masked = mask_spans(text, [(a, b) for a, b, _ in spans])
             context = text if kind == "contextual" else None
             emb = embedding_spans(masked, linker, 0.4, language="en", context=context)
             t_ms.append((time.perf_counter() - t) * 1000)

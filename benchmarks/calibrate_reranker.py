@@ -39,7 +39,7 @@ def main() -> int:
 
     from kgmind.eval.datasets import default_path
     from kgmind.eval.runner import EvalConfig, machine_info, run_eval
-    from kgmind.retrievers.aggregate import DEFAULT_QUESTION_MODE
+    from kgmind.tuning import RERANK_QUESTION_MODE
 
     rows = {}
     for mode in MODES:
@@ -80,7 +80,7 @@ def main() -> int:
         "machine": machine_info(),
         "modes": rows,
         "best": best,
-        "shipped_default": DEFAULT_QUESTION_MODE,
+        "shipped_default": RERANK_QUESTION_MODE,
     }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(out, indent=2), encoding="utf-8")

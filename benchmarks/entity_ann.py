@@ -32,10 +32,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import cpu_model
 from kgmind.retrievers.entity_index import HNSW_EF_SEARCH, HNSW_M, get_entity_index
-from kgmind.retrievers.linker import DEFAULT_THRESHOLD, get_linker
+from kgmind.retrievers.linker import get_linker
 from kgmind.retrievers.ner import clean_mention
 from kgmind.settings import data_dir
 from kgmind.stores.factory import open_store
+from kgmind.tuning import LINK_THRESHOLD
 from retrieval_latency import pct
 
 
@@ -62,7 +63,7 @@ def main() -> None:
                     mentions.append(m)
     mentions = list(dict.fromkeys(mentions))
     vecs = linker.embed(mentions)
-    delta = DEFAULT_THRESHOLD["e5"]
+    delta = LINK_THRESHOLD["e5"]
     flat = index.index
     res: dict[str, object] = {
         "machine": cpu_model(),

@@ -1,4 +1,4 @@
-"""Fit kgmind's evidence value (kgmind.retrievers.packing.EvidenceValue) on a calibration split.
+"""Fit kgmind's evidence value (kgmind.tuning.EvidenceValue) on a calibration split.
 
 For every question of the split, the shipped retrieval graph (``full`` mode, no LLM, the
 data set's stored entities) explores as usual; its evidence candidates (rendered,
@@ -236,7 +236,7 @@ def main() -> int:
         raise SystemExit("the evidence value is fitted on a calibration split, never on test")
 
     from kgmind.eval.runner import EvalConfig
-    from kgmind.retrievers.packing import EvidenceValue
+    from kgmind.tuning import EvidenceValue
 
     cfg = EvalConfig(
         dataset=args.dataset,

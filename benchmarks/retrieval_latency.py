@@ -7,18 +7,20 @@ box: EMCKG-full p50 ≤ 30 ms and p95 ≤ 100 ms, recrawl_full p50 ≤ 100 ms an
     dataset's ChatGPT entities) → link (EntityLinker, best ``--max-linked`` entities,
     the pipeline's default 10; it embeds the mentions the KG does not name exactly,
     which on Chinese, with no embedding spans, is all of the embedding) → index check
-    → paths → neighbors (ranked) → HyKGE chains → KGCoT DFS → render → rerank (the
-    default EntityVectorReranker) → budget (dedupe, prune, value packing within 800 tokens, numbering) = total
+    → paths → neighbors (ranked) → HyKGE chains → KGCoT DFS → aggregate (render, rerank with
+    the default EntityVectorReranker, dedupe, prune, value packing within 800 tokens, numbering) = total
 
-with the exploration tools the graph's nodes run (``graphs.explore.*_tool``) and the
+with the exploration tools the graph's nodes run (``graphs.explore.explore_*_with``), the aggregate
+stage as its node runs it (``graphs.aggregate_evidence.choose_evidence``) and the
 pipeline's ``Context`` defaults (paths and chains ≤ 3 hops, 5 paths, the answer-type
 lines of the ranked candidate diseases, 30 chains, 3 DFS chains of depth 3)
 
 plus, on the same store and linked entities, MindMap's retriever
 (``baselines.mindmap_retrieve``: one ``store.paths`` query per entity pair, one
 ``store.neighbors`` query per entity) and the same MindMap algorithm over the
-in-memory index, and HyKGE's sentence reranker (:class:`EmbeddingReranker`, one
-embedding per evidence sentence) on the first ``--faithful-rerank`` questions. The
+in-memory index, and the ranking step (``aggregate.rank_candidates``: render, rerank, dedupe,
+prune) with the default reranker and with HyKGE's sentence reranker (:class:`EmbeddingReranker`,
+one embedding per evidence sentence), the latter on the first ``--faithful-rerank`` questions. The
 two slow comparisons stop after ``--side-budget-s`` seconds each (on recrawl_full,
 with ~22 linked entities per CMCQA question, one question of MindMap's retriever
 takes minutes).
@@ -79,6 +81,7 @@ from pathlib import Path
 from typing import Any
 
 from _common import cpu_model
+from kgmind.graphs.aggregate_evidence import choose_evidence
 from kgmind.graphs.context import Context
 from kgmind.graphs.explore import (
     explore_chains_with,
@@ -86,24 +89,14 @@ from kgmind.graphs.explore import (
     explore_neighbors_with,
     explore_paths_with,
 )
-from kgmind.graphs.services import index_entity_types
 from kgmind.models import Evidence
-from kgmind.retrievers.aggregate import (
-    EmbeddingReranker,
-    EntityVectorReranker,
-    dedupe_evidence,
-    number_evidence,
-    prune_redundant,
-    render_evidence,
-    rerank_evidence,
-    select_evidence,
-)
+from kgmind.retrievers.aggregate import EmbeddingReranker, rank_candidates
 from kgmind.retrievers.baselines import mindmap_retrieve
 from kgmind.retrievers.embeddings import minilm_backend
 from kgmind.retrievers.exploration import neighbor_evidence, path_evidence
 from kgmind.retrievers.graph_index import get_graph_index
-from kgmind.retrievers.packing import EVIDENCE_VALUES
 from kgmind.stores.factory import open_store
+from kgmind.tuning import RERANK_QUESTION_MODE
 
 DATA = Path(
     os.environ.get("KGMIND_DATA_DIR") or Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
@@ -124,9 +117,7 @@ TOTAL_STAGES = (
     "neighbors",
     "hykge",
     "kgcot_dfs",
-    "render",
-    "rerank",
-    "budget",
+    "aggregate",
 )
 GOAL_P50_MS = 30.0
 GOAL_P95_MS = 100.0
@@ -236,7 +227,7 @@ def run(
 
     _, _, lang = KGS[kg]
     store, import_s = open_kg(kg, store_dir)
-    ctx = Context(store=f"ladybug:{store_dir / kg}")  # the pipeline's exploration settings
+    ctx = Context(store=f"ladybug:{store_dir / kg}", budget_tokens=budget)  # the pipeline's settings
     t = time.perf_counter()
     gi = get_graph_index(store)
     graph_index_s = time.perf_counter() - t
@@ -245,7 +236,6 @@ def run(
     index = get_entity_index(store, linker.model, progress=True)
     Gazetteer.for_store(store)
     entity_index_s = time.perf_counter() - t
-    reranker = EntityVectorReranker(index)
     faithful_rr = EmbeddingReranker(index.model)
 
     ours: dict[str, list[float]] = {}
@@ -258,10 +248,8 @@ def run(
     for question, kws in warm:  # model loading, first OpenMP teams; not measured, not reused below
         ms = extract_mentions(question, store, extra=kws, language=lang, linker=linker)
         ids = [le.entity_id for le in linker.link(ms, max_entities=max_linked)]
-        pool = path_evidence(gi, ids) + neighbor_evidence(gi, ids)
-        rerank_evidence(
-            [e.model_copy(update={"text": render_evidence(e)}) for e in pool], question, reranker=reranker
-        )
+        pool = explore_paths_with(ctx, store, gi, ids) + explore_neighbors_with(ctx, store, gi, ids)
+        choose_evidence(ctx, pool, question, language=lang, seeds=ids)
         faithful_rr.score([question], ["warm up"])
     for qi, (question, kws) in enumerate(qs):
         t0, c0 = time.perf_counter(), time.thread_time()
@@ -280,15 +268,8 @@ def run(
             ev += explore_chains_with(ctx, store, gi, linked)
         with timer(ours, "kgcot_dfs"):
             ev += explore_kgcot_with(ctx, store, gi, linked)
-        with timer(ours, "render"):
-            rendered = [e.model_copy(update={"text": render_evidence(e)}) for e in ev]
-        with timer(ours, "rerank"):
-            ranked = rerank_evidence(rendered, question, reranker=reranker)
-        with timer(ours, "budget"):  # as the aggregate_evidence node spends it (value packing in full mode)
-            types = index_entity_types(ctx, linked, ev)
-            kept = prune_redundant(dedupe_evidence(ranked))
-            value = EVIDENCE_VALUES[lang] if ctx.packs_by_value else None
-            number_evidence(select_evidence(kept, budget, value=value, types=types))
+        with timer(ours, "aggregate"):  # the aggregate_evidence node's work (value packing in full mode)
+            choose_evidence(ctx, ev, question, language=lang, seeds=linked)
         ours.setdefault("total", []).append((time.perf_counter() - t0) * 1000)
         ours.setdefault("total@cpu", []).append((time.thread_time() - c0) * 1000)
         sizes.append(len(ev))
@@ -301,9 +282,11 @@ def run(
         fresh = EntityLinker(store, linker.model, index=linker.index)
         with timer(extra, "ner_again_vectors_on_disk"):
             extract_mentions(question, store, extra=kws, language=lang, linker=fresh)
-        if qi < faithful and spent(extra, "rerank_embedding_sentences") < side_budget_s:
-            with timer(extra, "rerank_embedding_sentences"):
-                rerank_evidence(rendered, question, reranker=faithful_rr)
+        with timer(extra, "rank_entity_vectors"):  # the ranking step of the aggregate stage
+            rank_candidates(ev, question)
+        if qi < faithful and spent(extra, "rank_embedding_sentences") < side_budget_s:
+            with timer(extra, "rank_embedding_sentences"):
+                rank_candidates(ev, question, reranker=faithful_rr)
         with timer(base, "mindmap_index"):
             path_evidence(gi, linked) + neighbor_evidence(gi, linked)
         if (baseline is None or qi < baseline) and spent(base, "mindmap_store") < side_budget_s:
@@ -328,7 +311,7 @@ def run(
         "graph_index_load_s": graph_index_s,
         "entity_index_load_s": entity_index_s,
         "embedding_model": index.model + (f" ({minilm_backend()})" if index.model == "minilm" else ""),
-        "reranker": f"EntityVectorReranker(question={reranker.question!r})",
+        "reranker": f"EntityVectorReranker(question={RERANK_QUESTION_MODE!r})",
         "max_linked": max_linked,
         "budget_tokens": budget,
         "linked_entities_mean": statistics.fmean(linked_n) if linked_n else 0.0,
@@ -351,10 +334,10 @@ def run(
     res["ratio_mindmap_store_over_mindmap_index_p50"] = mm / max(
         res["mindmap"]["mindmap_index"]["p50_ms"], 1e-9
     )
-    if "rerank_embedding_sentences" in res["not_in_total"]:
+    if "rank_embedding_sentences" in res["not_in_total"]:
         res["ratio_embedding_rerank_over_entity_vector_rerank_p50"] = res["not_in_total"][
-            "rerank_embedding_sentences"
-        ]["p50_ms"] / max(res["kgmind"]["rerank"]["p50_ms"], 1e-9)
+            "rank_embedding_sentences"
+        ]["p50_ms"] / max(res["not_in_total"]["rank_entity_vectors"]["p50_ms"], 1e-9)
     return res
 
 
@@ -410,7 +393,7 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             lines.append(
                 f"- HyKGE sentence reranker / EntityVectorReranker, p50: "
                 f"{r['ratio_embedding_rerank_over_entity_vector_rerank_p50']:.0f}× "
-                f"(on {r['not_in_total']['rerank_embedding_sentences']['n']} questions)"
+                f"(ranking step; on {r['not_in_total']['rank_embedding_sentences']['n']} questions)"
             )
         lines.append("")
     return "\n".join(lines)

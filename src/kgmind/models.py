@@ -13,6 +13,7 @@ import functools
 import hashlib
 import re
 import unicodedata
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
@@ -32,6 +33,7 @@ __all__ = [
     "clean_entity",
     "doc_id",
     "entity_id",
+    "evidence_entity_types",
     "merge_entities",
     "normalize_name",
     "relation_id",
@@ -334,6 +336,10 @@ class Evidence(BaseModel):
         triples: ``(head name, relation type, tail name)`` per edge, in order.
         relation_ids: The KG edges used, aligned with ``triples`` where possible.
         entity_ids: KG entities the evidence mentions.
+        entity_types: ``display name -> entity type`` of those entities, filled by the tool
+            that built the item (it had them at hand), so no later stage asks the store again;
+            empty for items built without them (documents, checkpoints written before the
+            field existed). A cut item keeps the types of the entities it no longer shows.
         score: Ranking score (higher is better).
         source: The tool that produced it.
         meta: Extra data (e.g. ``{"knowledge": …}`` for KGCoT edges, ``chain_type``).
@@ -345,6 +351,17 @@ class Evidence(BaseModel):
     triples: list[tuple[str, str, str]] = Field(default_factory=list)
     relation_ids: list[str] = Field(default_factory=list)
     entity_ids: list[str] = Field(default_factory=list)
+    entity_types: dict[str, str] = Field(default_factory=dict)
     score: float = 0.0
     source: str = ""
     meta: dict[str, Any] = Field(default_factory=dict)
+
+
+def evidence_entity_types(evidence: Iterable[Evidence]) -> dict[str, str]:
+    """``normalize_name(name) -> entity type`` over the types the evidence items carry.
+
+    Ids derive from normalised names (:func:`entity_id`), so a name has one type whichever
+    item says it; only a KG that gives two entities of one name their own ids and types
+    sees the last item's type win.
+    """
+    return {normalize_name(name): etype for ev in evidence for name, etype in ev.entity_types.items()}

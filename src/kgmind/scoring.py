@@ -23,7 +23,7 @@ from functools import lru_cache
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from kgmind.models import normalize_name
-from kgmind.text import CJK, has_cjk
+from kgmind.text import CJK, Language, has_cjk
 
 __all__ = [
     "BleuScorer",
@@ -34,8 +34,6 @@ __all__ = [
     "rouge_l",
     "rouge_tokens",
 ]
-
-Language = Literal["en", "zh"]
 
 _ASCII_WORD = re.compile(r"[a-z0-9]+")
 _ROUGE_TOKEN = re.compile(CJK.pattern + r"|[a-z0-9]+")

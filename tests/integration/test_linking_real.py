@@ -13,8 +13,9 @@ from entity_fakes import EntityListStore
 from kgmind.models import Entity
 from kgmind.retrievers import entity_index, linker, ner
 from kgmind.retrievers.entity_index import entity_index_dir, get_entity_index
-from kgmind.retrievers.linker import DEFAULT_THRESHOLD, EntityLinker
-from kgmind.retrievers.ner import DEFAULT_SPAN_THRESHOLD, embedding_spans, extract_mentions, parse_entity_list
+from kgmind.retrievers.linker import EntityLinker
+from kgmind.retrievers.ner import embedding_spans, extract_mentions, parse_entity_list
+from kgmind.tuning import CONTEXT_SPAN_THRESHOLD, LINK_THRESHOLD, SPAN_THRESHOLD
 
 pytestmark = pytest.mark.slow
 
@@ -62,7 +63,7 @@ def test_minilm_links_paraphrases_and_rejects_unrelated():
     assert names(lk.link(["pain in my head"], top_k=1, threshold=0.5)) == ["Headache"]
     assert lk.link(["stock market prices"]) == []
     forced = lk.link(["stock market prices"], threshold=None)
-    assert len(forced) == 1 and forced[0].score < DEFAULT_THRESHOLD["minilm"]
+    assert len(forced) == 1 and forced[0].score < LINK_THRESHOLD["minilm"]
     # Index persisted with the model name and the store fingerprint.
     meta = json.loads((entity_index_dir(store.uri, "minilm") / "meta.json").read_text())
     assert meta == {**meta, "model": "minilm", "fingerprint": store.fingerprint(), "vectors": len(EN_KG) + 1}
@@ -81,9 +82,7 @@ def test_minilm_vectors_are_normalised_float32():
 def test_minilm_embedding_span_finds_yellow_eyes():
     store = FakeStore(EN_KG, "fake://en-spans")
     lk = EntityLinker(store, "minilm")
-    spans = embedding_spans(
-        "Doctor, I have had yellow eyes since Monday.", lk, DEFAULT_SPAN_THRESHOLD["minilm"]
-    )
+    spans = embedding_spans("Doctor, I have had yellow eyes since Monday.", lk, SPAN_THRESHOLD["minilm"])
     assert [m.entity_id for m in spans] == [Entity(name="Jaundice").id]
     assert "yellow eyes" in spans[0].text
     got = extract_mentions("I have yellow eyes and a headache, what tests do I need?", store, linker=lk)
@@ -96,7 +95,7 @@ def test_minilm_contextual_spans_one_pass():
     import numpy as np
 
     from kgmind.retrievers.embeddings import MiniLMEmbedder
-    from kgmind.retrievers.ner import DEFAULT_CONTEXT_SPAN_THRESHOLD, span_threshold
+    from kgmind.retrievers.ner import span_threshold
 
     emb = MiniLMEmbedder()
     text = "Doctor, I have had yellow eyes since Monday."
@@ -116,8 +115,8 @@ def test_minilm_contextual_spans_one_pass():
     assert not spans[1].any()  # inside "yellow": no whole token, zero vector, never a match
     store = FakeStore(EN_KG, "fake://en-context")
     lk = EntityLinker(store, "minilm", embedder=emb)
-    assert span_threshold(lk) == DEFAULT_CONTEXT_SPAN_THRESHOLD["minilm"]
-    assert span_threshold(lk, contextual=False) == DEFAULT_SPAN_THRESHOLD["minilm"]
+    assert span_threshold(lk) == CONTEXT_SPAN_THRESHOLD["minilm"]
+    assert span_threshold(lk, contextual=False) == SPAN_THRESHOLD["minilm"]
     got = embedding_spans(text, lk, span_threshold(lk), context=text, prefetch=["icterus"])
     assert [m.entity_id for m in got] == [Entity(name="Jaundice").id]
     assert lk.uncached(["icterus", "not seen"]) == ["not seen"]  # embedded in the question's batch
@@ -135,7 +134,7 @@ def test_onnx_minilm_fp32_is_torch_and_int8_links_at_its_own_thresholds():
         get_embedder,
         onnx_minilm_path,
     )
-    from kgmind.retrievers.ner import DEFAULT_CONTEXT_SPAN_THRESHOLD, span_threshold
+    from kgmind.retrievers.ner import span_threshold
 
     texts = ["yellow eyes", "pain in my head", "a much longer text about liver function tests"]
     torch_vecs = MiniLMEmbedder().embed_queries(texts)
@@ -157,10 +156,10 @@ def test_onnx_minilm_fp32_is_torch_and_int8_links_at_its_own_thresholds():
     assert onnx_minilm_path(quantized=True) == path and path.stat().st_mtime_ns == stamp  # exported once
     store = FakeStore(EN_KG, "fake://en-int8")
     lk = EntityLinker(store, "minilm-int8")
-    assert lk.default_threshold == DEFAULT_THRESHOLD["minilm-int8"]
+    assert lk.default_threshold == LINK_THRESHOLD["minilm-int8"]
     assert names(lk.link(["yellow eyes"], top_k=1, threshold=0.7)) == ["Jaundice"]
     assert lk.link(["stock market prices"]) == []
-    assert span_threshold(lk) == DEFAULT_CONTEXT_SPAN_THRESHOLD["minilm-int8"]
+    assert span_threshold(lk) == CONTEXT_SPAN_THRESHOLD["minilm-int8"]
     got = extract_mentions("I have yellow eyes and a headache, what tests do I need?", store, linker=lk)
     by_source = {(m.source, m.text) for m in got}
     assert ("gazetteer", "headache") in by_source

@@ -19,7 +19,6 @@ from kgmind.retrievers.aggregate import (
     count_tokens,
     dedupe_evidence,
     fit_budget,
-    format_evidence,
     number_evidence,
     prune_redundant,
     render_evidence,
@@ -176,7 +175,6 @@ def test_number_evidence_per_kind_in_order() -> None:
     kinds = ["neighbor", "path", "neighbor", "chain", "kgcot", "doc", "path"]
     got = number_evidence([Evidence(kind=k) for k in kinds])  # type: ignore[arg-type]
     assert [ev.id for ev in got] == ["N1", "P1", "N2", "C1", "K1", "D1", "P2"]
-    assert format_evidence(got[:2]) == "N1: \nP1: "
 
 
 # -- reranking and the composed pipeline -----------------------------------------------

@@ -92,15 +92,11 @@ def test_unsupported_entities():
     assert mt.unsupported_entities(["Fever"], "", question="I have a fever") == []
 
 
-def test_extract_choice_and_accuracy():
+def test_extract_choice():
     assert mt.extract_choice("答案：D，因为喷雾剂……") == "D"
     assert mt.extract_choice("The answer is B.") == "B"
     assert mt.extract_choice("I think C") == "C"
     assert mt.extract_choice("no idea") is None
-    assert mt.choice_accuracy(["A", None, "C"], ["A", "B", "D"]) == pytest.approx(1 / 3)
-    assert mt.choice_accuracy([], []) is None
-    with pytest.raises(ValueError):
-        mt.choice_accuracy(["A"], [])
 
 
 class _FakeEncoder(mt.TokenEncoder):

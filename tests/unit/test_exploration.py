@@ -62,6 +62,24 @@ def medical(extra: Sequence[Relation] = ()) -> GraphIndex:
     return GraphIndex(list(ents.values()), [*rels, *extra])
 
 
+def test_every_tool_carries_the_types_of_the_entities_it_names() -> None:
+    gi = medical()
+    linked = ids("Fever", "Cough", "Flu")
+    evs = [
+        *path_evidence(gi, linked),
+        *neighbor_evidence(gi, linked),
+        *neighbor_evidence(gi, linked, ranked=True),
+        *hykge_chains(gi, linked),
+        *weighted_dfs_chains(gi, linked, n_chains=3),
+    ]
+    assert {ev.kind for ev in evs} == {"path", "neighbor", "chain", "kgcot"}
+    for ev in evs:
+        named = {gi.names[gi.index_of[e]] for e in ev.entity_ids}
+        assert set(ev.entity_types) == named and {n for h, _r, t in ev.triples for n in (h, t)} <= named
+        assert all(ev.entity_types[n] == gi.types[gi.index_of[eid(n)]] for n in named)
+    assert evs[0].entity_types["Fever"] == "symptom" and evs[0].entity_types["Flu"] == "disease"
+
+
 def line_view(evs: list) -> list[tuple[str, str, list[str]]]:
     return [(ev.triples[0][0], ev.triples[0][1], [t[2] for t in ev.triples]) for ev in evs]
 

@@ -197,7 +197,8 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def src_sources() -> dict[str, tuple[str, bool]]:
     return {
-        module_name(p): (p.read_text(encoding="utf-8"), p.name == "__init__.py") for p in sorted(SRC.rglob("*.py"))
+        module_name(p): (p.read_text(encoding="utf-8"), p.name == "__init__.py")
+        for p in sorted(SRC.rglob("*.py"))
     }
 
 
@@ -211,7 +212,10 @@ def test_the_cycle_check_catches_a_planted_cycle() -> None:
     """A copy of the real sources with one planted back-import: the check names the cycle."""
     sources = src_sources()
     store_source, is_package = sources["kgmind.stores.protocol"]
-    sources["kgmind.stores.protocol"] = (store_source + "\nfrom kgmind.stores.factory import open_store\n", is_package)
+    sources["kgmind.stores.protocol"] = (
+        store_source + "\nfrom kgmind.stores.factory import open_store\n",
+        is_package,
+    )
     groups = [g for g in cycles(import_graph(sources)) if "kgmind.stores.protocol" in g]
     assert groups and "kgmind.stores.factory" in groups[0], groups
 
@@ -222,7 +226,11 @@ def layer_violations(sources: dict[str, tuple[str, bool]]) -> list[str]:
     for module, (source, is_package) in sources.items():
         package = module if is_package else module.rsplit(".", 1)[0]
         own = layer_of(module)
-        found += [f"{module} imports {n}" for _, n in kgmind_imports(source, package) if n != "kgmind" and layer_of(n) > own]
+        found += [
+            f"{module} imports {n}"
+            for _, n in kgmind_imports(source, package)
+            if n != "kgmind" and layer_of(n) > own
+        ]
     return found
 
 
@@ -232,7 +240,10 @@ def test_the_layer_check_catches_planted_violations() -> None:
     assert layer_violations(sources) == []
     planted = dict(sources)
     # eval below cli: an eval module importing the CLI is now upward
-    planted["kgmind.eval.runner"] = (sources["kgmind.eval.runner"][0] + "\nfrom kgmind.cli import ask\n", False)
+    planted["kgmind.eval.runner"] = (
+        sources["kgmind.eval.runner"][0] + "\nfrom kgmind.cli import ask\n",
+        False,
+    )
     # tools (LangChain tools) above stores: a store importing a tool is upward
     planted["kgmind.stores.protocol"] = (
         sources["kgmind.stores.protocol"][0] + "\ndef f():\n    from kgmind.tools import feedback\n",

@@ -19,8 +19,9 @@ from kgmind.retrievers.entity_index import (
     get_entity_index,
     resolve_model,
 )
-from kgmind.retrievers.linker import DEFAULT_THRESHOLD, EntityLinker, get_linker, key_variants
+from kgmind.retrievers.linker import EntityLinker, get_linker, key_variants
 from kgmind.text import detect_language
+from kgmind.tuning import LINK_THRESHOLD
 
 FakeStore = EntityListStore
 
@@ -270,7 +271,7 @@ def test_threshold_none_is_forced_nearest_match():
     lk = make_linker()
     got = lk.link(["quantum chromodynamics"], threshold=None)
     assert len(got) == 1
-    assert got[0].score < DEFAULT_THRESHOLD["hash"]
+    assert got[0].score < LINK_THRESHOLD["hash"]
 
 
 def test_top_k_bounds_candidates_per_mention():
@@ -319,9 +320,9 @@ def test_capped_link_still_embeds_when_a_lower_scored_entity_leads():
 
 def test_default_threshold_is_the_calibrated_one(monkeypatch):
     lk = make_linker()
-    monkeypatch.setitem(DEFAULT_THRESHOLD, "hash", 0.99)
+    monkeypatch.setitem(LINK_THRESHOLD, "hash", 0.99)
     assert lk.link(["jaundise"]) == []
-    monkeypatch.setitem(DEFAULT_THRESHOLD, "hash", 0.3)
+    monkeypatch.setitem(LINK_THRESHOLD, "hash", 0.3)
     assert [le.name for le in lk.link(["jaundise"], top_k=1)] == ["Jaundice"]
 
 
@@ -414,7 +415,7 @@ def test_get_linker_is_cached_per_store_and_model():
 
 def test_calibrated_thresholds_are_sane():
     for model in ("minilm", "e5"):
-        assert 0.5 <= DEFAULT_THRESHOLD[model] <= 0.95
+        assert 0.5 <= LINK_THRESHOLD[model] <= 0.95
 
 
 def test_nearest_results_are_cached_per_index_and_k():

@@ -10,11 +10,13 @@ from pydantic import ValidationError
 from kgmind.models import (
     TYPE_PRIORITY,
     Entity,
+    Evidence,
     KnowledgeDoc,
     Relation,
     WeightChange,
     doc_id,
     entity_id,
+    evidence_entity_types,
     normalize_name,
     relation_id,
 )
@@ -103,3 +105,18 @@ def test_knowledge_doc_and_weight_change() -> None:
 def test_type_priority_order() -> None:
     assert TYPE_PRIORITY["disease"] < TYPE_PRIORITY["symptom"] < TYPE_PRIORITY["entity"]
     assert "gizmo" not in TYPE_PRIORITY
+
+
+def test_evidence_carries_entity_types_and_loads_without_them() -> None:
+    old = Evidence.model_validate(
+        {"kind": "path", "entity_ids": ["e1"]}
+    )  # a checkpoint from before the field
+    assert old.entity_types == {}
+    a = Evidence(kind="path", entity_ids=["e1", "e2"], entity_types={"Fever": "symptom", "Flu": "disease"})
+    b = Evidence(kind="neighbor", entity_types={"Common_Cold": "disease"})
+    assert Evidence.model_validate_json(a.model_dump_json()) == a
+    assert evidence_entity_types([a, b, old]) == {
+        "fever": "symptom",
+        "flu": "disease",
+        "common cold": "disease",
+    }

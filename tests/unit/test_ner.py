@@ -1,30 +1,25 @@
-"""Unit tests of mention extraction: gazetteer, candidate spans, embedding spans, LLM extraction, union."""
+"""Unit tests of mention extraction: gazetteer, candidate and embedding spans, NER answer parsing, union."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import pytest
-from langchain_core.messages import AIMessage
-from langchain_core.runnables import RunnableLambda
 
 from entity_fakes import EntityListStore
 from kgmind.models import Entity
-from kgmind.prompts.ner import NER_PROMPT_EN, NER_PROMPT_ZH, ner_prompt
 from kgmind.retrievers import entity_index, linker, ner
 from kgmind.retrievers.embeddings import HashEmbedder
 from kgmind.retrievers.linker import EntityLinker
 from kgmind.retrievers.ner import (
-    Entities,
     Gazetteer,
     candidate_spans,
     clean_mention,
     embedding_spans,
     extract_mentions,
-    llm_extract,
     parse_entity_list,
 )
+from kgmind.tuning import MAX_SPANS
 
 
 class FakeStore(EntityListStore):
@@ -142,10 +137,10 @@ def test_gazetteer_for_store_is_cached_until_the_store_changes():
 
 def test_gazetteer_reads_the_fingerprint_again_only_after_recheck_s(monkeypatch):
     """Per question NER reads no store query while the gazetteer was checked a moment ago."""
-    import kgmind.retrievers.ner as ner
+    from kgmind.retrievers.ner import gazetteer
 
     clock = [100.0]
-    monkeypatch.setattr(ner.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(gazetteer.time, "monotonic", lambda: clock[0])
     store = FakeStore([Entity(name="Fever")], uri="fake://gaz-recheck")
     reads = []
     real = store.fingerprint
@@ -155,7 +150,7 @@ def test_gazetteer_reads_the_fingerprint_again_only_after_recheck_s(monkeypatch)
     store.entities.append(Entity(name="Vertigo"))
     clock[0] += 0.5  # within GAZETTEER_RECHECK_S: trusted, not read
     assert Gazetteer.for_store(store) is a and len(reads) == 1
-    clock[0] += ner.GAZETTEER_RECHECK_S  # past it: read, and the new entity is found
+    clock[0] += gazetteer.GAZETTEER_RECHECK_S  # past it: read, and the new entity is found
     b = Gazetteer.for_store(store)
     assert len(reads) == 2 and b is not a
     assert [m.text for m in b.find("vertigo")] == ["vertigo"]
@@ -210,78 +205,6 @@ def test_parse_chinese_and_bullets_and_bare_lists():
     assert parse_entity_list("- Fever\n- Cough\n1. Sore throat") == ["Fever", "Cough", "Sore throat"]
     assert parse_entity_list("fever, cough") == ["fever", "cough"]
     assert parse_entity_list("") == []
-
-
-# -- LLM extraction -------------------------------------------------------------------------------------
-
-
-class StructuredFake:
-    """A chat-model stand-in with structured output."""
-
-    def __init__(self, result: Any, fail: bool = False) -> None:
-        self.result = result
-        self.fail = fail
-        self.prompts: list[Any] = []
-        self.text_calls = 0
-
-    def with_structured_output(self, schema: type) -> RunnableLambda:
-        assert schema is Entities
-
-        def run(prompt_value: Any) -> Any:
-            self.prompts.append(prompt_value)
-            if self.fail:
-                raise RuntimeError("tool calling unsupported")
-            return self.result
-
-        return RunnableLambda(run)
-
-    def invoke(self, prompt_value: Any, config: Any = None, **kw: Any) -> AIMessage:
-        self.text_calls += 1
-        return AIMessage(content="<SEP>The extracted entities are Fever, Cough<EOS>")
-
-
-def test_llm_extract_uses_structured_output():
-    fake = StructuredFake(Entities(entities=["Chest pain", " chest pain ", "the", "Palpitations"]))
-    got = llm_extract(fake, "My chest hurts and my heart races")
-    assert got == ["Chest pain", "Palpitations"]
-    assert fake.text_calls == 0
-    assert "My chest hurts and my heart races" in fake.prompts[0].to_string()
-
-
-def test_llm_extract_falls_back_to_text_when_structured_output_fails():
-    fake = StructuredFake(None, fail=True)
-    fallback = RunnableLambda(lambda _: AIMessage(content="The extracted entities are Fever, Cough<EOS>"))
-
-    class Wrapper:
-        def with_structured_output(self, schema: type) -> RunnableLambda:
-            return fake.with_structured_output(schema)
-
-        def invoke(self, prompt_value: Any, config: Any = None, **kw: Any) -> AIMessage:
-            return fallback.invoke(prompt_value)
-
-    assert llm_extract(RunnableLambda(Wrapper().invoke), "I have fever and cough") == ["Fever", "Cough"]
-    assert llm_extract(fake, "I have fever and cough") == ["Fever", "Cough"]
-    assert fake.text_calls == 1
-
-
-def test_llm_extract_plain_runnable_and_chinese_prompt():
-    seen: list[str] = []
-
-    def answer(prompt_value: Any) -> str:
-        seen.append(prompt_value.to_string())
-        return "<CLS>我头痛<SEP>抽取的实体是头痛，恶心<EOS>"
-
-    assert llm_extract(RunnableLambda(answer), "我头痛还恶心", language="zh") == ["头痛", "恶心"]
-    assert "学习从下面的医学问题中抽取实体" in seen[0] and "我头痛还恶心" in seen[0]
-
-
-def test_prompts_hold_two_worked_examples_and_the_text():
-    en = NER_PROMPT_EN.format(text="QUESTION-X")
-    assert en.count("The extracted entities are") >= 5 and "QUESTION-X" in en
-    assert "Vaginal pain, Vaginal dryness" in en
-    zh = NER_PROMPT_ZH.format(text="问题X")
-    assert zh.count("抽取的实体是") >= 5 and "问题X" in zh
-    assert ner_prompt("zh") is NER_PROMPT_ZH and ner_prompt("fr") is NER_PROMPT_EN
 
 
 # -- candidate and embedding spans --------------------------------------------------------------------------
@@ -421,7 +344,7 @@ def test_embedding_spans_are_capped_shortest_first_and_cached():
     assert any(m.entity_id == eid("Jaundice") for m in got)
     n = len(Counting.texts)
     assert embedding_spans(text, lk, 0.6, max_candidates=6) == got and len(Counting.texts) == n  # cached
-    assert ner.DEFAULT_MAX_SPANS["minilm"] <= 24 and ner.DEFAULT_MAX_SPANS["e5"] <= 24
+    assert MAX_SPANS["minilm"] <= 24 and MAX_SPANS["e5"] <= 24
 
 
 def test_extract_mentions_embeds_spans_and_unmatched_extras_in_one_batch():
@@ -444,7 +367,7 @@ def test_without_spans_unmatched_extras_wait_for_the_linker_which_may_not_need_t
     # Chinese scores no spans by default: its unmatched mentions are embedded by the link, if at all
     store = zh_store()
     lk = EntityLinker(store, "hash", embedder=_Counting())
-    monkeypatch.setitem(ner.DEFAULT_MAX_SPANS, "hash", 0)
+    monkeypatch.setitem(MAX_SPANS, "hash", 0)
     extra = ["感冒", "血常规", "咳嗽了很久"]
     got = extract_mentions("孩子咳嗽发烧", store, extra=extra, language="zh", linker=lk)
     assert _Counting.calls == []  # no span to score: nothing embedded yet

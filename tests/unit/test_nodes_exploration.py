@@ -21,8 +21,7 @@ from kgmind.graphs.explore import explore_chains, explore_kgcot, explore_neighbo
 from kgmind.graphs.plan_exploration import EXPLORATION_NODES, plan_exploration
 from kgmind.models import Evidence, LinkedEntity
 from kgmind.retrievers import aggregate, exploration
-from kgmind.retrievers.packing import EVIDENCE_VALUES
-from kgmind.tuning import PIPELINE
+from kgmind.tuning import EVIDENCE_VALUES, PIPELINE
 
 
 def _rt(**kw: Any) -> Runtime[Context]:
@@ -52,8 +51,7 @@ def test_plan_exploration_sends_per_mode(mode: str, expected: list[str]) -> None
     assert isinstance(sends, list)
     assert all(isinstance(s, Send) for s in sends)
     assert [s.node for s in sends] == expected
-    assert sends[0].arg["entity_ids"] == ["e1"]
-    assert sends[0].arg["hypothesis"] == "flu"
+    assert sends[0].arg == {"entity_ids": ["e1"]}
 
 
 def test_plan_exploration_goes_to_reasoning_without_entities() -> None:
@@ -81,7 +79,7 @@ def fake_kg(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     return calls
 
 
-TASK: Any = {"entity_ids": ["e1", "e2"], "question": "q", "hypothesis": "h", "store_uri": "s"}
+TASK: Any = {"entity_ids": ["e1", "e2"]}
 
 
 def test_explore_paths_weight_aware_except_mindmap(fake_kg: dict[str, Any]) -> None:

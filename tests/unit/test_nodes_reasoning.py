@@ -18,7 +18,7 @@ from kgmind.graphs.apply_feedback import apply_feedback, apply_rating
 from kgmind.graphs.check_grounding import check_grounding, cited_ids, grounding_report
 from kgmind.graphs.context import Context
 from kgmind.graphs.reason_kgcot import chain_text, knowledge_text, reason_kgcot
-from kgmind.graphs.reason_mindmap import reason_mindmap, root_label
+from kgmind.graphs.reason_mindmap import answer_schema, reason_mindmap, root_label
 from kgmind.graphs.request_feedback import request_feedback
 from kgmind.models import Evidence
 from kgmind.prompts.schemas import GroundedAnswer, InferenceStep, MindMapAnswer, MindMapNode
@@ -413,3 +413,47 @@ def test_kgcot_chain_with_a_gap_is_written_as_segments() -> None:
     assert chain_text(whole) == "A -> r1 -> B -> r2 -> C"
     gap = Evidence(kind="kgcot", triples=[("X", "r1", "A"), ("B", "r3", "Y")], relation_ids=["1", "3"])
     assert chain_text(gap) == "X -> r1 -> A; B -> r3 -> Y"  # never "A -> r3 -> Y"
+
+
+def test_answer_schema_reads_the_types_the_evidence_carries_without_the_store(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def no_store(uri: Any) -> Any:
+        raise AssertionError("the evidence carries the types: no store lookup")
+
+    monkeypatch.setattr(services, "get_store", no_store)
+    typed = [
+        ev.model_copy(
+            update={
+                "entity_ids": ["e-" + n for n in ev.triples[0][::2]],
+                "entity_types": {"Fever": "symptom", "Influenza": "disease", "Oseltamivir": "medication"},
+            }
+        )
+        for ev in EVIDENCE
+    ]
+    diagnoses = answer_schema(typed, Context())["properties"]["diagnoses"]["items"]["anyOf"]
+    assert [v["properties"]["disease"]["const"] for v in diagnoses] == ["Influenza"]
+    assert diagnoses[0]["properties"]["medications"]["items"]["enum"] == ["Oseltamivir"]
+
+
+def test_answer_schema_asks_the_store_only_for_items_written_without_types(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    asked: list[list[str]] = []
+
+    class Store:
+        def get_entities(self, ids: list[str]) -> list[Any]:
+            asked.append(ids)
+            return [SimpleNamespace(name="Oseltamivir", type="medication")]
+
+    monkeypatch.setattr(services, "get_store", lambda uri: Store())
+    typed = EVIDENCE[0].model_copy(
+        update={
+            "entity_ids": ["e-fever", "e-flu"],
+            "entity_types": {"Fever": "symptom", "Influenza": "disease"},
+        }
+    )
+    old = EVIDENCE[1].model_copy(update={"entity_ids": ["e-flu", "e-osel"]})  # a checkpoint from before
+    diagnoses = answer_schema([typed, old], Context())["properties"]["diagnoses"]["items"]["anyOf"]
+    assert asked == [["e-flu", "e-osel"]]
+    assert diagnoses[0]["properties"]["medications"]["items"]["enum"] == ["Oseltamivir"]

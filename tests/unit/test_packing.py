@@ -19,7 +19,8 @@ from kgmind.retrievers.aggregate import (
     render_evidence,
     select_evidence,
 )
-from kgmind.retrievers.packing import EvidenceValue, disease_ranks, item_value
+from kgmind.retrievers.packing import disease_ranks, item_value
+from kgmind.tuning import EvidenceValue
 
 VALUE = EvidenceValue(
     disease_by_rank=(0.5, 0.1, 0.02),

@@ -29,7 +29,7 @@ Answer metrics: gold-entity recall in the answer (the same rule), ROUGE-L F1
 (:func:`kgmind.scoring.rouge_l`: rouge-score with Chinese split per character,
 the same scale as the auto-feedback thresholds), BLEU-4 (``sacrebleu``, 0..1),
 BERTScore F1 by greedy matching of token embeddings (:func:`greedy_match_f1`),
-grounding flags, and choice accuracy.
+grounding flags, and the letter a multiple-choice answer picks (:func:`extract_choice`).
 """
 
 from __future__ import annotations
@@ -50,7 +50,6 @@ __all__ = [
     "answer_entity_recall",
     "bertscore_f1",
     "bleu4",
-    "choice_accuracy",
     "evidence_precision",
     "evidence_recall",
     "extract_choice",
@@ -259,17 +258,6 @@ def extract_choice(text: str) -> str | None:
         return m.group(1).upper()
     m = _CHOICE.search(text)
     return m.group(1) if m else None
-
-
-def choice_accuracy(predicted: Sequence[str | None], gold: Sequence[str]) -> float | None:
-    """Share of items whose predicted letter equals the gold letter (``None`` for no items)."""
-    if len(predicted) != len(gold):
-        raise ValueError("predicted and gold must have the same length")
-    if not gold:
-        return None
-    return sum(
-        1 for p, g in zip(predicted, gold, strict=True) if p is not None and p == g.strip().upper()
-    ) / len(gold)
 
 
 def summarize(rows: Sequence[Mapping[str, Any]], key: str) -> float | None:

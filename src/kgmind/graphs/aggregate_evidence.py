@@ -25,12 +25,18 @@ from kgmind.graphs.context import Context, context_of
 from kgmind.graphs.state import State
 from kgmind.models import Evidence
 from kgmind.prompts.evidence import render_evidence_prompt
-from kgmind.retrievers.packing import EVIDENCE_VALUES
+from kgmind.tuning import EVIDENCE_VALUES
 
 if TYPE_CHECKING:
     from kgmind.retrievers.aggregate import Tokenizer
 
-__all__ = ["aggregate_evidence", "aggregate_evidence_for_answer", "evidence_block", "rewrite_evidence"]
+__all__ = [
+    "aggregate_evidence",
+    "aggregate_evidence_for_answer",
+    "choose_evidence",
+    "evidence_block",
+    "rewrite_evidence",
+]
 
 _LINE = re.compile(r"^\s*\[?([PNCKD]\d+)\]?\s*[:：.)\]-]\s*(.+?)\s*$", re.M)
 
@@ -110,13 +116,65 @@ def aggregate_evidence_for_answer(state: State, runtime: Runtime[Context]) -> di
     return _select(state, runtime, local_tokenizer(ctx.model))
 
 
+def choose_evidence(
+    ctx: Context,
+    pool: Sequence[Evidence],
+    question: str,
+    hypothesis: str = "",
+    *,
+    language: str = "",
+    seeds: Sequence[str] = (),
+    tokenizer: Tokenizer | None = None,
+) -> list[Evidence]:
+    """The aggregate stage as the graph runs it (the node, and benchmarks timing it, call this).
+
+    In ``full`` mode with ``packing="value"`` the budget is spent by the language's fitted
+    :data:`~kgmind.tuning.EVIDENCE_VALUES` and the entities' types read off the explored index;
+    otherwise in rank order. See :func:`kgmind.retrievers.aggregate.aggregate_evidence`.
+
+    Args:
+        ctx: The run's settings (``budget_tokens``, ``mode``, ``packing``, the store).
+        pool: The evidence of every exploration branch.
+        question: The user question.
+        hypothesis: The hypothesis output, may be empty.
+        language: ``en`` or ``zh``; ``""``: resolved from ``question`` as the graph does.
+        seeds: The linked entity ids the exploration started from.
+        tokenizer: Counts the budget exactly (the reader's tokens); ``None``: approximately.
+
+    Returns:
+        The numbered evidence the reader is shown.
+    """
+    from kgmind.retrievers import aggregate
+
+    value, types = None, None
+    if ctx.packs_by_value and pool:
+        language = language or services.resolve_language(ctx, question)
+        value = EVIDENCE_VALUES["zh" if language == "zh" else "en"]
+        types = services.index_entity_types(ctx, seeds, pool)
+    reranker = (
+        None
+        if ctx.rerank_question is None
+        else aggregate.default_reranker(pool, question=ctx.rerank_question)
+    )
+    return aggregate.aggregate_evidence(
+        pool,
+        question,
+        hypothesis,
+        reranker=reranker,
+        budget_tokens=ctx.budget_tokens,
+        tokenizer=tokenizer,
+        value=value,
+        types=types,
+    )
+
+
 def _select(state: State, runtime: Runtime[Context], tokenizer: Tokenizer | None) -> dict[str, Any]:
     """Select the evidence the LLM will see.
 
     Args:
         state: The four evidence lists, ``question`` and ``hypothesis``.
         runtime: LangGraph runtime with the :class:`Context` (``budget_tokens``, ``packing``,
-            ``rerank_question``, ``evidence_renderer``).
+            ``evidence_renderer``).
         tokenizer: Counts the budget exactly (the reader's tokens); ``None``: approximately.
 
     Returns:
@@ -124,8 +182,6 @@ def _select(state: State, runtime: Runtime[Context], tokenizer: Tokenizer | None
         renderer) and the ``no_kg_evidence`` flag when nothing survived.
 
     """
-    from kgmind.retrievers import aggregate
-
     ctx = context_of(runtime)
     timings: dict[str, float] = {}
     calls = 0
@@ -136,24 +192,14 @@ def _select(state: State, runtime: Runtime[Context], tokenizer: Tokenizer | None
             *(state.get("chain_evidence") or []),
             *(state.get("kgcot_evidence") or []),
         ]
-        value, types = None, None
-        if ctx.packs_by_value and pool:
-            language = state.get("language") or services.resolve_language(ctx, state["question"])
-            value = EVIDENCE_VALUES["zh" if language == "zh" else "en"]
-            seeds = [le.entity_id for le in state.get("linked_entities") or []]
-            types = services.index_entity_types(ctx, seeds, pool)
-        reranker = (
-            None if ctx.rerank_question is None else aggregate.default_reranker(pool, ctx.rerank_question)
-        )
-        selected = aggregate.aggregate_evidence(
+        selected = choose_evidence(
+            ctx,
             pool,
             state["question"],
             state.get("hypothesis", ""),
-            reranker=reranker,
-            budget_tokens=ctx.budget_tokens,
+            language=state.get("language") or "",
+            seeds=[le.entity_id for le in state.get("linked_entities") or []],
             tokenizer=tokenizer,
-            value=value,
-            types=types,
         )
         if selected and ctx.evidence_renderer == "llm":
             selected = rewrite_evidence(

@@ -44,10 +44,5 @@ def plan_exploration(state: State, runtime: Runtime[Context]) -> list[Send] | st
     tools = TOOLS_BY_MODE.get(ctx.mode, ())
     if not linked or not tools:
         return "reason_mindmap"
-    task = ExploreTask(
-        entity_ids=[le.entity_id for le in linked],
-        question=state["question"],
-        hypothesis=state.get("hypothesis", ""),
-        store_uri=state.get("store_uri", ""),
-    )
+    task = ExploreTask(entity_ids=[le.entity_id for le in linked])
     return [Send(node, task) for node in tools]

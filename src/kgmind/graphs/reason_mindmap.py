@@ -24,7 +24,7 @@ from kgmind.graphs.aggregate_evidence import evidence_block
 from kgmind.graphs.context import Context, context_of
 from kgmind.graphs.state import State
 from kgmind.llm import invoke_structured
-from kgmind.models import Evidence, normalize_name
+from kgmind.models import Evidence, evidence_entity_types, normalize_name
 from kgmind.prompts.grounded import (
     CONCLUSION_CHARS,
     NODE_CHARS,
@@ -157,8 +157,17 @@ def end_cut_texts(answer: GroundedAnswer, evidence: bool, cut: Collection[str] =
 
 
 def answer_schema(evidence: Sequence[Evidence], ctx: Context) -> dict[str, Any]:
-    """The per-question JSON schema of a grounded answer (entity types read from the run's store)."""
-    return build_answer_schema(evidence, services.entity_types(ctx.store, evidence))
+    """The per-question JSON schema of a grounded answer.
+
+    Entity types are the ones the evidence carries (the exploration had them); only items
+    that carry none while naming entities (a checkpoint written before ``Evidence`` had
+    types) send the run's store a lookup.
+    """
+    types = evidence_entity_types(evidence)
+    untyped = [ev for ev in evidence if ev.entity_ids and not ev.entity_types]
+    if untyped:
+        types = {**services.entity_types(ctx.store, untyped), **types}
+    return build_answer_schema(evidence, types)
 
 
 def run_reasoning(

@@ -157,9 +157,6 @@ class State(TypedDict, total=False):
 
 
 class ExploreTask(TypedDict):
-    """Payload of one exploration ``Send`` branch."""
+    """Payload of one exploration ``Send`` branch: the linked entities to explore from."""
 
     entity_ids: list[str]
-    question: str
-    hypothesis: str
-    store_uri: str

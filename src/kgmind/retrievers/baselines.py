@@ -24,24 +24,19 @@ from collections.abc import Sequence
 from typing import Any
 
 from kgmind.models import Entity, Evidence, Relation
-from kgmind.retrievers.exploration import (
-    DISEASE_MARK,
-    PATHS_PER_SEGMENT,
-    SYMPTOM_RELATION,
-    chain_segments,
-    select_diverse,
-)
+from kgmind.retrievers.exploration import chain_segments, mindmap_neighbor_lines, pick_segment, select_diverse
 from kgmind.stores.protocol import GraphPath, GraphStore
 
 __all__ = ["kg_shortest_path", "mindmap_neighbors", "mindmap_paths", "mindmap_retrieve"]
 
 
 class _Names:
-    """Entity display names fetched from the store on demand (one query per batch)."""
+    """Entity display names and types fetched from the store on demand (one query per batch)."""
 
     def __init__(self, store: GraphStore) -> None:
         self.store = store
         self.names: dict[str, str] = {}
+        self.types: dict[str, str] = {}
 
     def fetch(self, ids: Sequence[str]) -> None:
         missing = [i for i in dict.fromkeys(ids) if i not in self.names]
@@ -49,11 +44,16 @@ class _Names:
             found: list[Entity] = self.store.get_entities(missing)
             for e in found:
                 self.names[e.id] = e.name
+                self.types[e.id] = e.type
             for i in missing:
                 self.names.setdefault(i, i)
 
     def __getitem__(self, entity_id: str) -> str:
         return self.names.get(entity_id, entity_id)
+
+    def types_of(self, ids: Sequence[str]) -> dict[str, str]:
+        """``display name -> type`` of the known entities among ``ids``."""
+        return {self[i]: self.types[i] for i in ids if i in self.types}
 
 
 def _arrow(names: _Names, nodes: Sequence[str], rels: Sequence[Relation]) -> str:
@@ -74,14 +74,9 @@ def _segment(
 ) -> tuple[list[GraphPath], list[str]]:
     paths = store.paths(start, end, max_hops, directed=True, limit=path_limit)
     names.fetch([n for p in paths for n in p.nodes])
-    cand = set(candidates)
-    for p in paths:
-        hit = [n for n in p.nodes if n in cand]
-        if hit:
-            return [p], hit
-    if len(paths) > PATHS_PER_SEGMENT:
-        paths = sorted(paths, key=lambda p: len(_arrow(names, p.nodes, p.relations)))[:PATHS_PER_SEGMENT]
-    return paths, []
+    return pick_segment(
+        paths, candidates, lambda p: p.nodes, lambda p: len(_arrow(names, p.nodes, p.relations))
+    )
 
 
 def _path_ev(names: _Names, segs: Sequence[GraphPath], **meta: Any) -> Evidence:
@@ -96,6 +91,7 @@ def _path_ev(names: _Names, segs: Sequence[GraphPath], **meta: Any) -> Evidence:
         triples=[(names[r.head], r.type, names[r.tail]) for r in rels],
         relation_ids=[r.id for r in rels],
         entity_ids=nodes,
+        entity_types=names.types_of(nodes),
         score=1.0,
         source="mindmap_paths",
         meta={"head": names[nodes[0]], **meta},
@@ -157,6 +153,7 @@ def _line(names: _Names, entity: str, rtype: str, rels: Sequence[Relation], **me
         triples=[(names[entity], rtype, names[r.tail]) for r in rels],
         relation_ids=[r.id for r in rels],
         entity_ids=[entity, *(r.tail for r in rels)],
+        entity_types=names.types_of([entity, *(r.tail for r in rels)]),
         score=1.0,
         source="mindmap_neighbors",
         meta={"entity": names[entity], "relation": rtype, **meta},
@@ -178,33 +175,13 @@ def mindmap_neighbors(store: GraphStore, entity_ids: Sequence[str], *, max_lines
     if max_lines <= 0:
         return []
     names = _Names(store)
-    linked = set(nodes)
-    entity_lines: list[Evidence] = []
-    disease_lines: list[Evidence] = []
-    visited: set[str] = set()
-    for e in nodes:
-        diseases: list[str] = []
-        for rtype, rels in _grouped(store, e):
-            if DISEASE_MARK in rtype:
-                diseases.extend(r.tail for r in rels)
-            else:
-                entity_lines.append(_line(names, e, rtype, rels))
-        while diseases:
-            chosen = [d for d in diseases if d in linked] or diseases
-            nxt: list[str] = []
-            for d in chosen:
-                if d in visited:
-                    continue
-                visited.add(d)
-                nxt = []
-                for rtype, rels in _grouped(store, d, skip=SYMPTOM_RELATION):
-                    if DISEASE_MARK in rtype:
-                        nxt.extend(r.tail for r in rels)
-                    else:
-                        disease_lines.append(_line(names, d, rtype, rels, expansion=True))
-            diseases = [d for d in dict.fromkeys(nxt) if d not in visited]
-    lines = entity_lines + (disease_lines if len(entity_lines) <= max_lines else [])
-    return lines[:max_lines]
+
+    def line(entity: str, rtype: str, rels: list[Relation], expansion: bool) -> Evidence:
+        return _line(names, entity, rtype, rels, **({"expansion": True} if expansion else {}))
+
+    return mindmap_neighbor_lines(
+        nodes, lambda e, skip: _grouped(store, e, skip), lambda r: r.tail, line, max_lines, expand_all=True
+    )
 
 
 def mindmap_retrieve(

@@ -5,52 +5,31 @@ simple singular/plural form) with score 1.0. Otherwise its embedding is compared
 with every entity name in the :class:`~kgmind.retrievers.entity_index.EntityIndex`
 and the ``top_k`` nearest with cosine ≥ δ are kept. ``threshold=None`` reproduces
 MindMap's forced nearest match (top-1, no threshold). δ per model was calibrated by
-``benchmarks/calibrate_linking.py`` (see :data:`DEFAULT_THRESHOLD`).
+``benchmarks/calibrate_linking.py`` (see :data:`kgmind.tuning.LINK_THRESHOLD`).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
 import numpy as np
+from cachetools import LRUCache
 
+from kgmind import tuning
 from kgmind.models import LinkedEntity, Mention, normalize_name
 from kgmind.retrievers.embeddings import Embedder, VectorCache, disk_vector_cache, get_embedder
 from kgmind.retrievers.entity_index import EntityIndex, get_entity_index, resolve_model
 from kgmind.stores.protocol import GraphStore
 
 __all__ = [
-    "DEFAULT_THRESHOLD",
-    "FALLBACK_THRESHOLD",
     "EntityLinker",
     "clear_linker_cache",
     "get_linker",
     "key_variants",
 ]
-
-#: Calibrated linking threshold δ per embedding model (``benchmarks/calibrate_linking.py``:
-#: ChatGPT question entities of 200 GenMedGPT-5k questions linked to EMCKG, scored against
-#: the gold ``input_KG``; δ maximising F1 at the default top_k=5).
-#: minilm δ=0.80: P 0.84 / R 0.44 / F1 0.58 (also the best recall with P ≥ 0.8).
-#: e5 (``query:`` prefix on both sides) δ=0.94: P 0.61 / R 0.47 / F1 0.53.
-#: With top_k=1 the best F1 is higher: minilm δ=0.60-0.70 (0.64; P 0.84 / R 0.51 at
-#: 0.70), e5 δ=0.90 (0.58). MindMap's forced top-1 match: minilm F1 0.61, e5 0.56.
-#: minilm-int8 (ONNX Runtime, int8 weights; same run) δ=0.80: P 0.85 / R 0.42 / F1 0.56, the
-#: same rule (best recall with P ≥ 0.8; best F1 0.58 at 0.75 with P 0.73). (minilm under ONNX
-#: Runtime fp32 has torch's vectors, cosine ≥ 0.9999, and so torch's δ.)
-DEFAULT_THRESHOLD: dict[str, float] = {
-    "minilm": 0.8,
-    "minilm-int8": 0.8,
-    "e5": 0.94,
-    "hash": 0.6,
-}
-
-#: δ for a model without a calibrated value.
-FALLBACK_THRESHOLD = 0.7
 
 Calibrated = Literal["calibrated"]
 
@@ -119,7 +98,7 @@ class EntityLinker:
         self.cache_size = cache_size
         self.recheck_s = recheck_s
         self._cache = VectorCache(cache_size)
-        self._nearest: OrderedDict[tuple[str, int, str], list[tuple[str, float]]] = OrderedDict()
+        self._nearest: LRUCache[tuple[str, int, str], list[tuple[str, float]]] = LRUCache(max(cache_size, 1))
         self._lock = threading.Lock()
         self._index: EntityIndex | None = index
         self._fixed = index is not None
@@ -128,7 +107,7 @@ class EntityLinker:
     @property
     def default_threshold(self) -> float:
         """The calibrated δ of this linker's model."""
-        return DEFAULT_THRESHOLD.get(self.model, FALLBACK_THRESHOLD)
+        return tuning.LINK_THRESHOLD.get(self.model, tuning.LINK_THRESHOLD_FALLBACK)
 
     @property
     def index(self) -> EntityIndex:
@@ -223,7 +202,6 @@ class EntityLinker:
             for t in texts:
                 hit = self._nearest.get((tag, k, t))
                 if hit is not None:
-                    self._nearest.move_to_end((tag, k, t))
                     found[t] = hit
         missing = [t for t in dict.fromkeys(texts) if t not in found]
         if missing:
@@ -231,9 +209,8 @@ class EntityLinker:
             with self._lock:
                 for t, row in zip(missing, rows, strict=True):
                     found[t] = row
-                    self._nearest[(tag, k, t)] = row
-                while len(self._nearest) > self.cache_size:
-                    self._nearest.popitem(last=False)
+                    if self.cache_size > 0:
+                        self._nearest[(tag, k, t)] = row
         return [list(found[t]) for t in texts]
 
     def link(
@@ -251,7 +228,7 @@ class EntityLinker:
                 with the mention's score.
             top_k: Nearest entities considered per mention.
             threshold: Minimum cosine δ; ``"calibrated"`` (default) uses
-                :data:`DEFAULT_THRESHOLD` of the model; ``None`` is MindMap's forced
+                :data:`kgmind.tuning.LINK_THRESHOLD` of the model; ``None`` is MindMap's forced
                 nearest match (top-1, no threshold).
             max_entities: Keep only the best this many entities (``None``: all). Every
                 exploration cost grows with the number of linked entities (HyKGE's

@@ -11,7 +11,7 @@ adds almost none of it per token.
 So each item is valued by the answer entities it would add that nothing kept before
 shows, each weighted by the chance that it is one an answer needs:
 
-- a candidate disease at vote rank ``r``: :attr:`EvidenceValue.disease_by_rank`;
+- a candidate disease at vote rank ``r``: :attr:`~kgmind.tuning.EvidenceValue.disease_by_rank`;
 - a tail of a ranked disease's line (its tests, medications, complications):
   the disease's chance times :attr:`EvidenceValue.tail_given_disease` of the tail's type;
 - any other answer entity (on a path, a chain, a walk): :attr:`EvidenceValue.other`;
@@ -28,21 +28,19 @@ fit); every other group is kept whole or left out.
 
 The numbers are measured, not chosen: ``benchmarks/fit_evidence_value.py`` fits them
 on the calibration split of each language's data set (GenMedGPT-5k for English, CMCQA
-for Chinese) and :data:`EVIDENCE_VALUES` holds what it printed.
+for Chinese) and :data:`kgmind.tuning.EVIDENCE_VALUES` holds what it printed.
 """
 
 from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Mapping, Sequence, Set
-from dataclasses import dataclass, field
 
 from kgmind.models import Evidence, normalize_name
+from kgmind.tuning import EvidenceValue
 
 __all__ = [
     "ANSWER_TYPES",
-    "EVIDENCE_VALUES",
-    "EvidenceValue",
     "disease_ranks",
     "entity_values",
     "item_value",
@@ -53,78 +51,6 @@ __all__ = [
 
 #: Entity types a medical answer concludes with (what evidence is valued for).
 ANSWER_TYPES: frozenset[str] = frozenset({"disease", "test", "medication"})
-
-
-@dataclass(frozen=True)
-class EvidenceValue:
-    """Chances that an evidence entity is one an answer needs, and where packing stops.
-
-    Attributes:
-        disease_by_rank: Chance that the candidate disease at vote rank 1, 2, … is; the
-            last value holds for every deeper rank.
-        tail_given_disease: Per tail type, the chance that a tail of a needed disease's
-            line is needed too.
-        other: Per type, the chance for an answer entity not tied to a ranked disease.
-        min_density: Expected needed entities per token below which no item is added.
-
-    """
-
-    disease_by_rank: tuple[float, ...]
-    tail_given_disease: Mapping[str, float] = field(default_factory=dict)
-    other: Mapping[str, float] = field(default_factory=dict)
-    min_density: float = 0.0
-
-    def disease(self, rank: int) -> float:
-        """Chance for the candidate disease at vote ``rank`` (1 = best)."""
-        if not self.disease_by_rank:
-            return self.other.get("disease", 0.0)
-        return self.disease_by_rank[min(rank, len(self.disease_by_rank)) - 1]
-
-
-#: Fitted on the calibration splits by ``benchmarks/fit_evidence_value.py`` (raw:
-#: ``benchmarks/results/2026-11-24-evidence-value/``): English on GenMedGPT-5k ``calib`` (951
-#: questions), Chinese on CMCQA ``calib`` (77). ``min_density`` is the lowest floor whose mean
-#: tokens at the 800 budget stay within faithful MindMap's on the same questions.
-EVIDENCE_VALUES: dict[str, EvidenceValue] = {
-    "en": EvidenceValue(
-        disease_by_rank=(
-            0.4088,
-            0.0925,
-            0.0316,
-            0.0316,
-            0.03,
-            0.03,
-            0.0211,
-            0.0211,
-            0.0211,
-            0.0152,
-            0.0103,
-            0.0081,
-        ),
-        tail_given_disease={"disease": 0.0714, "medication": 0.071, "test": 0.1381},
-        other={"disease": 0.0024, "medication": 0.0064, "test": 0.0342},
-        min_density=0.0005,
-    ),
-    "zh": EvidenceValue(
-        disease_by_rank=(
-            0.2391,
-            0.1377,
-            0.0797,
-            0.0507,
-            0.0362,
-            0.0362,
-            0.0275,
-            0.0275,
-            0.0275,
-            0.0275,
-            0.0275,
-            0.0275,
-        ),
-        tail_given_disease={"disease": 0.0069, "medication": 0.0096, "test": 0.0286},
-        other={"disease": 0.005, "medication": 0.005, "test": 0.0099},
-        min_density=0.00012,
-    ),
-}
 
 
 def disease_ranks(evidence: Sequence[Evidence]) -> dict[str, int]:

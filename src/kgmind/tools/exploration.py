@@ -1,6 +1,6 @@
 """The graph-exploration functions as LangChain tools (store URI + entity ids in, evidence dicts out).
 
-Their defaults are the pipeline's (:data:`kgmind.retrievers.exploration.PIPELINE`), the
+Their defaults are the pipeline's (:data:`kgmind.tuning.PIPELINE`), the
 same the graph's ``Context`` uses, so an agent calling a tool gets what the graph gets.
 
 Each tool opens the store with :func:`kgmind.stores.factory.open_store` (cached per
@@ -26,6 +26,7 @@ from kgmind.models import Evidence
 from kgmind.retrievers import exploration as ex
 from kgmind.retrievers.graph_index import GraphIndex, get_graph_index
 from kgmind.stores.factory import open_store
+from kgmind.tuning import PIPELINE
 
 __all__ = [
     "EXPLORATION_TOOLS",
@@ -55,13 +56,13 @@ class PathEvidenceInput(ExplorationInput):
     """Arguments of :data:`path_evidence_tool`."""
 
     max_hops: int = Field(
-        default=ex.PIPELINE.max_hops, ge=1, le=8, description="Longest path between consecutive entities."
+        default=PIPELINE.max_hops, ge=1, le=8, description="Longest path between consecutive entities."
     )
     max_paths: int = Field(
-        default=ex.PIPELINE.max_paths, ge=1, le=50, description="How many joined paths to return."
+        default=PIPELINE.max_paths, ge=1, le=50, description="How many joined paths to return."
     )
     weight_aware: bool = Field(
-        default=ex.PIPELINE.weight_aware, description="Prefer paths with high learnt edge weights."
+        default=PIPELINE.weight_aware, description="Prefer paths with high learnt edge weights."
     )
 
 
@@ -69,11 +70,11 @@ class NeighborEvidenceInput(ExplorationInput):
     """Arguments of :data:`neighbor_evidence_tool`."""
 
     max_lines: int = Field(
-        default=ex.PIPELINE.max_neighbors, ge=1, le=200, description="How many neighbor lines to return."
+        default=PIPELINE.max_neighbors, ge=1, le=200, description="How many neighbor lines to return."
     )
-    weight_aware: bool = Field(default=ex.PIPELINE.weight_aware, description="Use learnt edge weights.")
+    weight_aware: bool = Field(default=PIPELINE.weight_aware, description="Use learnt edge weights.")
     ranked: bool = Field(
-        default=ex.PIPELINE.ranked,
+        default=PIPELINE.ranked,
         description="Rank candidate diseases by votes (kgmind) instead of MindMap order.",
     )
     max_tails: int | None = Field(default=None, ge=1, description="Cap on the tails listed per line.")
@@ -83,18 +84,18 @@ class HykgeChainsInput(ExplorationInput):
     """Arguments of :data:`hykge_chains_tool`."""
 
     max_hops: int = Field(
-        default=ex.PIPELINE.max_chain_hops, ge=1, le=4, description="Longest path between two entities."
+        default=PIPELINE.max_chain_hops, ge=1, le=4, description="Longest path between two entities."
     )
     max_chains: int = Field(
-        default=ex.PIPELINE.max_chains, ge=1, le=500, description="How many chains to return."
+        default=PIPELINE.max_chains, ge=1, le=500, description="How many chains to return."
     )
 
 
 class WeightedDfsInput(ExplorationInput):
     """Arguments of :data:`weighted_dfs_chains_tool`."""
 
-    n_chains: int = Field(default=ex.PIPELINE.dfs_chains, ge=1, le=100, description="Draws per start entity.")
-    max_depth: int = Field(default=ex.PIPELINE.dfs_depth, ge=1, le=8, description="Longest chain in edges.")
+    n_chains: int = Field(default=PIPELINE.dfs_chains, ge=1, le=100, description="Draws per start entity.")
+    max_depth: int = Field(default=PIPELINE.dfs_depth, ge=1, le=8, description="Longest chain in edges.")
     seed: int = Field(default=0, description="Random seed (reproducible draws).")
     with_knowledge: bool = Field(default=True, description="Attach the knowledge behind each edge.")
 
@@ -117,7 +118,7 @@ def _explorer(
 ) -> Callable[..., list[dict[str, Any]]]:
     """A tool body: open the store and its index, run ``fn`` with the tool's arguments, dump the evidence.
 
-    The defaults live in the argument schemas (:data:`~kgmind.retrievers.exploration.PIPELINE`),
+    The defaults live in the argument schemas (:data:`~kgmind.tuning.PIPELINE`),
     not here. ``knowledge``: ``fn`` takes the store (KGCoT's edge knowledge) unless the
     caller passes ``with_knowledge=False``.
     """

@@ -1,0 +1,371 @@
+"""MindMap's neighbor-based evidence over a :class:`GraphIndex`, and kgmind's disease-ranked variant.
+
+Faithful (:func:`neighbor_evidence`): per linked entity one line per outgoing relation
+type listing every tail; relation types containing ``disease`` are not lines: the
+diseases they reach are expanded (``has_symptom`` skipped), only the linked ones when any
+reached disease is linked. A visited set stops the endless loop on entities that are
+both disease and symptom (MindMap loops forever there) and drops the duplicate lines
+MindMap emits when two linked entities reach the same disease. Entity lines come first;
+expansion lines are appended only when there are at most ``max_lines`` entity lines
+(:func:`mindmap_neighbor_lines`, which the store baseline runs too).
+
+Ranked (``ranked=True``, kgmind): candidate diseases are scored by the votes of the
+linked entities (:func:`rank_diseases`) and the best diseases' lines come first.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, TypeVar
+
+from kgmind.models import Evidence
+from kgmind.retrievers.exploration.items import (
+    DISEASE_MARK,
+    SYMPTOM_RELATION,
+    evidence_item,
+    resolve,
+    triple_text,
+)
+from kgmind.retrievers.graph_index import GraphIndex
+from kgmind.tuning import PIPELINE, WEIGHT_VOTES
+
+__all__ = ["mindmap_neighbor_lines", "neighbor_evidence", "rank_diseases"]
+
+N = TypeVar("N", bound=Hashable)
+E = TypeVar("E")
+L = TypeVar("L")
+
+
+def mindmap_neighbor_lines(
+    nodes: Sequence[N],
+    groups: Callable[[N, str | None], list[tuple[str, list[E]]]],
+    tail: Callable[[E], N],
+    line: Callable[[N, str, list[E], bool], L],
+    max_lines: int,
+    *,
+    expand_all: bool = False,
+) -> list[L]:
+    """MindMap's neighbor lines, whatever the graph is read from (see the module docstring).
+
+    Args:
+        nodes: Linked entities, in question order.
+        groups: ``(node, relation type to skip)`` -> the node's outgoing edges grouped by
+            relation type, in first-seen order.
+        tail: The node an edge leads to.
+        line: ``(node, relation type, edges, expansion)`` -> the line (or a builder of it).
+        max_lines: How many lines to return.
+        expand_all: Expand every reached disease (MindMap's cost) instead of stopping once
+            ``max_lines`` expansion lines are found (only that prefix can be returned).
+
+    Returns:
+        Up to ``max_lines`` lines: entity lines, then expansion lines.
+    """
+    linked = set(nodes)
+    entity_lines: list[L] = []
+    disease_lines: list[L] = []
+    visited: set[N] = set()
+    for i in nodes:
+        diseases: list[N] = []
+        for rtype, edges in groups(i, None):
+            if DISEASE_MARK in rtype:
+                diseases.extend(tail(e) for e in edges)
+            else:
+                entity_lines.append(line(i, rtype, edges, False))
+        while diseases and (expand_all or len(disease_lines) < max_lines):
+            chosen = [d for d in diseases if d in linked] or diseases
+            nxt: list[N] = []
+            for d in chosen:
+                if d in visited:
+                    continue
+                visited.add(d)
+                nxt = []  # MindMap keeps the disease list of the last expansion only
+                for rtype, edges in groups(d, SYMPTOM_RELATION):
+                    if DISEASE_MARK in rtype:
+                        nxt.extend(tail(e) for e in edges)
+                    else:
+                        disease_lines.append(line(d, rtype, edges, True))
+            diseases = [d for d in dict.fromkeys(nxt) if d not in visited]
+    lines = entity_lines + (disease_lines if len(entity_lines) <= max_lines else [])
+    return lines[:max_lines]
+
+
+def _groups(gi: GraphIndex, node: int, skip: str | None = None) -> list[tuple[str, list[int]]]:
+    """Outgoing edges of ``node`` grouped by relation type, in first-seen order."""
+    groups: dict[str, list[int]] = {}
+    for e in gi.out_adj[node]:
+        t = gi.edge_type[e]
+        if t == skip:
+            continue
+        groups.setdefault(t, []).append(e)
+    return list(groups.items())
+
+
+def _line(
+    gi: GraphIndex,
+    node: int,
+    rtype: str,
+    edges: Sequence[int],
+    *,
+    weight_aware: bool,
+    max_tails: int | None,
+    score: float = 1.0,
+    **meta: Any,
+) -> Evidence:
+    es = list(edges)
+    if weight_aware:
+        es.sort(key=lambda e: -float(gi.weights[e]))
+    if max_tails is not None:
+        es = es[:max_tails]
+    tail_nodes = [gi.edge_tail[e] for e in es]
+    text = "->".join([gi.names[node], rtype.replace("_", " "), ",".join(gi.names[t] for t in tail_nodes)])
+    meta = {"entity": gi.names[node], "relation": rtype, **meta}
+    return evidence_item(
+        gi, "neighbor", es, [node, *tail_nodes], text=text, score=score, source="neighbor_evidence", meta=meta
+    )
+
+
+def _reverse_lift(gi: GraphIndex, d: int, i: int) -> float:
+    """``log(p · n)`` of the disease's own edge back to the voter (``has_symptom``), 0 when it has none.
+
+    Learnt from the patients of the disease who reported the symptom: the likelihood side
+    of the vote, where the voter's edge is the posterior side.
+    """
+    out = gi.out_adj[d]
+    back = [e for e in out if gi.edge_tail[e] == i]
+    if not back:
+        return 0.0
+    e = max(back, key=lambda x: float(gi.weights[x]))
+    group = [x for x in out if gi.edge_type[x] == gi.edge_type[e]]  # p(symptom | disease) among its symptoms
+    total = float(gi.weights[group].sum())
+    return math.log(float(gi.weights[e]) * len(group) / total) if total > 0 else 0.0
+
+
+@dataclass
+class _Votes:
+    """The linked entities' votes per candidate disease (node index)."""
+
+    tally: dict[int, float] = field(default_factory=dict)  # (scaled) votes
+    fwd: dict[int, float] = field(default_factory=dict)  # Σ log(p · n) of the voters' edges
+    spec: dict[int, float] = field(default_factory=dict)  # Σ 1 / n over the voters
+    support: dict[int, list[int]] = field(default_factory=dict)  # the voters' edges
+    order: dict[int, int] = field(default_factory=dict)  # first appearance
+
+    def add(self, d: int, vote: float, spec: float, edge: int | None = None) -> None:
+        self.tally[d] = self.tally.get(d, 0.0) + vote
+        self.spec[d] = self.spec.get(d, 0.0) + spec
+        support = self.support.setdefault(d, [])
+        if edge is not None:
+            support.append(edge)
+        self.order.setdefault(d, len(self.order))
+
+
+def _count_votes(gi: GraphIndex, nodes: Sequence[int], weight_aware: bool, scale: bool) -> _Votes:
+    """Each linked entity's vote for every disease it reaches (and a disease's for itself)."""
+    votes = _Votes()
+    for i in nodes:
+        dedges = [e for e in gi.out_adj[i] if DISEASE_MARK in gi.edge_type[e]]
+        if gi.types[i] == "disease" or any(gi.edge_type[e] == SYMPTOM_RELATION for e in gi.out_adj[i]):
+            votes.add(i, 1.0, 1.0)
+        if not dedges:
+            continue
+        n = len(dedges)
+        total = float(gi.weights[dedges].sum())
+        best: dict[int, tuple[float, int]] = {}
+        for e in dedges:
+            d = gi.edge_tail[e]
+            r = float(gi.weights[e]) * n / total if weight_aware and total > 0 else 1.0
+            if d not in best or r > best[d][0]:
+                best[d] = (r, e)
+        for d, (r, e) in best.items():
+            v = r if scale else 1.0
+            if weight_aware and not scale:
+                votes.fwd[d] = votes.fwd.get(d, 0.0) + math.log(r)
+            votes.add(d, v, v / n, e)
+    return votes
+
+
+def _order_diseases(gi: GraphIndex, votes: _Votes, mode: str, use_lift: bool) -> list[int]:
+    """The diseases in rank order: votes, specificity and first appearance, with the lift as ``mode`` says."""
+    tally, spec, order = votes.tally, votes.spec, votes.order
+
+    def lift(d: int) -> float:  # rounded: float noise must not reorder ties
+        back = sum(_reverse_lift(gi, d, gi.edge_head[e]) for e in votes.support[d])
+        return round(votes.fwd.get(d, 0.0) + back, 9)
+
+    if not use_lift:
+        return sorted(tally, key=lambda d: (-tally[d], -round(spec[d], 9), order[d]))
+    if mode == "lift_first":
+        return sorted(tally, key=lambda d: (-tally[d], -lift(d), -spec[d], order[d]))
+    # the lift only inside runs of equal votes and specificity (reads reverse edges for those only)
+    ranked = sorted(tally, key=lambda d: (-tally[d], -round(spec[d], 9), order[d]))
+    out: list[int] = []
+    start = 0
+    while start < len(ranked):
+        key = (tally[ranked[start]], round(spec[ranked[start]], 9))
+        stop = start + 1
+        while stop < len(ranked) and (tally[ranked[stop]], round(spec[ranked[stop]], 9)) == key:
+            stop += 1
+        run = ranked[start:stop]
+        out.extend(sorted(run, key=lambda d: (-lift(d), order[d])) if len(run) > 1 else run)
+        start = stop
+    return out
+
+
+def rank_diseases(
+    gi: GraphIndex,
+    entity_ids: Sequence[str],
+    *,
+    weight_aware: bool = False,
+    votes: str | None = None,
+) -> list[tuple[str, float, list[str]]]:
+    """Candidate diseases ranked by the votes of the linked entities.
+
+    Each linked entity votes once for every disease it reaches through a relation
+    whose type contains ``disease`` (``possible_disease``, ``can_check_disease``,
+    ``possible_cure_disease``); a linked entity that is itself a disease votes for
+    itself. Without ``weight_aware`` the order is by votes, then by specificity
+    (``Σ 1 / n`` over the voters: a symptom shared by few diseases says more), then by
+    first appearance. With ``weight_aware`` the learnt edge weights enter as ``votes``
+    says (default :attr:`PipelineSettings.weight_votes`):
+
+    * ``tiebreak`` (default): votes, then specificity, then the learnt lift, then first
+      appearance. The lift of a disease is ``Σ log(p · n)`` over its voters, for the
+      voter's edge to the disease (``p = w / Σ w`` over the voter's disease edges, ``1 / n``
+      its uniform value) and for the disease's edge back to the voter among the disease's
+      edges of that type (p(symptom | disease), what ``kgmind learn`` credits); 0 on an
+      unlearnt graph. Learning only reorders diseases the question cannot tell apart.
+    * ``lift_first``: votes, then the lift, then specificity.
+    * ``scale``: each vote is scaled to ``p · n``, so one learnt symptom can outvote
+      several unlearnt ones.
+
+    The README ("Learning from feedback") has what each gave on held-out questions.
+
+    Args:
+        gi: The graph index.
+        entity_ids: Linked entities.
+        weight_aware: Use the learnt edge weights.
+        votes: ``tiebreak``, ``lift_first`` or ``scale`` (``None``: the pipeline default).
+
+    Returns:
+        ``(disease id, score, supporting relation ids)``, best first; score is the
+        (scaled) vote total plus half the voters' mean specificity (display and
+        scaling only: the order is as described).
+    """
+    mode = votes or PIPELINE.weight_votes
+    if mode not in WEIGHT_VOTES:
+        raise ValueError(f"votes must be one of {', '.join(WEIGHT_VOTES)}, got {votes!r}")
+    scale = weight_aware and mode == "scale"
+    counted = _count_votes(gi, resolve(gi, entity_ids), weight_aware, scale)
+    # uniform weights: every lift is 0
+    use_lift = weight_aware and not scale and not gi.uniform_weights()
+    tally, spec = counted.tally, counted.spec
+    return [
+        (gi.ids[d], tally[d] + 0.5 * spec[d] / tally[d], [gi.edge_id[e] for e in counted.support[d]])
+        for d in _order_diseases(gi, counted, mode, use_lift)
+    ]
+
+
+def neighbor_evidence(
+    gi: GraphIndex,
+    entity_ids: Sequence[str],
+    *,
+    max_lines: int = 5,
+    weight_aware: bool = False,
+    ranked: bool = False,
+    max_tails: int | None = None,
+    tail_types: frozenset[str] | None = None,
+) -> list[Evidence]:
+    """MindMap neighbor-based evidence, or kgmind's disease-ranked variant.
+
+    Args:
+        gi: The graph index.
+        entity_ids: Linked entities, in question order.
+        max_lines: How many lines to return.
+        weight_aware: Order tails by weight (heaviest first); with ``ranked``, also
+            weight the disease votes (see :func:`rank_diseases`).
+        ranked: kgmind's improvement: rank candidate diseases by the votes of all
+            linked entities, then emit per disease (best first) a support line (the
+            linked entities' edges to it), its non-symptom relation lines (tests,
+            medications, …) and, at a lower score, its ``has_symptom`` line; other
+            relation lines of linked non-disease entities come after at half score.
+            Lines are sorted by score (disease share of the top score × line factor).
+        max_tails: Cap on the tails listed per line (``None``: all, as MindMap).
+        tail_types: With ``ranked``, only relation lines with a tail of these types (support
+            lines always): the candidates of value packing, which gives nothing for the others.
+
+    Returns:
+        Up to ``max_lines`` ``neighbor`` evidence items; each lists its tails as
+        separate triples so any one can be cited.
+    """
+    if max_lines <= 0:
+        return []
+    if ranked:
+        return _ranked_neighbors(gi, entity_ids, max_lines, weight_aware, max_tails, tail_types)
+    opts: dict[str, Any] = {"weight_aware": weight_aware, "max_tails": max_tails}
+
+    def builder(node: int, rtype: str, edges: list[int], expansion: bool) -> Callable[[], Evidence]:
+        # lines are kept as builders and only the returned ones are materialised
+        extra = {"expansion": True} if expansion else {}
+        return partial(_line, gi, node, rtype, edges, **extra, **opts)
+
+    lines = mindmap_neighbor_lines(
+        resolve(gi, entity_ids), partial(_groups, gi), gi.edge_tail.__getitem__, builder, max_lines
+    )
+    return [build() for build in lines]
+
+
+def _support_line(gi: GraphIndex, d: int, support_ids: Sequence[str], score: float, **meta: Any) -> Evidence:
+    es = [gi.edge_index_of[r] for r in support_ids]
+    meta = {"entity": gi.names[d], "relation": "support", **meta}
+    nodes = [*(gi.edge_head[e] for e in es), d]
+    text = triple_text(gi, es)
+    return evidence_item(
+        gi, "neighbor", es, nodes, text=text, score=score, source="neighbor_evidence", meta=meta
+    )
+
+
+def _ranked_neighbors(
+    gi: GraphIndex,
+    entity_ids: Sequence[str],
+    max_lines: int,
+    weight_aware: bool,
+    max_tails: int | None,
+    tail_types: frozenset[str] | None = None,
+) -> list[Evidence]:
+    nodes = resolve(gi, entity_ids)
+    ranking = rank_diseases(gi, entity_ids, weight_aware=weight_aware)
+
+    def wanted(edges: Sequence[int]) -> bool:
+        return tail_types is None or any(gi.types[gi.edge_tail[e]] in tail_types for e in edges)
+
+    lines: list[tuple[float, Callable[[], Evidence]]] = []
+    top = ranking[0][1] if ranking else 1.0
+    disease_set = {gi.index_of[d] for d, _, _ in ranking}
+    opts: dict[str, Any] = {"weight_aware": weight_aware, "max_tails": max_tails}
+    for rank, (did, score, support_ids) in enumerate(ranking):
+        if len(lines) >= 3 * max_lines:  # enough candidates to sort
+            break
+        d = gi.index_of[did]
+        share = score / top if top > 0 else 0.0
+        common: dict[str, Any] = {"disease": gi.names[d], "disease_rank": rank + 1, "votes": score}
+        if support_ids:
+            lines.append((share, partial(_support_line, gi, d, support_ids, share, **common)))
+        for rtype, edges in _groups(gi, d):
+            if DISEASE_MARK in rtype or not wanted(edges):
+                continue
+            sc = share * (0.6 if rtype == SYMPTOM_RELATION else 1.0)
+            lines.append(
+                (sc, partial(_line, gi, d, rtype, edges, score=sc, expansion=True, **common, **opts))
+            )
+    for i in nodes:
+        if i in disease_set:
+            continue
+        for rtype, edges in _groups(gi, i):
+            if DISEASE_MARK in rtype or not wanted(edges):
+                continue
+            lines.append((0.5, partial(_line, gi, i, rtype, edges, score=0.5, **opts)))
+    lines.sort(key=lambda x: -x[0])  # stable: ties keep disease rank order
+    return [build() for _, build in lines[:max_lines]]

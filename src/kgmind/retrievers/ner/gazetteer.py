@@ -1,0 +1,236 @@
+"""The KG gazetteer: an Aho-Corasick automaton over every normalised entity name and alias.
+
+Simple plural/singular variants are matched too. English matches respect word
+boundaries; Chinese matches must start and end on word boundaries of a private jieba
+tokenizer that knows the KG names. Longest non-overlapping matches win. One gazetteer
+per store URI is cached and rebuilt when the store fingerprint changes.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import unicodedata
+from collections.abc import Iterable
+from typing import Any
+
+from kgmind.models import Entity, Mention, normalize_name
+from kgmind.retrievers.linker import key_variants
+from kgmind.retrievers.ner.cleaning import EN_STOPWORDS, NUMERIC, ZH_STOPWORDS, is_word_char
+from kgmind.stores.protocol import GraphStore
+from kgmind.text import has_cjk
+
+__all__ = ["GAZETTEER_RECHECK_S", "Gazetteer", "clear_gazetteer_cache", "new_jieba"]
+
+#: A cached gazetteer is trusted this many seconds before the store fingerprint is read
+#: again (as :class:`~kgmind.retrievers.linker.EntityLinker` trusts its entity index).
+GAZETTEER_RECHECK_S = 1.0
+
+
+def _normalize_with_offsets(text: str) -> tuple[str, list[int]]:
+    """Normalise like :func:`normalize_name`, keeping each output char's index in ``text``."""
+    chars: list[str] = []
+    offsets: list[int] = []
+    prev_space = True
+    for i, c in enumerate(text):
+        for ch in unicodedata.normalize("NFKC", c).casefold().replace("_", " "):
+            if ch.isspace():
+                if prev_space:
+                    continue
+                ch = " "
+                prev_space = True
+            else:
+                prev_space = False
+            chars.append(ch)
+            offsets.append(i)
+    while chars and chars[-1] == " ":
+        chars.pop()
+        offsets.pop()
+    return "".join(chars), offsets
+
+
+_base_lock = threading.Lock()
+_base_dict: tuple[dict[str, int], int] | None = None
+
+
+def new_jieba(words: Iterable[str]) -> Any:
+    """A private ``jieba.Tokenizer`` with jieba's default dictionary plus ``words``.
+
+    The default dictionary is loaded once per process and copied into each private
+    tokenizer; jieba's global tokenizer is never modified.
+    """
+    global _base_dict
+    import jieba
+
+    logging.getLogger("jieba").setLevel(logging.WARNING)
+    with _base_lock:
+        if _base_dict is None:
+            base = jieba.Tokenizer()
+            base.initialize()
+            _base_dict = (base.FREQ, base.total)
+    tk = jieba.Tokenizer()
+    tk.FREQ, tk.total = dict(_base_dict[0]), _base_dict[1]
+    tk.initialized = True
+    for w in words:
+        tk.add_word(w, freq=2000)
+    return tk
+
+
+# -- gazetteer --------------------------------------------------------------------------------
+
+
+class Gazetteer:
+    """Exact dictionary matcher over a KG's entity names and aliases.
+
+    Args:
+        entities: The entities to match (names, aliases).
+        min_chars: Shortest Latin key matched (CJK keys need 2 characters).
+    """
+
+    def __init__(self, entities: Iterable[Entity], *, min_chars: int = 3) -> None:
+        import ahocorasick
+
+        exact: dict[str, list[str]] = {}
+        for ent in entities:
+            for text in (ent.name, *ent.aliases):
+                key = normalize_name(text)
+                if not self._keep_key(key, min_chars):
+                    continue
+                ids = exact.setdefault(key, [])
+                if ent.id not in ids:
+                    ids.append(ent.id)
+        keys: dict[str, list[str]] = dict(exact)
+        for key, ids in exact.items():
+            for variant in key_variants(key)[1:]:
+                if variant not in keys and self._keep_key(variant, min_chars):
+                    keys[variant] = ids
+        self.keys = keys
+        self._automaton = ahocorasick.Automaton()
+        for key, ids in keys.items():
+            self._automaton.add_word(key, (key, tuple(ids)))
+        if keys:
+            self._automaton.make_automaton()
+        self._cjk_words = [k for k in exact if any(has_cjk(c) for c in k)]
+        self._tokenizer: Any = None
+        self._tk_lock = threading.Lock()
+
+    @staticmethod
+    def _keep_key(key: str, min_chars: int) -> bool:
+        if not key or key in EN_STOPWORDS or key in ZH_STOPWORDS or NUMERIC.match(key):
+            return False
+        if any(has_cjk(c) for c in key):
+            return len(key) >= 2
+        return len(key) >= min_chars
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    @property
+    def tokenizer(self) -> Any:
+        """A private ``jieba.Tokenizer`` whose dictionary includes the KG's Chinese names."""
+        with self._tk_lock:
+            if self._tokenizer is None:
+                self._tokenizer = new_jieba(self._cjk_words)
+            return self._tokenizer
+
+    def cut(self, text: str) -> list[str]:
+        """Segment ``text`` with the KG-aware jieba tokenizer (no HMM: dictionary words only)."""
+        return list(self.tokenizer.cut(text, HMM=False))
+
+    @classmethod
+    def for_store(cls, store: GraphStore, *, recheck_s: float = GAZETTEER_RECHECK_S) -> Gazetteer:
+        """The cached gazetteer of ``store``: one per URI, rebuilt when the store fingerprint changes.
+
+        The fingerprint is three store queries (1.4 ms a question on LadybugDB, a round trip
+        each on Neo4j), so like the linker's entity index and the explorations' graph index
+        a cached gazetteer is trusted for ``recheck_s`` seconds after its last check. Built
+        outside the cache lock (two threads may both build a cold one; the same content
+        either way).
+        """
+        now = time.monotonic()
+        with _gaz_lock:
+            hit = _gazetteers.get(store.uri)
+            if hit is not None and now - hit[2] < recheck_s:
+                return hit[1]
+        fp = store.fingerprint()
+        with _gaz_lock:
+            hit = _gazetteers.get(store.uri)
+            if hit is not None and hit[0] == fp:
+                _gazetteers[store.uri] = (fp, hit[1], now)
+                return hit[1]
+        gaz = cls(store.iter_entities())
+        with _gaz_lock:
+            _gazetteers[store.uri] = (fp, gaz, now)
+        return gaz
+
+    def find_spans(self, text: str) -> list[tuple[int, int, Mention]]:
+        """Matches as ``(start, end, mention)`` with offsets into ``text``, in text order."""
+        if not self.keys or not text.strip():
+            return []
+        norm, offsets = _normalize_with_offsets(text)
+        bounds: set[int] | None = None
+        if any(has_cjk(c) for c in norm):
+            bounds = {0}
+            pos = 0
+            for tok in self.cut(norm):
+                pos += len(tok)
+                bounds.add(pos)
+        found: list[tuple[int, int, tuple[str, ...]]] = []
+        for last, (key, ids) in self._automaton.iter(norm):
+            start, end = last - len(key) + 1, last + 1
+            if self._boundary_ok(norm, start, end, bounds):
+                found.append((start, end, ids))
+        found.sort(key=lambda m: (-(m[1] - m[0]), m[0]))
+        taken = bytearray(len(norm))
+        chosen: list[tuple[int, int, tuple[str, ...]]] = []
+        for start, end, ids in found:
+            if any(taken[start:end]):
+                continue
+            taken[start:end] = b"\x01" * (end - start)
+            chosen.append((start, end, ids))
+        chosen.sort()
+        out: list[tuple[int, int, Mention]] = []
+        for start, end, ids in chosen:
+            o_start, o_end = offsets[start], offsets[end - 1] + 1
+            span = text[o_start:o_end]
+            for eid in ids:
+                out.append((o_start, o_end, Mention(text=span, source="gazetteer", entity_id=eid, score=1.0)))
+        return out
+
+    def find(self, text: str) -> list[Mention]:
+        """Longest non-overlapping KG name matches in ``text``.
+
+        Args:
+            text: A question or hypothesis (English or Chinese).
+
+        Returns:
+            One :class:`Mention` (``source="gazetteer"``, ``entity_id`` set) per matched
+            entity, in text order.
+        """
+        return [m for _, _, m in self.find_spans(text)]
+
+    @staticmethod
+    def _boundary_ok(norm: str, start: int, end: int, bounds: set[int] | None) -> bool:
+        first, last = norm[start], norm[end - 1]
+        if is_word_char(first) and start > 0 and is_word_char(norm[start - 1]):
+            return False
+        if is_word_char(last) and end < len(norm) and is_word_char(norm[end]):
+            return False
+        if bounds is not None:
+            if has_cjk(first) and start not in bounds:
+                return False
+            if has_cjk(last) and end not in bounds:
+                return False
+        return True
+
+
+_gaz_lock = threading.Lock()
+#: ``uri -> (fingerprint, gazetteer, when the fingerprint was last read)``
+_gazetteers: dict[str, tuple[str, Gazetteer, float]] = {}
+
+
+def clear_gazetteer_cache() -> None:
+    """Forget every cached gazetteer (tests)."""
+    with _gaz_lock:
+        _gazetteers.clear()
