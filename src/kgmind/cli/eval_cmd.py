@@ -135,8 +135,10 @@ def eval_command(
     ] = None,
 ) -> None:
     """Run the evaluation of DATASET and write/print the results."""
+    from kgmind.eval.config import EvalConfig
+    from kgmind.eval.items import DATASETS
     from kgmind.eval.report import to_json, write_results
-    from kgmind.eval.runner import DATASETS, EvalConfig, run_eval
+    from kgmind.eval.runner import run_eval
     from kgmind.graphs.context import Context
 
     if dataset not in DATASETS:
