@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, NamedTuple, Protocol, TypeVar, get_args
 
@@ -246,10 +246,12 @@ class StoreBase(ABC):
         uri: The store's URI.
         max_path_hops: Longest shortest path :meth:`paths` searches; a longer bound is
             searched as this (the backend's largest).
+        neighbor_queries: The backend's statement of :meth:`neighbors` for each direction.
     """
 
     uri: str
     max_path_hops: ClassVar[int]
+    neighbor_queries: ClassVar[Mapping[Direction, str]]
 
     # -- writing -------------------------------------------------------------------
     def bulk_load(
@@ -344,15 +346,16 @@ class StoreBase(ABC):
         args = neighbor_args(ids, direction, relation_types, limit)
         if args is None:
             return []
+        query = self.neighbor_queries[direction]
         return self._fetch_neighbors(
-            direction, args.ids, args.types, NO_LIMIT if args.limit is None else args.limit
+            query, args.ids, args.types, NO_LIMIT if args.limit is None else args.limit
         )
 
     @abstractmethod
     def _fetch_neighbors(
-        self, direction: Direction, ids: list[str], types: list[str] | None, limit: int
+        self, query: str, ids: list[str], types: list[str] | None, limit: int
     ) -> list[Relation]:
-        """The edges of :meth:`neighbors` for checked arguments.
+        """Run ``query``, the backend's statement of :meth:`neighbors` for one direction.
 
         ``ids`` is not empty, ``types`` are keys (``None``: every type), ``limit`` > 0
         (:data:`NO_LIMIT` for no bound).

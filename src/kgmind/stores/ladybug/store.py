@@ -31,11 +31,11 @@ import contextlib
 import json
 import threading
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pyarrow as pa
 
@@ -135,6 +135,11 @@ class LadybugStore(StoreBase):
     """
 
     max_path_hops = MAX_PATH_HOPS
+    neighbor_queries: ClassVar[Mapping[Direction, str]] = {
+        "out": q.EDGES_OUT,
+        "in": q.EDGES_IN,
+        "both": q.EDGES_BOTH,
+    }
 
     def __init__(self, path: str | Path) -> None:
         import ladybug
@@ -414,11 +419,8 @@ class LadybugStore(StoreBase):
             yield _relation_from_row(row)
 
     def _fetch_neighbors(
-        self, direction: Direction, ids: list[str], types: list[str] | None, limit: int
+        self, query: str, ids: list[str], types: list[str] | None, limit: int
     ) -> list[Relation]:
-        query = {"out": q.EDGES_OUT, "in": q.EDGES_IN, "both": q.EDGES_BOTH}.get(direction)
-        if query is None:  # never: neighbors() checked the direction
-            return []
         params = {"ids": ids, "any_type": types is None, "types": types or [], "limit": limit}
         return [_relation_from_row(r) for r in self._rows(query, params)]
 

@@ -37,7 +37,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import neo4j
 from neo4j.exceptions import AuthError, ConfigurationError, DriverError, Neo4jError, ServiceUnavailable
@@ -171,6 +171,11 @@ class Neo4jStore(StoreBase):
     """
 
     max_path_hops = MAX_PATH_HOPS
+    neighbor_queries: ClassVar[Mapping[Direction, str]] = {
+        "out": q.NEIGHBORS_OUT,
+        "in": q.NEIGHBORS_IN,
+        "both": q.NEIGHBORS_BOTH,
+    }
 
     def __init__(
         self,
@@ -353,11 +358,8 @@ class Neo4jStore(StoreBase):
             yield _relation(rec)
 
     def _fetch_neighbors(
-        self, direction: Direction, ids: list[str], types: list[str] | None, limit: int
+        self, query: str, ids: list[str], types: list[str] | None, limit: int
     ) -> list[Relation]:
-        query = {"out": q.NEIGHBORS_OUT, "in": q.NEIGHBORS_IN, "both": q.NEIGHBORS_BOTH}.get(direction)
-        if query is None:  # never: neighbors() checked the direction
-            return []
         params = {"ids": ids, "types": types, "limit": limit}
         return [_relation(rec) for rec in self._read(query, params, "neighbors")]
 
