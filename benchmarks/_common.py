@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 
-from kgmind.eval.runner import machine_info
+from kgmind.eval.environment import machine_info
 
 
 def git_commit() -> str:

@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
     budgets = [int(b) for b in args.budgets.split(",")]
-    from kgmind.eval.runner import machine_info
+    from kgmind.eval.environment import machine_info
 
     work = Path(tempfile.mkdtemp(prefix="kgmind-curve-"))
     points: list[dict[str, Any]] = []

@@ -37,8 +37,10 @@ def main() -> int:
     ap.add_argument("--store", default=None, help="Store URI (default: kgmind eval's EMCKG-full store).")
     args = ap.parse_args()
 
+    from kgmind.eval.config import EvalConfig
     from kgmind.eval.datasets import default_path
-    from kgmind.eval.runner import EvalConfig, machine_info, run_eval
+    from kgmind.eval.environment import machine_info
+    from kgmind.eval.runner import run_eval
     from kgmind.tuning import RERANK_QUESTION_MODE
 
     rows = {}

@@ -69,8 +69,9 @@ JEFFREYS = 0.5
 
 def collect(cfg: Any, limit_log: int = 50) -> tuple[list[dict[str, Any]], Any]:
     """Per question: candidates, entity types and gold, from the shipped retrieval graph."""
-    from kgmind.eval.methods import Resources
-    from kgmind.eval.runner import build_items, prepare_store, question_text
+    from kgmind.eval.items import build_items, question_text
+    from kgmind.eval.kg import prepare_store
+    from kgmind.eval.resources import Resources
     from kgmind.graphs import services
     from kgmind.graphs.pipeline import build_retrieval_graph
     from kgmind.retrievers import aggregate
@@ -214,8 +215,8 @@ def replay(rows: list[dict[str, Any]], value: Any, budget: int) -> dict[str, flo
 
 def mindmap(rows: list[dict[str, Any]], res: Any, budget: int) -> dict[str, float]:
     """Faithful MindMap on the same questions (``kgmind eval``'s ``mindmap`` method)."""
+    from kgmind.eval.items import question_text
     from kgmind.eval.methods import METHODS
-    from kgmind.eval.runner import question_text
 
     def evidence_of(row: dict[str, Any]) -> list[Any]:
         it = row["item"]
@@ -235,7 +236,7 @@ def main() -> int:
     if args.split == "test":
         raise SystemExit("the evidence value is fitted on a calibration split, never on test")
 
-    from kgmind.eval.runner import EvalConfig
+    from kgmind.eval.config import EvalConfig
     from kgmind.tuning import EvidenceValue
 
     cfg = EvalConfig(

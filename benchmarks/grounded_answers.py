@@ -67,8 +67,9 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
 
+    from kgmind.eval.config import EvalConfig
     from kgmind.eval.report import write_results
-    from kgmind.eval.runner import EvalConfig, run_eval
+    from kgmind.eval.runner import run_eval
 
     cfg = EvalConfig(
         dataset="genmedgpt5k",

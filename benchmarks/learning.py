@@ -103,8 +103,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     sizes = sorted({int(x) for x in args.train.split(",") if x.strip()})
 
+    from kgmind.eval.config import EvalConfig
+    from kgmind.eval.environment import machine_info
+    from kgmind.eval.items import build_items
     from kgmind.eval.learn import learning_order
-    from kgmind.eval.runner import EvalConfig, build_items, machine_info
 
     dev, _ = build_items(EvalConfig(split="dev"))
     test, _ = build_items(EvalConfig(split="test"))

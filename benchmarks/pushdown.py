@@ -41,8 +41,11 @@ def _pct(values: list[float], q: float) -> float:
 
 def measure(kg: str, questions: int, seed: int) -> dict[str, Any]:
     """Measure one KG (see the module doc)."""
-    from kgmind.eval.methods import Resources, run_graph
-    from kgmind.eval.runner import EvalConfig, build_items, prepare_store
+    from kgmind.eval.config import EvalConfig
+    from kgmind.eval.items import build_items
+    from kgmind.eval.kg import prepare_store
+    from kgmind.eval.methods import run_graph
+    from kgmind.eval.resources import Resources
     from kgmind.retrievers import graph_index as gx
     from kgmind.stores.factory import open_store
 
@@ -112,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
-    from kgmind.eval.runner import machine_info
+    from kgmind.eval.environment import machine_info
 
     kgs = ["emckg", "recrawl"] if args.kg == "both" else [args.kg]
     out = {

@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from kgmind.cli import app
-from kgmind.importers.demo_store import ensure_demo_store
 from kgmind.importers import demo_kg_path
+from kgmind.importers.demo_store import ensure_demo_store
 from kgmind.stores.factory import close_all_stores, open_store
 
 FIX = Path(__file__).parents[1] / "fixtures" / "importers"

@@ -26,7 +26,8 @@ def _key(evidence: list[Any]) -> list[tuple[str, str, tuple[str, ...]]]:
 
 @pytest.mark.parametrize("model", [None, "fake:truth"])
 def test_eval_graph_and_retriever_return_the_same_evidence(demo_uri: str, model: str | None) -> None:
-    from kgmind.eval.methods import Resources, run_graph
+    from kgmind.eval.methods import run_graph
+    from kgmind.eval.resources import Resources
     from kgmind.graphs.pipeline import build_retrieval_graph
     from kgmind.graphs.retriever import KGMindRetriever
 
@@ -49,7 +50,7 @@ def test_eval_graph_and_retriever_return_the_same_evidence(demo_uri: str, model:
 def test_eval_context_is_the_shipped_default(demo_uri: str) -> None:
     from dataclasses import asdict
 
-    from kgmind.eval.methods import Resources
+    from kgmind.eval.resources import Resources
     from kgmind.graphs.context import Context
     from kgmind.llm import DEFAULT_MODEL
 

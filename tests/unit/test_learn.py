@@ -13,8 +13,9 @@ import pytest
 from typer.testing import CliRunner
 
 from kgmind.cli import app
+from kgmind.eval.config import EvalConfig
+from kgmind.eval.items import build_items
 from kgmind.eval.learn import LearnConfig, credit_edges, learning_order, run_learn
-from kgmind.eval.runner import EvalConfig, build_items
 from kgmind.models import Entity, Evidence, Relation, entity_id
 from kgmind.retrievers.exploration import rank_diseases
 from kgmind.retrievers.graph_index import GraphIndex, clear_graph_index_cache

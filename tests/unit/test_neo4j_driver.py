@@ -22,6 +22,7 @@ import pytest
 from neo4j.exceptions import AuthError, CypherSyntaxError, ServiceUnavailable
 
 from kgmind.models import Entity, KnowledgeDoc, Relation, entity_id
+from kgmind.stores.base import NO_LIMIT
 from kgmind.stores.cypher import HOPS
 from kgmind.stores.neo4j import queries as q
 from kgmind.stores.neo4j import store as store_mod
@@ -403,9 +404,7 @@ def test_neighbors_query_and_params(h: Harness, direction: Any, query: str) -> N
 
 def test_neighbors_defaults_and_edge_cases(h: Harness) -> None:
     h.store.neighbors([FLU.id])
-    assert h.read_calls() == [
-        read_call(q.NEIGHBORS_OUT, {"ids": [FLU.id], "types": None, "limit": store_mod._NO_LIMIT})
-    ]
+    assert h.read_calls() == [read_call(q.NEIGHBORS_OUT, {"ids": [FLU.id], "types": None, "limit": NO_LIMIT})]
     assert h.store.neighbors([FLU.id], limit=0) == []
     assert h.store.neighbors([]) == []
     assert len(h.read_calls()) == 1

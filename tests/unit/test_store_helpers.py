@@ -1,4 +1,4 @@
-"""The protocol behaviour the GraphStore backends share through :mod:`kgmind.stores.protocol`."""
+"""The protocol behaviour the GraphStore backends share through :mod:`kgmind.stores.base`."""
 
 from __future__ import annotations
 
@@ -7,15 +7,15 @@ from typing import Any
 import pytest
 
 from kgmind.models import Entity, KnowledgeDoc, Relation
-from kgmind.stores.protocol import (
+from kgmind.stores.base import (
     LoadInput,
     NeighborArgs,
     SiblingEdges,
-    StoreError,
     in_id_order,
     neighbor_args,
     unknown_endpoints_error,
 )
+from kgmind.stores.protocol import StoreError
 
 
 def test_neighbor_args_normalises_types_and_limit() -> None:

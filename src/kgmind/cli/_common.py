@@ -1,23 +1,33 @@
-"""Shared CLI helpers: one-line errors, exit codes, console objects."""
+"""Shared CLI helpers: one-line errors, exit codes, console objects, progress bars, options as settings."""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import functools
-from collections.abc import Callable
-from typing import Annotated, Any, NoReturn, ParamSpec, TypeVar
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
 __all__ = [
+    "DATASET_HELP",
     "CheckpointOption",
     "CliError",
+    "ProgressBars",
+    "config_from_options",
     "console",
     "err_console",
     "fail",
     "handle_errors",
     "load_stored_run",
+    "progress_bars",
 ]
 
 console = Console()
@@ -34,8 +44,16 @@ CheckpointOption = Annotated[
     ),
 ]
 
+#: Help of the options that the data-set commands (``eval``, ``learn``) share.
+DATASET_HELP = {
+    "dialogues": "GenMedGPT-5k dialogues.json.",
+    "kg": "KG file imported into an empty store.",
+    "progress": "Show a progress bar on stderr.",
+}
+
 P = ParamSpec("P")
 R = TypeVar("R")
+C = TypeVar("C")
 
 
 class CliError(Exception):
@@ -100,3 +118,49 @@ def load_stored_run(run_id: str, checkpoints: str | None = None) -> tuple[dict[s
         raise CliError(
             f"unknown run id {run_id!r}: no run with that id in {parse_checkpoint_uri(checkpoints).display}"
         ) from None
+
+
+def config_from_options(cls: type[C], options: Mapping[str, Any], **overrides: Any) -> C:
+    """A settings dataclass built from the command options of the same names, plus ``overrides``.
+
+    The commands name their options after the settings they set, so a command passes
+    its ``locals()`` instead of listing every field twice. Paths become strings (the
+    settings hold file names); options that are not fields (``--json``, ``--progress``)
+    are left out.
+    """
+    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    values = {k: str(v) if isinstance(v, Path) else v for k, v in options.items() if k in names}
+    return cls(**{**values, **overrides})
+
+
+class ProgressBars:
+    """Named rich progress bars, fed by a long run's start/advance callbacks (see :func:`progress_bars`)."""
+
+    def __init__(self, progress: Progress) -> None:
+        self._progress = progress
+        self._tasks: dict[str, TaskID] = {}
+
+    def start(self, name: str, total: int) -> None:
+        """Add the bar of task ``name``, of ``total`` steps."""
+        self._tasks[name] = self._progress.add_task(name, total=total)
+
+    def advance(self, name: str) -> None:
+        """Advance task ``name`` by one step."""
+        self._progress.advance(self._tasks[name])
+
+
+@contextlib.contextmanager
+def progress_bars(label: str = "{task.description}") -> Iterator[ProgressBars]:
+    """Draw progress bars on stderr while the block runs; ``label`` is the text left of each bar."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    progress = Progress(
+        TextColumn(label),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=False,
+    )
+    with progress:
+        yield ProgressBars(progress)

@@ -14,98 +14,80 @@ from typing import Annotated
 
 import typer
 
-from kgmind.cli._common import CliError, err_console, handle_errors
+from kgmind.cli._common import (
+    DATASET_HELP,
+    CliError,
+    config_from_options,
+    handle_errors,
+    progress_bars,
+)
 
 __all__ = ["learn", "register"]
 
 
+#: Help of each option, by name: the signature stays one line per option.
+_HELP = {
+    **DATASET_HELP,
+    "dataset": "genmedgpt5k or cmcqa (data sets with reference answers).",
+    "store": "Store whose weights learn (an empty one gets the data set's KG imported first).",
+    "split": "GenMedGPT-5k split to learn from (dev, calib, test, all).",
+    "limit": "Learn from the first N questions of the seeded order.",
+    "seed": "Seed of the order (prefixes nest: 300 ⊂ 1000).",
+    "ids": "File of item ids, one per line: learn from these, in this order.",
+    "exclude": "File of item ids never learnt from (a held-out test set).",
+    "credit": "reference (edges to the reference's entities, shown or not) or shown.",
+    "poor": "none, outranked (diseases ranked above the gold one) or shown.",
+    "beta": "β of the poor update, in (0, 1).",
+    "budget": "Evidence token budget of the runs (default: the Context's).",
+    "kg_format": "Importer format of --kg.",
+    "ner": "ner_chatgpt.jsonl (the stored question entities).",
+    "qa": "CMCQA qa_ner.jsonl.",
+    "vocab": "Gold vocabulary (EMCKG format_dataset.csv).",
+    "json": "Print the summary as JSON.",
+}
+
+
 @handle_errors
 def learn(
-    dataset: Annotated[str, typer.Argument(help="genmedgpt5k or cmcqa (data sets with reference answers).")],
-    store: Annotated[
-        str,
-        typer.Option(help="Store whose weights learn (an empty one gets the data set's KG imported first)."),
-    ],
-    split: Annotated[
-        str, typer.Option(help="GenMedGPT-5k split to learn from (dev, calib, test, all).")
-    ] = "dev",
-    limit: Annotated[
-        int | None, typer.Option(min=1, help="Learn from the first N questions of the seeded order.")
-    ] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the order (prefixes nest: 300 ⊂ 1000).")] = 0,
-    ids: Annotated[
-        Path | None, typer.Option(help="File of item ids, one per line: learn from these, in this order.")
-    ] = None,
-    exclude: Annotated[
-        Path | None, typer.Option(help="File of item ids never learnt from (a held-out test set).")
-    ] = None,
-    credit: Annotated[
-        str, typer.Option(help="reference (edges to the reference's entities, shown or not) or shown.")
-    ] = "reference",
-    poor: Annotated[
-        str, typer.Option(help="none, outranked (diseases ranked above the gold one) or shown.")
-    ] = "none",
-    beta: Annotated[float, typer.Option(help="β of the poor update, in (0, 1).")] = 0.5,
-    budget: Annotated[
-        int | None, typer.Option(min=1, help="Evidence token budget of the runs (default: the Context's).")
-    ] = None,
-    kg: Annotated[Path | None, typer.Option(help="KG file imported into an empty store.")] = None,
-    kg_format: Annotated[str | None, typer.Option(help="Importer format of --kg.")] = None,
-    dialogues: Annotated[Path | None, typer.Option(help="GenMedGPT-5k dialogues.json.")] = None,
-    ner: Annotated[
-        Path | None, typer.Option(help="ner_chatgpt.jsonl (the stored question entities).")
-    ] = None,
-    qa: Annotated[Path | None, typer.Option(help="CMCQA qa_ner.jsonl.")] = None,
-    vocab: Annotated[Path | None, typer.Option(help="Gold vocabulary (EMCKG format_dataset.csv).")] = None,
-    progress: Annotated[bool, typer.Option(help="Show a progress bar on stderr.")] = True,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    dataset: Annotated[str, typer.Argument(help=_HELP["dataset"])],
+    store: Annotated[str, typer.Option(help=_HELP["store"])],
+    split: Annotated[str, typer.Option(help=_HELP["split"])] = "dev",
+    limit: Annotated[int | None, typer.Option(min=1, help=_HELP["limit"])] = None,
+    seed: Annotated[int, typer.Option(help=_HELP["seed"])] = 0,
+    ids: Annotated[Path | None, typer.Option(help=_HELP["ids"])] = None,
+    exclude: Annotated[Path | None, typer.Option(help=_HELP["exclude"])] = None,
+    credit: Annotated[str, typer.Option(help=_HELP["credit"])] = "reference",
+    poor: Annotated[str, typer.Option(help=_HELP["poor"])] = "none",
+    beta: Annotated[float, typer.Option(help=_HELP["beta"])] = 0.5,
+    budget: Annotated[int | None, typer.Option(min=1, help=_HELP["budget"])] = None,
+    kg: Annotated[Path | None, typer.Option(help=_HELP["kg"])] = None,
+    kg_format: Annotated[str | None, typer.Option(help=_HELP["kg_format"])] = None,
+    dialogues: Annotated[Path | None, typer.Option(help=_HELP["dialogues"])] = None,
+    ner: Annotated[Path | None, typer.Option(help=_HELP["ner"])] = None,
+    qa: Annotated[Path | None, typer.Option(help=_HELP["qa"])] = None,
+    vocab: Annotated[Path | None, typer.Option(help=_HELP["vocab"])] = None,
+    progress: Annotated[bool, typer.Option(help=_HELP["progress"])] = True,
+    as_json: Annotated[bool, typer.Option("--json", help=_HELP["json"])] = False,
 ) -> None:
     """Rate every question's edges against its reference answer, through the audited feedback path.
 
     Feedback ids come from the item ids: a second pass, or a pass resumed after an
     interruption, applies nothing twice.
     """
+    options = dict(locals())  # the options named as LearnConfig's fields become its values
     from kgmind.eval.learn import LEARN_DATASETS, LearnConfig, run_learn, summary_line
     from kgmind.graphs.context import Context
 
     if dataset not in LEARN_DATASETS:
         raise CliError(f"unknown dataset {dataset!r}; choose from {', '.join(LEARN_DATASETS)}", 2)
-
-    def s(p: Path | None) -> str | None:
-        return str(p) if p is not None else None
-
-    cfg = LearnConfig(
-        dataset=dataset,
-        split=split,
-        limit=limit,
-        seed=seed,
-        ids=s(ids),
-        exclude=s(exclude),
-        store=store,
-        kg=s(kg),
-        kg_format=kg_format,
-        dialogues=s(dialogues),
-        ner=s(ner),
-        qa=s(qa),
-        vocab=s(vocab),
-        budget=budget if budget is not None else Context().budget_tokens,
-        credit=credit,
-        poor=poor,
-        beta=beta,
+    cfg = config_from_options(
+        LearnConfig, options, budget=budget if budget is not None else Context().budget_tokens
     )
     cfg.check()
     if progress:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        bar = Progress(
-            TextColumn("learn"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err_console
-        )
-        task: list[object] = []
-        with bar:
+        with progress_bars("learn") as bars:
             out = run_learn(
-                cfg,
-                on_start=lambda n: task.append(bar.add_task("learn", total=n)),
-                on_advance=lambda: bar.advance(task[0]),  # type: ignore[arg-type]
+                cfg, on_start=lambda n: bars.start("learn", n), on_advance=lambda: bars.advance("learn")
             )
     else:
         out = run_learn(cfg)

@@ -9,8 +9,12 @@ __all__ = ["EvalConfig", "run_eval"]
 
 
 def __getattr__(name: str) -> object:
-    if name in __all__:
-        from kgmind.eval import runner
+    if name == "EvalConfig":
+        from kgmind.eval.config import EvalConfig
 
-        return getattr(runner, name)
+        return EvalConfig
+    if name == "run_eval":
+        from kgmind.eval.runner import run_eval
+
+        return run_eval
     raise AttributeError(name)

@@ -35,12 +35,14 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from kgmind.eval.datasets import default_path
-from kgmind.eval.runner import DEFAULT_KGS, EvalConfig, EvalItem, build_items, prepare_store, read_ids
-from kgmind.graphs.context import Context
+from kgmind.eval.config import EvalConfig, ItemSource
+from kgmind.eval.items import EvalItem, build_items, read_ids
+from kgmind.eval.kg import default_kg, prepare_store
+from kgmind.eval.methods import METHODS
+from kgmind.eval.resources import Resources
 from kgmind.models import Evidence, normalize_name
 from kgmind.retrievers.exploration import DISEASE_MARK, rank_diseases
 from kgmind.retrievers.graph_index import GraphIndex
@@ -69,24 +71,21 @@ POOR_MODES: tuple[str, ...] = ("none", "outranked", "shown")
 
 
 @dataclass
-class LearnConfig:
-    """Settings of one ``kgmind learn`` pass (the command's options)."""
+class LearnConfig(ItemSource):
+    """Settings of one ``kgmind learn`` pass (the command's options).
 
-    dataset: str = "genmedgpt5k"
-    split: str = "dev"
+    Attributes:
+        limit: Learn from the first this many questions of the seeded order.
+        seed: Seed of the order (prefixes nest).
+        exclude: A file of item ids never learnt from (a held-out test set).
+        credit: What ``excellent`` credits (:data:`CREDITS`).
+        poor: What ``poor`` lowers (:data:`POOR_MODES`).
+        beta: β of the poor update, in (0, 1).
+    """
+
     limit: int | None = None
     seed: int = 0
-    ids: str | None = None
     exclude: str | None = None
-    store: str | None = None
-    kg: str | None = None
-    kg_format: str | None = None
-    dialogues: str | None = None
-    ner: str | None = None
-    gold: str | None = None
-    qa: str | None = None
-    vocab: str | None = None
-    budget: int = field(default_factory=lambda: Context().budget_tokens)
     credit: str = "reference"
     poor: str = "none"
     beta: float = DEFAULT_BETA
@@ -119,24 +118,9 @@ class LearnConfig:
         Without ``kg`` the data set's default KG file is named, so that an empty store
         gets it imported (a store that holds a KG is used as it is).
         """
-        kg, kg_format = self.kg, self.kg_format
-        default = DEFAULT_KGS.get(self.dataset)
-        if kg is None and default is not None:
-            kg, kg_format = str(default_path(default[1])), kg_format or default[2]
-        return EvalConfig(
-            dataset=self.dataset,
-            methods="kgmind",
-            split=self.split,
-            dialogues=self.dialogues,
-            ner=self.ner,
-            gold=self.gold,
-            qa=self.qa,
-            vocab=self.vocab,
-            store=self.store,
-            kg=kg,
-            kg_format=kg_format,
-            budget=self.budget,
-        )
+        shared = {f.name: getattr(self, f.name) for f in fields(ItemSource)}
+        shared["kg"], shared["kg_format"] = default_kg(self)
+        return EvalConfig(**shared, methods="kgmind")
 
 
 @dataclass(frozen=True)
@@ -254,9 +238,7 @@ def credit_edges(
 
 
 def _select(cfg: LearnConfig) -> tuple[list[EvalItem], dict[str, Any]]:
-    ecfg = cfg.eval_config()
-    ecfg.ids = cfg.ids
-    items, info = build_items(ecfg)
+    items, info = build_items(cfg.eval_config())
     items = [it for it in items if it.gold_names]
     if not cfg.ids:
         items = learning_order(items, cfg.seed)
@@ -266,6 +248,39 @@ def _select(cfg: LearnConfig) -> tuple[list[EvalItem], dict[str, Any]]:
     if cfg.limit:
         items = items[: cfg.limit]
     return items, info
+
+
+def _learn_item(
+    item: EvalItem,
+    cfg: LearnConfig,
+    res: Resources,
+    gi: GraphIndex,
+    names: dict[str, list[int]],
+    fids: dict[str, str],
+    stats: dict[str, int],
+) -> None:
+    """Run one question, rate its edges, and count what moved in ``stats``.
+
+    ``gi`` is the pass's cached index (committed feedback updates its weights in place)
+    and ``names`` its name map, built once per pass.
+    """
+    result = METHODS["kgmind"].func(item.question, item.entities, res, cfg.budget)
+    credit = credit_edges(
+        gi, result.linked, result.evidence, item.gold_names, credit=cfg.credit, poor=cfg.poor, names=names
+    )
+    run_id = f"learn:{cfg.dataset}:{item.id}"
+    moved = 0
+    for rating, rids in (("excellent", credit.excellent), ("poor", credit.poor)):
+        if not rids:
+            continue
+        changes = apply_feedback(res.store(), run_id, rating, rids, feedback_id=fids[rating], beta=cfg.beta)
+        if changes:
+            stats["feedbacks"] += 1
+            moved += len(changes)
+            up = sum(1 for c in changes if c.new_weight > c.old_weight)
+            stats["edges_up"] += up
+            stats["edges_down"] += len(changes) - up
+    stats["learnt" if moved else "no_credit"] += 1
 
 
 def run_learn(
@@ -289,8 +304,6 @@ def run_learn(
         ValueError: Bad settings or ids (nothing written).
 
     """
-    from kgmind.eval.methods import METHODS, Resources
-
     cfg.check()
     items, _ = _select(cfg)
     uri = prepare_store(cfg.eval_config())
@@ -300,15 +313,11 @@ def run_learn(
     store = res.store()
     gi = res.graph_index()
     names = _name_index(gi)
-    stats = {
-        "questions": len(items),
-        "learnt": 0,
-        "skipped_already_learnt": 0,
-        "no_credit": 0,
-        "feedbacks": 0,
-        "edges_up": 0,
-        "edges_down": 0,
-    }
+    stats = dict.fromkeys(
+        ("questions", "learnt", "skipped_already_learnt", "no_credit", "feedbacks", "edges_up", "edges_down"),
+        0,
+    )
+    stats["questions"] = len(items)
     applied = {c.feedback_id for c in store.weight_changes()}  # one read of the audit log, not one per item
     if on_start:
         on_start(len(items))
@@ -317,38 +326,10 @@ def run_learn(
         if applied.intersection(fids.values()):
             stats["skipped_already_learnt"] += 1
         else:
-            # gi is the cached index: committed feedback updates its weights in place
-            result = METHODS["kgmind"].func(item.question, item.entities, res, cfg.budget)
-            credit = credit_edges(
-                gi,
-                result.linked,
-                result.evidence,
-                item.gold_names,
-                credit=cfg.credit,
-                poor=cfg.poor,
-                names=names,
-            )
-            run_id = f"learn:{cfg.dataset}:{item.id}"
-            moved = 0
-            for rating, rids in (("excellent", credit.excellent), ("poor", credit.poor)):
-                if not rids:
-                    continue
-                changes = apply_feedback(store, run_id, rating, rids, feedback_id=fids[rating], beta=cfg.beta)
-                if changes:
-                    stats["feedbacks"] += 1
-                    moved += len(changes)
-                    up = sum(1 for c in changes if c.new_weight > c.old_weight)
-                    stats["edges_up"] += up
-                    stats["edges_down"] += len(changes) - up
-            stats["learnt" if moved else "no_credit"] += 1
+            _learn_item(item, cfg, res, gi, names, fids, stats)
         if on_advance:
             on_advance()
-    return {
-        "store": uri,
-        **stats,
-        "weights_version": store.weights_version(),
-        "config": asdict(cfg),
-    }
+    return {"store": uri, **stats, "weights_version": store.weights_version(), "config": asdict(cfg)}
 
 
 def summary_line(out: dict[str, Any]) -> str:

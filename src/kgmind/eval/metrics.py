@@ -42,8 +42,8 @@ from typing import Any
 import numpy as np
 
 from kgmind.models import normalize_name
-from kgmind.text import has_cjk
 from kgmind.scoring import BleuScorer, rouge_l
+from kgmind.text import has_cjk
 
 __all__ = [
     "TokenEncoder",

@@ -10,7 +10,7 @@ holding :class:`~kgmind.models.Entity`, :class:`~kgmind.models.Relation` and
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -341,24 +341,24 @@ class ProgressTracker:
         self.enabled = enabled
         self._progress: Progress | None = None
         self._console = console or _err_console
+        self._live = ExitStack()  # the bars' display, closed on exit
 
     def __enter__(self) -> ProgressTracker:
         if self.enabled:
-            self._progress = Progress(
+            columns = (
                 TextColumn("[progress.description]{task.description}"),
                 BarColumn(),
                 MofNCompleteColumn(),
                 TimeElapsedColumn(),
-                console=self._console,
-                transient=False,
             )
-            self._progress.__enter__()
+            self._progress = self._live.enter_context(
+                Progress(*columns, console=self._console, transient=False)
+            )
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._progress is not None:
-            self._progress.__exit__(None, None, None)
-            self._progress = None
+        self._progress = None
+        self._live.close()
 
     def track(self, items: Iterable[T], total: int | None, description: str) -> Iterator[T]:
         """Yield ``items``, advancing a bar of ``total`` steps when enabled."""
@@ -376,21 +376,17 @@ class ProgressTracker:
         """Show a spinner while a step of unknown size runs (e.g. ``bulk_load``)."""
         if self._progress is None:
             return nullcontext()
-        return _Step(self._progress, description)
+        return _step(self._progress, description)
 
 
-class _Step:
-    def __init__(self, progress: Progress, description: str) -> None:
-        self._progress = progress
-        self._description = description
-        self._task: Any = None
-
-    def __enter__(self) -> _Step:
-        self._task = self._progress.add_task(self._description, total=None)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._progress.update(self._task, total=1, completed=1)
+@contextmanager
+def _step(progress: Progress, description: str) -> Iterator[None]:
+    """A spinner task while the block runs, shown complete when it ends (even by an error)."""
+    task = progress.add_task(description, total=None)
+    try:
+        yield
+    finally:
+        progress.update(task, total=1, completed=1)
 
 
 #: A parser: ``(path, tracker) -> ImportResult``.

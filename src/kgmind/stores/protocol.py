@@ -2,38 +2,30 @@
 
 Two backends ship: :class:`kgmind.stores.ladybug.LadybugStore` (embedded, default) and
 :class:`kgmind.stores.neo4j.Neo4jStore` (server). Both pass the same contract suite
-(``tests/contract/test_store.py``). Retrieval reads the store through this interface
+(``tests/contract/test_store.py``) and build on :class:`kgmind.stores.base.StoreBase`,
+which holds once what the protocol promises. Retrieval reads the store through this interface
 (or through an in-memory adjacency index built from :meth:`GraphStore.iter_relations`);
 feedback writes through :meth:`GraphStore.apply_weight_updates` only.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple, Protocol, TypeVar, get_args, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
-from kgmind.models import Entity, KnowledgeDoc, Relation, WeightChange, clean_entity, merge_entities
+from kgmind.models import Entity, KnowledgeDoc, Relation, WeightChange
 
 __all__ = [
     "Direction",
     "GraphPath",
     "GraphStore",
-    "LoadInput",
     "LoadReport",
-    "NeighborArgs",
-    "SiblingEdges",
     "StoreError",
     "StoreStats",
     "StoreUnavailableError",
     "WeightRule",
-    "in_id_order",
-    "neighbor_args",
-    "trivial_paths",
-    "unknown_endpoints_error",
 ]
 
 Direction = Literal["out", "in", "both"]
@@ -65,23 +57,6 @@ class GraphPath(BaseModel):
 
     nodes: list[str]
     relations: list[Relation]
-
-
-def trivial_paths(
-    store: GraphStore, source: str, target: str, max_hops: int, limit: int
-) -> list[GraphPath] | None:
-    """The answer of :meth:`GraphStore.paths` when no search is needed, else ``None``.
-
-    Every backend answers these cases alike: nothing for ``limit <= 0``, a negative or
-    zero bound, or an unknown source; the single empty path for ``source == target``.
-    """
-    if limit <= 0 or max_hops < 0 or not store.get_entities([source]):
-        return []
-    if source == target:
-        return [GraphPath(nodes=[source], relations=[])]
-    if max_hops == 0:
-        return []
-    return None
 
 
 class StoreStats(BaseModel):
@@ -262,196 +237,3 @@ class GraphStore(Protocol):
     def close(self) -> None:
         """Release files, connections and locks."""
         ...
-
-
-# -- what every backend does alike ---------------------------------------------------
-# The backends differ in how they talk to their database, not in what the protocol
-# promises; these helpers hold the promised behaviour once, so the backends cannot drift.
-
-_DIRECTIONS: tuple[str, ...] = get_args(Direction)
-
-
-class NeighborArgs(NamedTuple):
-    """The arguments of :meth:`GraphStore.neighbors`, checked and normalised.
-
-    Attributes:
-        ids: The entity ids asked about (never empty).
-        types: Relation type keys to keep (``"Has Symptom"`` → ``has_symptom``), or
-            ``None`` for every type.
-        limit: The most edges to return (> 0), or ``None`` for no bound.
-    """
-
-    ids: list[str]
-    types: list[str] | None
-    limit: int | None
-
-
-def neighbor_args(
-    ids: Sequence[str],
-    direction: str,
-    relation_types: Sequence[str] | None,
-    limit: int | None,
-) -> NeighborArgs | None:
-    """Check and normalise the arguments of :meth:`GraphStore.neighbors`.
-
-    Returns:
-        The normalised arguments, or ``None`` when the answer is empty without a query
-        (no ids, or ``limit <= 0``).
-
-    Raises:
-        ValueError: ``direction`` is not ``out``, ``in`` or ``both`` (checked first, so
-            a bad direction fails even on an empty ``ids``).
-
-    """
-    if direction not in _DIRECTIONS:
-        raise ValueError(f"direction must be 'out', 'in' or 'both', not {direction!r}")
-    wanted = list(ids)
-    if not wanted or (limit is not None and limit <= 0):
-        return None
-    types = None if relation_types is None else [t.strip().replace(" ", "_").lower() for t in relation_types]
-    return NeighborArgs(wanted, types, None if limit is None else int(limit))
-
-
-class _Identified(Protocol):
-    @property
-    def id(self) -> str: ...
-
-
-_ItemT = TypeVar("_ItemT", bound=_Identified)
-
-
-def in_id_order(ids: Sequence[str], fetch: Callable[[list[str]], Iterable[_ItemT]]) -> list[_ItemT]:
-    """Look items up by id with one ``fetch`` call and return them in the order asked.
-
-    This is the protocol's contract for every lookup by id (:meth:`GraphStore.get_entities`,
-    :meth:`~GraphStore.get_relations`, :meth:`~GraphStore.get_docs`): unknown ids are
-    skipped, and no query is made for an empty ``ids``.
-    """
-    wanted = list(ids)
-    if not wanted:
-        return []
-    found = {item.id: item for item in fetch(wanted)}
-    return [found[i] for i in wanted if i in found]
-
-
-@dataclass
-class LoadInput:
-    """The input of one :meth:`GraphStore.bulk_load`, deduplicated by id.
-
-    Repeated entities are merged by the protocol's rules, a repeated relation keeps its
-    first occurrence (with the first non-empty ``source``), a repeated doc its last.
-
-    Attributes:
-        entities: Entities by id, cleaned and merged.
-        relations: Relations by id.
-        docs: Knowledge documents by id.
-    """
-
-    entities: dict[str, Entity] = field(default_factory=dict)
-    relations: dict[str, Relation] = field(default_factory=dict)
-    docs: dict[str, KnowledgeDoc] = field(default_factory=dict)
-
-    @classmethod
-    def merge(
-        cls, entities: Iterable[Entity], relations: Iterable[Relation], docs: Iterable[KnowledgeDoc]
-    ) -> LoadInput:
-        """Deduplicate the three inputs of a bulk load (see the class docstring)."""
-        load = cls(docs={d.id: d for d in docs})
-        for ent in entities:
-            prev = load.entities.get(ent.id)
-            load.entities[ent.id] = clean_entity(ent) if prev is None else merge_entities(prev, ent)
-        for rel in relations:
-            prev_rel = load.relations.get(rel.id)
-            if prev_rel is None:
-                load.relations[rel.id] = rel
-            elif not prev_rel.source and rel.source:
-                load.relations[rel.id] = prev_rel.model_copy(update={"source": rel.source})
-        return load
-
-    def report(self) -> LoadReport:
-        """What :meth:`GraphStore.bulk_load` returns: the distinct items of the input."""
-        return LoadReport(entities=len(self.entities), relations=len(self.relations), docs=len(self.docs))
-
-    def is_empty(self) -> bool:
-        """Whether there is nothing to write (the load then touches no database)."""
-        return not (self.entities or self.relations or self.docs)
-
-
-def unknown_endpoints_error(missing: Sequence[str]) -> StoreError:
-    """The error of a bulk load whose relations name entities neither loaded nor stored."""
-    shown = ", ".join(missing[:5]) + (" …" if len(missing) > 5 else "")
-    return StoreError(f"bulk_load: {len(missing)} relation endpoint(s) are unknown entities: {shown}")
-
-
-@dataclass
-class SiblingEdges:
-    """The outgoing edges of the head nodes one feedback touches, read inside its transaction.
-
-    They are what a :data:`WeightRule` sees and the only edges it may change.
-
-    Attributes:
-        by_head: ``{head_id: [(relation_id, weight), ...]}``, the rule's first argument.
-        head_of: The head of every sibling edge, by relation id.
-        weight: The current weight of every sibling edge, by relation id.
-    """
-
-    by_head: dict[str, list[tuple[str, float]]]
-    head_of: dict[str, str] = field(default_factory=dict)
-    weight: dict[str, float] = field(default_factory=dict)
-
-    @classmethod
-    def collect(cls, heads: Iterable[str], edges: Iterable[Sequence[Any]]) -> SiblingEdges:
-        """Gather ``(head_id, relation_id, weight)`` rows (as a backend reads them) under the ``heads``."""
-        siblings = cls(by_head={h: [] for h in sorted(heads)})
-        for head, rid, weight in edges:
-            siblings.by_head[head].append((rid, float(weight)))
-            siblings.head_of[rid] = head
-            siblings.weight[rid] = float(weight)
-        return siblings
-
-    def updates(
-        self, feedback_id: str, rule: WeightRule, relation_ids: Sequence[str]
-    ) -> list[tuple[str, float]]:
-        """Call ``rule`` and return the weights it changes, as ``(relation_id, weight)`` by id.
-
-        A rule is user code, so its output is checked before anything is written.
-
-        Raises:
-            StoreError: The rule failed, changed an edge that is not a sibling, or gave
-                a weight that is not a finite number > 0.
-
-        """
-        where = f"feedback {feedback_id!r}"
-        try:
-            new_weights = rule(self.by_head, list(relation_ids))
-        except Exception as exc:
-            raise StoreError(f"{where}: the weight rule failed: {exc}") from exc
-        updates: list[tuple[str, float]] = []
-        for rid, value in new_weights.items():
-            if rid not in self.weight:
-                raise StoreError(f"{where}: the rule changed {rid!r}, not a sibling edge")
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise StoreError(f"{where}: weight of {rid!r} is not a number: {value!r}")
-            new = float(value)
-            if not math.isfinite(new) or new <= 0:
-                raise StoreError(f"{where}: weight of {rid!r} must be finite and > 0: {new}")
-            if new != self.weight[rid]:
-                updates.append((rid, new))
-        return sorted(updates)
-
-    def changes(
-        self, feedback_id: str, run_id: str, rating: str, at: str, updates: Sequence[tuple[str, float]]
-    ) -> list[WeightChange]:
-        """The audit rows of ``updates`` (from :meth:`updates`), all stamped ``at``."""
-        return [
-            WeightChange(
-                feedback_id=feedback_id,
-                run_id=run_id,
-                relation_id=rid,
-                old_weight=self.weight[rid],
-                new_weight=new,
-                rating=rating,
-                at=at,
-            )
-            for rid, new in updates
-        ]

@@ -31,38 +31,19 @@ import contextlib
 import json
 import threading
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pyarrow as pa
 
-from kgmind.models import (
-    Entity,
-    KnowledgeDoc,
-    Relation,
-    WeightChange,
-    merge_entities,
-    normalize_name,
-)
+from kgmind.models import Entity, KnowledgeDoc, Relation, WeightChange, merge_entities, normalize_name
+from kgmind.stores.base import LoadInput, SiblingEdges, StoreBase, unknown_endpoints_error
 from kgmind.stores.cypher import with_hop_bound
 from kgmind.stores.ladybug import queries as q
-from kgmind.stores.protocol import (
-    Direction,
-    GraphPath,
-    LoadInput,
-    LoadReport,
-    SiblingEdges,
-    StoreError,
-    StoreStats,
-    StoreUnavailableError,
-    WeightRule,
-    in_id_order,
-    neighbor_args,
-    trivial_paths,
-    unknown_endpoints_error,
-)
+from kgmind.stores.protocol import Direction, GraphPath, StoreError, StoreUnavailableError, WeightRule
 
 __all__ = ["DB_FILE", "MAX_PATH_HOPS", "LadybugStore"]
 
@@ -73,7 +54,6 @@ DB_FILE = "graph.lbug"
 MAX_PATH_HOPS = 30
 
 _SEP = "\x1f"  # never part of a normalised key (``\s`` in normalize_name folds it)
-_NO_LIMIT = 2**62
 _META_LOAD = "load"
 _META_WEIGHTS = "weights"  # the weights version: a decimal counter in Meta.version
 
@@ -127,23 +107,22 @@ def _doc_from_row(row: Sequence[Any]) -> KnowledgeDoc:
 
 
 def _change_from_row(row: Sequence[Any]) -> WeightChange:
-    fid, run_id, rid, old, new, rating, at = row
-    return WeightChange(
-        feedback_id=fid,
-        run_id=run_id,
-        relation_id=rid,
-        old_weight=float(old),
-        new_weight=float(new),
-        rating=rating,
-        at=at,
-    )
+    """An audit row (columns in :class:`WeightChange`'s field order, see ``q.WEIGHT_CHANGES``)."""
+    return WeightChange.model_validate(dict(zip(WeightChange.model_fields, row, strict=True)))
 
 
-def _rel_sort_key(rel: Relation) -> tuple[str, str, float, str, str]:
-    return (rel.head, rel.type, -rel.weight, rel.tail, rel.id)
+@dataclass
+class _LoadPlan:
+    """What one bulk load writes, decided against the stored state before its transaction."""
+
+    new_entities: list[Entity] = field(default_factory=list)
+    changed_entities: list[Entity] = field(default_factory=list)
+    new_relations: list[Relation] = field(default_factory=list)
+    source_updates: list[dict[str, str]] = field(default_factory=list)
+    new_docs: list[KnowledgeDoc] = field(default_factory=list)
 
 
-class LadybugStore:
+class LadybugStore(StoreBase):
     """A :class:`~kgmind.stores.protocol.GraphStore` in a LadybugDB directory.
 
     Args:
@@ -154,6 +133,13 @@ class LadybugStore:
             file, permissions, or another process holds the database lock).
 
     """
+
+    max_path_hops = MAX_PATH_HOPS
+    neighbor_queries: ClassVar[Mapping[Direction, str]] = {
+        "out": q.EDGES_OUT,
+        "in": q.EDGES_IN,
+        "both": q.EDGES_BOTH,
+    }
 
     def __init__(self, path: str | Path) -> None:
         import ladybug
@@ -271,116 +257,91 @@ class LadybugStore:
                 raise StoreError(f"{what} on {self.path} rolled back, nothing written: {exc}") from exc
 
     # -- writing -----------------------------------------------------------------
-    def bulk_load(
-        self,
-        entities: Iterable[Entity],
-        relations: Iterable[Relation],
-        docs: Iterable[KnowledgeDoc] = (),
-    ) -> LoadReport:
-        """Upsert entities, relations and docs as one unit: all of it lands or none.
+    def _write_load(self, load: LoadInput) -> None:
+        """LadybugDB's half of :meth:`bulk_load`: plan against the stored state, then one transaction.
 
-        Entities with an id already stored (or repeated in the input) are merged:
-        name kept, aliases unioned (deduplicated by normalised key), description
-        filled if empty, type by :data:`kgmind.models.TYPE_PRIORITY`. Stored relations
-        keep their weight (an empty ``source`` is filled). Docs with a known id are
-        skipped.
+        Docs with a known id are skipped. Everything is checked while planning, so the
+        ``COPY`` statements never meet a duplicate key or a missing endpoint (see the
+        module docstring).
+        """
+        with self._write_lock:
+            plan = self._plan_load(load, self._write_conn())
+            with self._transaction("bulk_load") as conn:
+                self._write_plan(conn, plan)
+                self._bump_version(conn)
 
-        Args:
-            entities: Entities to upsert.
-            relations: Relations to upsert; both endpoints must be loaded or stored.
-            docs: Knowledge documents to upsert.
-
-        Returns:
-            Distinct entities, relations and docs in the input.
+    def _plan_load(self, load: LoadInput, conn: Any) -> _LoadPlan:
+        """Split a load into what is new and what changes stored rows; check every endpoint.
 
         Raises:
-            StoreError: A relation endpoint is unknown, or the write failed (nothing
-                was written).
+            StoreError: A relation endpoint is neither loaded nor stored.
 
         """
-        load = LoadInput.merge(entities, relations, docs)
-        if load.is_empty():
-            return load.report()
-        in_entities, in_relations, in_docs = load.entities, load.relations, load.docs
+        stored_entities = {e.id: e for e in _entities_from_table(self._table(q.SCAN_ENTITIES, conn))}
+        missing = sorted(
+            {
+                end
+                for rel in load.relations.values()
+                for end in (rel.head, rel.tail)
+                if end not in load.entities and end not in stored_entities
+            }
+        )
+        if missing:
+            raise unknown_endpoints_error(missing)
+        plan = _LoadPlan()
+        for eid, ent in load.entities.items():
+            old = stored_entities.get(eid)
+            if old is None:
+                plan.new_entities.append(ent)
+                continue
+            merged = merge_entities(old, ent)
+            if (merged.type, merged.aliases, merged.description) != (old.type, old.aliases, old.description):
+                plan.changed_entities.append(merged)
+        rel_sources: dict[str, list[Any]] = {"id": [], "source": []}
+        if load.relations:
+            rel_sources = self._table(q.SCAN_RELATION_SOURCES, conn)
+        stored_sources = dict(zip(rel_sources["id"], rel_sources["source"], strict=True))
+        plan.new_relations = [r for rid, r in load.relations.items() if rid not in stored_sources]
+        plan.source_updates = [
+            {"head": r.head, "id": rid, "source": r.source}
+            for rid, r in load.relations.items()
+            if rid in stored_sources and not stored_sources[rid] and r.source
+        ]
+        stored_docs = set(self._table(q.SCAN_DOC_IDS, conn)["id"]) if load.docs else set()
+        plan.new_docs = [d for did, d in load.docs.items() if did not in stored_docs]
+        return plan
 
-        with self._write_lock:
-            conn = self._write_conn()
-            stored_entities = {e.id: e for e in _entities_from_table(self._table(q.SCAN_ENTITIES, conn))}
-            missing = sorted(
+    def _write_plan(self, conn: Any, plan: _LoadPlan) -> None:
+        """Run a load plan's statements on ``conn``, inside the caller's write transaction."""
+        if plan.new_entities:
+            conn.execute(q.COPY_ENTITIES, {"data": self._entity_table(plan.new_entities)})
+        if plan.changed_entities:
+            rows = [
                 {
-                    end
-                    for rel in in_relations.values()
-                    for end in (rel.head, rel.tail)
-                    if end not in in_entities and end not in stored_entities
+                    "id": e.id,
+                    "type": e.type,
+                    "aliases": json.dumps(e.aliases, ensure_ascii=False),
+                    "alias_keys": _alias_keys(e),
+                    "description": e.description,
                 }
-            )
-            if missing:
-                raise unknown_endpoints_error(missing)
-
-            new_entities: list[Entity] = []
-            changed_entities: list[Entity] = []
-            for eid, ent in in_entities.items():
-                old = stored_entities.get(eid)
-                if old is None:
-                    new_entities.append(ent)
-                    continue
-                merged = merge_entities(old, ent)
-                before = (old.type, old.aliases, old.description)
-                if (merged.type, merged.aliases, merged.description) != before:
-                    changed_entities.append(merged)
-
-            rel_sources: dict[str, list[Any]] = {"id": [], "source": []}
-            if in_relations:
-                rel_sources = self._table(q.SCAN_RELATION_SOURCES, conn)
-            stored_sources = dict(zip(rel_sources["id"], rel_sources["source"], strict=True))
-            new_relations = [r for rid, r in in_relations.items() if rid not in stored_sources]
-            source_updates = [
-                {"head": r.head, "id": rid, "source": r.source}
-                for rid, r in in_relations.items()
-                if rid in stored_sources and not stored_sources[rid] and r.source
+                for e in plan.changed_entities
             ]
-            stored_docs = set(self._table(q.SCAN_DOC_IDS, conn)["id"]) if in_docs else set()
-            new_docs = [d for did, d in in_docs.items() if did not in stored_docs]
-
-            with self._transaction("bulk_load") as conn:
-                if new_entities:
-                    conn.execute(q.COPY_ENTITIES, {"data": self._entity_table(new_entities)})
-                if changed_entities:
-                    conn.execute(
-                        q.UPDATE_ENTITIES,
-                        {
-                            "rows": [
-                                {
-                                    "id": e.id,
-                                    "type": e.type,
-                                    "aliases": json.dumps(e.aliases, ensure_ascii=False),
-                                    "alias_keys": _alias_keys(e),
-                                    "description": e.description,
-                                }
-                                for e in changed_entities
-                            ]
-                        },
-                    )
-                if new_relations:
-                    conn.execute(q.COPY_RELATIONS, {"data": self._relation_table(new_relations)})
-                if source_updates:
-                    conn.execute(q.UPDATE_RELATION_SOURCES, {"rows": source_updates})
-                if new_docs:
-                    conn.execute(
-                        q.COPY_DOCS,
-                        {
-                            "data": pa.table(
-                                {
-                                    "id": [d.id for d in new_docs],
-                                    "entity_id": [d.entity_id for d in new_docs],
-                                    "text": [d.text for d in new_docs],
-                                },
-                                schema=_DOC_SCHEMA,
-                            )
-                        },
-                    )
-                self._bump_version(conn)
-        return load.report()
+            conn.execute(q.UPDATE_ENTITIES, {"rows": rows})
+        if plan.new_relations:
+            conn.execute(q.COPY_RELATIONS, {"data": self._relation_table(plan.new_relations)})
+        if plan.source_updates:
+            conn.execute(q.UPDATE_RELATION_SOURCES, {"rows": plan.source_updates})
+        if plan.new_docs:
+            docs = plan.new_docs
+            table = pa.table(
+                {
+                    "id": [d.id for d in docs],
+                    "entity_id": [d.entity_id for d in docs],
+                    "text": [d.text for d in docs],
+                },
+                schema=_DOC_SCHEMA,
+            )
+            conn.execute(q.COPY_DOCS, {"data": table})
 
     @staticmethod
     def _entity_table(entities: Sequence[Entity]) -> pa.Table:
@@ -434,17 +395,16 @@ class LadybugStore:
         )
 
     # -- reading -----------------------------------------------------------------
-    def get_entities(self, ids: Sequence[str]) -> list[Entity]:
-        """See :meth:`GraphStore.get_entities`."""
-        return in_id_order(
-            ids, lambda wanted: map(_entity_from_row, self._rows(q.GET_ENTITIES, {"ids": wanted}))
-        )
+    def _fetch_entities(self, ids: list[str]) -> Iterable[Entity]:
+        return map(_entity_from_row, self._rows(q.GET_ENTITIES, {"ids": ids}))
 
-    def find_entities(self, name: str) -> list[Entity]:
-        """Entities whose name or an alias normalises like ``name`` (ordered by id)."""
-        key = normalize_name(name)
-        if not key:
-            return []
+    def _fetch_relations(self, ids: list[str]) -> Iterable[Relation]:
+        return map(_relation_from_row, self._rows(q.GET_RELATIONS, {"ids": ids}))
+
+    def _fetch_docs(self, ids: list[str]) -> Iterable[KnowledgeDoc]:
+        return map(_doc_from_row, self._rows(q.GET_DOCS, {"ids": ids}))
+
+    def _fetch_by_key(self, key: str) -> list[Entity]:
         rows = self._rows(q.FIND_ENTITIES_BY_KEY, {"key": key, "framed": _SEP + key + _SEP})
         return [_entity_from_row(r) for r in rows]
 
@@ -458,85 +418,38 @@ class LadybugStore:
         for row in zip(t["head"], t["id"], t["type"], t["tail"], t["weight"], t["source"], strict=True):
             yield _relation_from_row(row)
 
-    def neighbors(
-        self,
-        ids: Sequence[str],
-        direction: Direction = "out",
-        relation_types: Sequence[str] | None = None,
-        limit: int | None = None,
+    def _fetch_neighbors(
+        self, query: str, ids: list[str], types: list[str] | None, limit: int
     ) -> list[Relation]:
-        """See :meth:`GraphStore.neighbors`."""
-        args = neighbor_args(ids, direction, relation_types, limit)
-        query = {"out": q.EDGES_OUT, "in": q.EDGES_IN, "both": q.EDGES_BOTH}.get(direction)
-        if args is None or query is None:  # (query is never None: neighbor_args checked direction)
-            return []
-        params = {
-            "ids": args.ids,
-            "any_type": args.types is None,
-            "types": args.types or [],
-            "limit": _NO_LIMIT if args.limit is None else args.limit,
-        }
+        params = {"ids": ids, "any_type": types is None, "types": types or [], "limit": limit}
         return [_relation_from_row(r) for r in self._rows(query, params)]
 
-    def paths(
-        self,
-        source: str,
-        target: str,
-        max_hops: int,
-        directed: bool = True,
-        limit: int = 10,
+    def _shortest_paths(
+        self, source: str, target: str, hops: int, directed: bool, limit: int
     ) -> list[GraphPath]:
-        """All shortest paths ``source`` → ``target`` of at most ``max_hops`` edges.
+        """LadybugDB's native ``ALL SHORTEST`` search, then one lookup of the relations walked.
 
-        LadybugDB's native ``ALL SHORTEST`` search (faster than a breadth-first search
-        driven from Python, one query per level, which it replaced), then one lookup of
-        the relations walked. Parallel edges give distinct paths. Paths are sorted by
-        their node ids, then relation ids, and at most ``limit`` are returned.
-        ``source == target`` gives the single empty path. ``max_hops`` above
-        :data:`MAX_PATH_HOPS` (30, LadybugDB's largest bound) is searched as 30.
+        Faster than the breadth-first search driven from Python (one query per level)
+        that it replaced. Parallel edges give distinct paths. :data:`MAX_PATH_HOPS`
+        (30) is LadybugDB's largest bound.
         """
-        trivial = trivial_paths(self, source, target, max_hops, limit)
-        if trivial is not None:
-            return trivial
-        hops = min(int(max_hops), MAX_PATH_HOPS)
         query = with_hop_bound(q.PATHS_DIRECTED if directed else q.PATHS_UNDIRECTED, hops, most=MAX_PATH_HOPS)
         rows = self._rows(query, {"source": source, "target": target})
         found = sorted(([source, *inner, target], list(rel_ids)) for inner, rel_ids in rows)[:limit]
         rels = {r.id: r for r in self.get_relations(sorted({i for _, ids in found for i in ids}))}
         return [GraphPath(nodes=nodes, relations=[rels[i] for i in ids]) for nodes, ids in found]
 
-    def get_relations(self, ids: Sequence[str]) -> list[Relation]:
-        """See :meth:`GraphStore.get_relations`."""
-        return in_id_order(
-            ids, lambda wanted: map(_relation_from_row, self._rows(q.GET_RELATIONS, {"ids": wanted}))
-        )
-
     def out_edges(self, entity_id: str) -> list[Relation]:
         """Every outgoing edge of one node with its weight, by type, descending weight, tail."""
         return [_relation_from_row(r) for r in self._rows(q.OUT_EDGES, {"id": entity_id})]
 
-    def docs_for(self, entity_ids: Sequence[str]) -> list[KnowledgeDoc]:
-        """Knowledge documents about the given entities, ordered by entity id then doc id."""
-        ids = list(entity_ids)
-        if not ids:
-            return []
-        return [_doc_from_row(r) for r in self._rows(q.GET_DOCS_FOR, {"ids": ids})]
+    def _fetch_docs_for(self, entity_ids: list[str]) -> list[KnowledgeDoc]:
+        return [_doc_from_row(r) for r in self._rows(q.GET_DOCS_FOR, {"ids": entity_ids})]
 
-    def get_docs(self, ids: Sequence[str]) -> list[KnowledgeDoc]:
-        """See :meth:`GraphStore.get_docs`."""
-        return in_id_order(ids, lambda wanted: map(_doc_from_row, self._rows(q.GET_DOCS, {"ids": wanted})))
-
-    def stats(self) -> StoreStats:
-        """Count entities per type and relations per type."""
+    def _counts(self) -> tuple[dict[str, int], dict[str, int], int]:
         entities = {str(t): int(n) for t, n in self._rows(q.COUNT_ENTITIES_BY_TYPE)}
         relations = {str(t): int(n) for t, n in self._rows(q.COUNT_RELATIONS_BY_TYPE)}
-        return StoreStats(
-            entities=entities,
-            relations=relations,
-            entities_total=sum(entities.values()),
-            relations_total=sum(relations.values()),
-            docs_total=int(self._scalar(q.COUNT_DOCS) or 0),
-        )
+        return entities, relations, int(self._scalar(q.COUNT_DOCS) or 0)
 
     def fingerprint(self) -> str:
         """Load version plus entity and relation counts; weight changes leave it alone."""
@@ -546,31 +459,18 @@ class LadybugStore:
         return f"{version}:{n_ent}:{n_rel}"
 
     # -- feedback ------------------------------------------------------------------
-    def apply_weight_updates(
-        self,
-        feedback_id: str,
-        run_id: str,
-        rating: str,
-        relation_ids: Sequence[str],
-        rule: WeightRule,
+    def _apply_feedback(
+        self, feedback_id: str, run_id: str, rating: str, rel_ids: list[str], rule: WeightRule
     ) -> list[WeightChange]:
-        """See :meth:`GraphStore.apply_weight_updates`.
+        """Check the feedback id against the audit log and write, in one transaction.
 
-        The feedback id is checked against the audit log inside the transaction; the
-        write lock makes concurrent feedbacks a serial replay.
+        The write lock makes concurrent feedbacks a serial replay.
         """
-        rel_ids = list(dict.fromkeys(relation_ids))
         with self._transaction(f"feedback {feedback_id!r}") as conn:
             return self._apply_in_tx(conn, feedback_id, run_id, rating, rel_ids, rule)
 
     def _apply_in_tx(
-        self,
-        conn: Any,
-        feedback_id: str,
-        run_id: str,
-        rating: str,
-        rel_ids: list[str],
-        rule: WeightRule,
+        self, conn: Any, feedback_id: str, run_id: str, rating: str, rel_ids: list[str], rule: WeightRule
     ) -> list[WeightChange]:
         if int(self._scalar(q.FEEDBACK_SEEN, {"feedback_id": feedback_id}, conn) or 0) > 0:
             return []

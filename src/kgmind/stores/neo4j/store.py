@@ -37,36 +37,16 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import neo4j
 from neo4j.exceptions import AuthError, ConfigurationError, DriverError, Neo4jError, ServiceUnavailable
 
-from kgmind.models import (
-    Entity,
-    KnowledgeDoc,
-    Relation,
-    WeightChange,
-    merge_entities,
-    normalize_name,
-)
+from kgmind.models import Entity, KnowledgeDoc, Relation, WeightChange, merge_entities, normalize_name
+from kgmind.stores.base import LoadInput, SiblingEdges, StoreBase, unknown_endpoints_error
 from kgmind.stores.cypher import with_hop_bound
 from kgmind.stores.neo4j import queries as q
-from kgmind.stores.protocol import (
-    Direction,
-    GraphPath,
-    LoadInput,
-    LoadReport,
-    SiblingEdges,
-    StoreError,
-    StoreStats,
-    StoreUnavailableError,
-    WeightRule,
-    in_id_order,
-    neighbor_args,
-    trivial_paths,
-    unknown_endpoints_error,
-)
+from kgmind.stores.protocol import Direction, GraphPath, StoreError, StoreUnavailableError, WeightRule
 
 __all__ = ["BATCH_SIZE", "MAX_PATH_HOPS", "Neo4jStore", "type_label"]
 
@@ -84,8 +64,6 @@ MAX_RETRY_SECONDS = 10.0
 
 #: Seconds to wait for a TCP connection to the server.
 CONNECT_TIMEOUT_SECONDS = 5.0
-
-_NO_LIMIT = 2**62
 
 #: Labels the store uses for its own nodes; an entity type that maps to one of them
 #: gets a ``Type`` suffix so that, say, type ``doc`` never makes an entity a ``:Doc``.
@@ -159,15 +137,7 @@ def _doc(rec: Mapping[str, Any]) -> KnowledgeDoc:
 
 
 def _change(rec: Mapping[str, Any]) -> WeightChange:
-    return WeightChange(
-        feedback_id=rec["feedback_id"],
-        run_id=rec["run_id"],
-        relation_id=rec["relation_id"],
-        old_weight=float(rec["old_weight"]),
-        new_weight=float(rec["new_weight"]),
-        rating=rec["rating"],
-        at=rec["at"],
-    )
+    return WeightChange.model_validate({name: rec[name] for name in WeightChange.model_fields})
 
 
 def _batches(rows: Sequence[_T]) -> Iterator[list[_T]]:
@@ -181,7 +151,7 @@ def _one_line(exc: BaseException, max_chars: int = 240) -> str:
     return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
 
 
-class Neo4jStore:
+class Neo4jStore(StoreBase):
     """A :class:`~kgmind.stores.protocol.GraphStore` in a Neo4j (5.26+) database.
 
     Creating the store does not contact the server; the schema is created by
@@ -199,6 +169,13 @@ class Neo4jStore:
         StoreUnavailableError: The URI or configuration is invalid.
 
     """
+
+    max_path_hops = MAX_PATH_HOPS
+    neighbor_queries: ClassVar[Mapping[Direction, str]] = {
+        "out": q.NEIGHBORS_OUT,
+        "in": q.NEIGHBORS_IN,
+        "both": q.NEIGHBORS_BOTH,
+    }
 
     def __init__(
         self,
@@ -294,37 +271,12 @@ class Neo4jStore:
             self._schema_ready = True
 
     # -- writing -------------------------------------------------------------------
-    def bulk_load(
-        self,
-        entities: Iterable[Entity],
-        relations: Iterable[Relation],
-        docs: Iterable[KnowledgeDoc] = (),
-    ) -> LoadReport:
-        """Upsert entities, relations and docs in one transaction: all of it lands or none.
+    def _write_load(self, load: LoadInput) -> None:
+        """Neo4j's half of :meth:`bulk_load`: every ``UNWIND $rows`` batch in one write transaction.
 
-        Entities with an id already stored (or repeated in the input) are merged: name
-        kept, aliases unioned (deduplicated by normalised key), description filled if
-        empty, type by :data:`kgmind.models.TYPE_PRIORITY` (the type label follows).
-        Stored relations keep their weight (an empty ``source`` is filled). Docs with a
-        known id are kept as stored.
-
-        Args:
-            entities: Entities to upsert.
-            relations: Relations to upsert; both endpoints must be loaded or stored.
-            docs: Knowledge documents to upsert.
-
-        Returns:
-            Distinct entities, relations and docs in the input.
-
-        Raises:
-            StoreError: A relation endpoint is unknown or the write failed (nothing
-                was written).
-            StoreUnavailableError: The server cannot be reached.
-
+        Stored entities are read in the same transaction and merged (the type label
+        follows the merged type); docs with a known id are kept as stored.
         """
-        load = LoadInput.merge(entities, relations, docs)
-        if load.is_empty():
-            return load.report()
         in_entities, in_relations, in_docs = load.entities, load.relations, load.docs
         entity_list = list(in_entities.values())
         rel_rows = [
@@ -368,7 +320,6 @@ class Neo4jStore:
 
         self.ensure_schema()
         self._write(write, "bulk_load")
-        return load.report()
 
     def clear(self) -> None:
         """Delete every entity, relation, doc and audit row (in committed batches)."""
@@ -382,17 +333,16 @@ class Neo4jStore:
         self._write(bump, "clear")
 
     # -- reading -------------------------------------------------------------------
-    def get_entities(self, ids: Sequence[str]) -> list[Entity]:
-        """See :meth:`GraphStore.get_entities`."""
-        return in_id_order(
-            ids, lambda wanted: map(_entity, self._read(q.GET_ENTITIES, {"ids": wanted}, "get_entities"))
-        )
+    def _fetch_entities(self, ids: list[str]) -> Iterable[Entity]:
+        return map(_entity, self._read(q.GET_ENTITIES, {"ids": ids}, "get_entities"))
 
-    def find_entities(self, name: str) -> list[Entity]:
-        """Entities whose name or an alias normalises like ``name`` (ordered by id)."""
-        key = normalize_name(name)
-        if not key:
-            return []
+    def _fetch_relations(self, ids: list[str]) -> Iterable[Relation]:
+        return map(_relation, self._read(q.GET_RELATIONS, {"ids": ids}, "get_relations"))
+
+    def _fetch_docs(self, ids: list[str]) -> Iterable[KnowledgeDoc]:
+        return map(_doc, self._read(q.GET_DOCS, {"ids": ids}, "get_docs"))
+
+    def _fetch_by_key(self, key: str) -> list[Entity]:
         recs = self._read(q.FIND_ENTITIES, {"key": key}, "find_entities")
         found = {rec["id"]: _entity(rec) for rec in recs}
         return [found[i] for i in sorted(found)]
@@ -407,43 +357,16 @@ class Neo4jStore:
         for rec in self._stream(q.ITER_RELATIONS, "iter_relations"):
             yield _relation(rec)
 
-    def neighbors(
-        self,
-        ids: Sequence[str],
-        direction: Direction = "out",
-        relation_types: Sequence[str] | None = None,
-        limit: int | None = None,
+    def _fetch_neighbors(
+        self, query: str, ids: list[str], types: list[str] | None, limit: int
     ) -> list[Relation]:
-        """See :meth:`GraphStore.neighbors`."""
-        args = neighbor_args(ids, direction, relation_types, limit)
-        query = {"out": q.NEIGHBORS_OUT, "in": q.NEIGHBORS_IN, "both": q.NEIGHBORS_BOTH}.get(direction)
-        if args is None or query is None:  # (query is never None: neighbor_args checked direction)
-            return []
-        params = {
-            "ids": args.ids,
-            "types": args.types,
-            "limit": _NO_LIMIT if args.limit is None else args.limit,
-        }
+        params = {"ids": ids, "types": types, "limit": limit}
         return [_relation(rec) for rec in self._read(query, params, "neighbors")]
 
-    def paths(
-        self,
-        source: str,
-        target: str,
-        max_hops: int,
-        directed: bool = True,
-        limit: int = 10,
+    def _shortest_paths(
+        self, source: str, target: str, hops: int, directed: bool, limit: int
     ) -> list[GraphPath]:
-        """All shortest paths ``source`` → ``target`` of at most ``max_hops`` edges.
-
-        Paths are sorted by node ids, then relation ids; at most ``limit``.
-        ``source == target`` gives the single empty path. ``max_hops`` above
-        :data:`MAX_PATH_HOPS` (6) is searched as 6.
-        """
-        trivial = trivial_paths(self, source, target, max_hops, limit)
-        if trivial is not None:
-            return trivial
-        hops = min(int(max_hops), MAX_PATH_HOPS)
+        """One ``allShortestPaths`` statement; :data:`MAX_PATH_HOPS` (6) bounds the search."""
         query = with_hop_bound(q.PATHS_DIRECTED if directed else q.PATHS_UNDIRECTED, hops, most=MAX_PATH_HOPS)
         recs = self._read(query, {"source": source, "target": target, "limit": int(limit)}, "paths")
         return [
@@ -451,39 +374,18 @@ class Neo4jStore:
             for rec in recs
         ]
 
-    def get_relations(self, ids: Sequence[str]) -> list[Relation]:
-        """See :meth:`GraphStore.get_relations`."""
-        return in_id_order(
-            ids, lambda wanted: map(_relation, self._read(q.GET_RELATIONS, {"ids": wanted}, "get_relations"))
-        )
-
     def out_edges(self, entity_id: str) -> list[Relation]:
         """Every outgoing edge of one node with its weight, by type, descending weight, tail."""
         return [_relation(rec) for rec in self._read(q.OUT_EDGES, {"id": entity_id}, "out_edges")]
 
-    def docs_for(self, entity_ids: Sequence[str]) -> list[KnowledgeDoc]:
-        """Knowledge documents about the given entities, ordered by entity id then doc id."""
-        ids = list(entity_ids)
-        if not ids:
-            return []
-        return [_doc(rec) for rec in self._read(q.DOCS_FOR, {"ids": ids}, "docs_for")]
+    def _fetch_docs_for(self, entity_ids: list[str]) -> list[KnowledgeDoc]:
+        return [_doc(rec) for rec in self._read(q.DOCS_FOR, {"ids": entity_ids}, "docs_for")]
 
-    def get_docs(self, ids: Sequence[str]) -> list[KnowledgeDoc]:
-        """See :meth:`GraphStore.get_docs`."""
-        return in_id_order(ids, lambda wanted: map(_doc, self._read(q.GET_DOCS, {"ids": wanted}, "get_docs")))
-
-    def stats(self) -> StoreStats:
-        """Count entities per type and relations per type."""
+    def _counts(self) -> tuple[dict[str, int], dict[str, int], int]:
         entities = {str(r["type"]): int(r["count"]) for r in self._read(q.STATS_ENTITIES, {}, "stats")}
         relations = {str(r["type"]): int(r["count"]) for r in self._read(q.STATS_RELATIONS, {}, "stats")}
         docs = self._read(q.STATS_DOCS, {}, "stats")
-        return StoreStats(
-            entities=entities,
-            relations=relations,
-            entities_total=sum(entities.values()),
-            relations_total=sum(relations.values()),
-            docs_total=int(docs[0]["count"]) if docs else 0,
-        )
+        return entities, relations, int(docs[0]["count"]) if docs else 0
 
     def fingerprint(self) -> str:
         """Content version plus entity and relation counts; weight changes leave it alone."""
@@ -503,15 +405,10 @@ class Neo4jStore:
         return sorted(recs[0]["labels"]) if recs else []
 
     # -- feedback ------------------------------------------------------------------
-    def apply_weight_updates(
-        self,
-        feedback_id: str,
-        run_id: str,
-        rating: str,
-        relation_ids: Sequence[str],
-        rule: WeightRule,
+    def _apply_feedback(
+        self, feedback_id: str, run_id: str, rating: str, rel_ids: list[str], rule: WeightRule
     ) -> list[WeightChange]:
-        """See :meth:`GraphStore.apply_weight_updates`.
+        """Claim the feedback, lock the heads, apply the rule and audit, in one write transaction.
 
         A ``(:Feedback {id})`` node claimed in the transaction makes it idempotent, and
         write locks on the head nodes, taken before the sibling weights are read,
@@ -521,7 +418,6 @@ class Neo4jStore:
             StoreUnavailableError: The server cannot be reached.
 
         """
-        rel_ids = list(dict.fromkeys(relation_ids))
 
         def apply(tx: neo4j.ManagedTransaction) -> list[WeightChange]:
             claimed_at = datetime.now(UTC).isoformat()
