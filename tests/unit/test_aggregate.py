@@ -292,7 +292,7 @@ def _eid(name: str) -> str:
 
 
 def _vector_index(names: Sequence[str]):  # type: ignore[no-untyped-def]
-    from kgmind.retrievers.embeddings import HashEmbedder
+    from kgmind.retrievers.embeddings.hashing import HashEmbedder
     from kgmind.retrievers.entity_index import build_entity_index
 
     return build_entity_index(_NameStore(names), HashEmbedder())  # type: ignore[arg-type]
@@ -309,7 +309,7 @@ def _ent_line(head: str, tails: Sequence[str], score: float = 1.0) -> Evidence:
 
 
 def test_entity_index_exposes_stored_vectors_by_entity() -> None:
-    from kgmind.retrievers.embeddings import HashEmbedder
+    from kgmind.retrievers.embeddings.hashing import HashEmbedder
 
     idx = _vector_index(["Fever", "Rash", "Cough"])
     vecs, groups = idx.entity_vectors([_eid("Rash"), "unknown", _eid("Fever")])
@@ -320,7 +320,7 @@ def test_entity_index_exposes_stored_vectors_by_entity() -> None:
 
 def _counting_embedder():  # type: ignore[no-untyped-def]
     """A HashEmbedder that records each query batch and refuses to embed documents (evidence)."""
-    from kgmind.retrievers.embeddings import HashEmbedder
+    from kgmind.retrievers.embeddings.hashing import HashEmbedder
 
     class Counting(HashEmbedder):
         def __init__(self) -> None:
@@ -339,7 +339,7 @@ def _counting_embedder():  # type: ignore[no-untyped-def]
 
 def test_entity_vector_reranker_scores_by_tail_entities() -> None:
     from kgmind.retrievers.aggregate import EntityVectorReranker, EvidenceReranker
-    from kgmind.retrievers.embeddings import HashEmbedder
+    from kgmind.retrievers.embeddings.hashing import HashEmbedder
 
     idx = _vector_index(["Measles", "Rash", "Fever", "Oseltamivir", "Flu"])
     counting = _counting_embedder()

@@ -10,8 +10,12 @@ import pytest
 
 from entity_fakes import EntityListStore
 from kgmind.models import Entity, Mention
-from kgmind.retrievers import embeddings, entity_index, linker
-from kgmind.retrievers.embeddings import HashEmbedder, get_embedder, model_for_language
+from kgmind.retrievers import entity_index, linker
+from kgmind.retrievers.embeddings import get_embedder, model_for_language, runtime
+from kgmind.retrievers.embeddings.e5 import E5Embedder
+from kgmind.retrievers.embeddings.hashing import HashEmbedder
+from kgmind.retrievers.embeddings.minilm import MiniLMEmbedder, OnnxMiniLMEmbedder
+from kgmind.retrievers.embeddings.vectors import l2_normalize
 from kgmind.retrievers.entity_index import (
     EntityIndex,
     build_entity_index,
@@ -20,6 +24,7 @@ from kgmind.retrievers.entity_index import (
     resolve_model,
 )
 from kgmind.retrievers.linker import EntityLinker, get_linker, key_variants
+from kgmind.settings import SettingsError
 from kgmind.text import detect_language
 from kgmind.tuning import LINK_THRESHOLD
 
@@ -71,11 +76,11 @@ def test_get_embedder_is_cached_and_rejects_unknown_names():
 
 def test_real_embedders_are_created_lazily():
     # Creating the embedder objects must not load a model (that happens on first embed).
-    assert isinstance(get_embedder("minilm"), (embeddings.MiniLMEmbedder, embeddings.OnnxMiniLMEmbedder))
-    assert isinstance(get_embedder("e5"), embeddings.E5Embedder)
-    assert embeddings.MiniLMEmbedder()._model is None
-    assert embeddings.OnnxMiniLMEmbedder()._session is None
-    fresh = embeddings.E5Embedder()
+    assert isinstance(get_embedder("minilm"), (MiniLMEmbedder, OnnxMiniLMEmbedder))
+    assert isinstance(get_embedder("e5"), E5Embedder)
+    assert MiniLMEmbedder()._model is None
+    assert OnnxMiniLMEmbedder()._session is None
+    fresh = E5Embedder()
     assert fresh._model is None and fresh.entity_prefix == "query"
 
 
@@ -119,25 +124,25 @@ def test_minilm_backend_by_installed_packages(monkeypatch):
 
     real = importlib.util.find_spec
     monkeypatch.delenv("KGMIND_EMBED_BACKEND", raising=False)
-    monkeypatch.setattr(embeddings, "cpu_flags", lambda: {"avx512f", "avx512_bf16"})
+    monkeypatch.setattr(runtime, "cpu_flags", lambda: {"avx512f", "avx512_bf16"})
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object())
-    assert embeddings.minilm_backend() == "onnx"
-    monkeypatch.setattr(embeddings, "cpu_flags", lambda: {"avx512_bf16", "amx_bf16"})
-    assert embeddings.minilm_backend() == "onnx"  # AMX too: ONNX Runtime was faster there as well
-    monkeypatch.setattr(embeddings, "cpu_flags", lambda: set())
+    assert runtime.minilm_backend() == "onnx"
+    monkeypatch.setattr(runtime, "cpu_flags", lambda: {"avx512_bf16", "amx_bf16"})
+    assert runtime.minilm_backend() == "onnx"  # AMX too: ONNX Runtime was faster there as well
+    monkeypatch.setattr(runtime, "cpu_flags", lambda: set())
     monkeypatch.setattr(
         importlib.util, "find_spec", lambda name, *a: None if name == "onnxscript" else real(name, *a)
     )
-    assert embeddings.minilm_backend() == "torch"  # cannot export the model
+    assert runtime.minilm_backend() == "torch"  # cannot export the model
     monkeypatch.setenv("KGMIND_EMBED_BACKEND", "onnx")
-    assert embeddings.minilm_backend() == "onnx"
+    assert runtime.minilm_backend() == "onnx"
     monkeypatch.setenv("KGMIND_EMBED_BACKEND", "tensorflow")
     with pytest.raises(ValueError, match="KGMIND_EMBED_BACKEND"):
-        embeddings.minilm_backend()
+        runtime.minilm_backend()
 
 
 def test_l2_normalize_keeps_zero_rows():
-    out = embeddings.l2_normalize(np.array([[3.0, 4.0], [0.0, 0.0]]))
+    out = l2_normalize(np.array([[3.0, 4.0], [0.0, 0.0]]))
     np.testing.assert_allclose(out, [[0.6, 0.8], [0.0, 0.0]], rtol=1e-6)
 
 
@@ -443,7 +448,7 @@ def test_nearest_results_are_cached_per_index_and_k():
         ({}, 4, 1),
         ({}, 16, 4),
         ({}, 6, 3),
-        ({"KGMIND_TORCH_THREADS": "many"}, 2, None),
+        ({"KGMIND_TORCH_THREADS": "many"}, 2, SettingsError),
     ],
 )
 def test_default_threads(monkeypatch, env, cpus, expected):
@@ -451,24 +456,28 @@ def test_default_threads(monkeypatch, env, cpus, expected):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     for k, v in env.items():
         monkeypatch.setenv(k, v)
-    monkeypatch.setattr(embeddings.os, "sched_getaffinity", lambda _pid: set(range(cpus)))
-    assert embeddings.default_threads() == expected
+    monkeypatch.setattr(runtime.os, "sched_getaffinity", lambda _pid: set(range(cpus)))
+    if expected is SettingsError:  # a bad value is an error naming the variable, not ignored
+        with pytest.raises(SettingsError, match="KGMIND_TORCH_THREADS"):
+            runtime.default_threads()
+    else:
+        assert runtime.default_threads() == expected
 
 
 def test_e5_threads_use_every_cpu_only_when_openmp_waits_passively(monkeypatch):
     for var in ("KGMIND_TORCH_THREADS", "OMP_NUM_THREADS", "OMP_WAIT_POLICY"):
         monkeypatch.delenv(var, raising=False)
-    monkeypatch.setattr(embeddings, "usable_cpus", lambda: 2)
-    assert embeddings.e5_threads() == 1  # spinning workers: one thread on a small machine
-    assert embeddings.e5_threads(own_runtime=True) == 2  # its own runtime, made passive by kgmind
+    monkeypatch.setattr(runtime, "usable_cpus", lambda: 2)
+    assert runtime.e5_threads() == 1  # spinning workers: one thread on a small machine
+    assert runtime.e5_threads(own_runtime=True) == 2  # its own runtime, made passive by kgmind
     monkeypatch.setenv("OMP_WAIT_POLICY", "active")  # the user's policy wins over kgmind's
-    assert embeddings.e5_threads(own_runtime=True) == 1
+    assert runtime.e5_threads(own_runtime=True) == 1
     monkeypatch.setenv("OMP_WAIT_POLICY", "passive")
-    assert embeddings.e5_threads() == 2
-    monkeypatch.setattr(embeddings, "usable_cpus", lambda: 16)
-    assert embeddings.e5_threads() == 4
+    assert runtime.e5_threads() == 2
+    monkeypatch.setattr(runtime, "usable_cpus", lambda: 16)
+    assert runtime.e5_threads() == 4
     monkeypatch.setenv("KGMIND_TORCH_THREADS", "1")  # an explicit count still wins
-    assert embeddings.e5_threads() == 1
+    assert runtime.e5_threads() == 1
 
 
 def test_torch_threads_are_capped_but_never_raised(monkeypatch):
@@ -476,23 +485,23 @@ def test_torch_threads_are_capped_but_never_raised(monkeypatch):
     before = torch.get_num_threads()
     monkeypatch.delenv("KGMIND_TORCH_THREADS", raising=False)
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
-    monkeypatch.setattr(embeddings.os, "sched_getaffinity", lambda _pid: set(range(16)))  # target 4
+    monkeypatch.setattr(runtime.os, "sched_getaffinity", lambda _pid: set(range(16)))  # target 4
     try:
         torch.set_num_threads(8)
-        embeddings.configure_threads()
+        runtime.configure_threads()
         assert torch.get_num_threads() == 4
         torch.set_num_threads(1)  # the user lowered it: kept
-        embeddings.configure_threads()
+        runtime.configure_threads()
         assert torch.get_num_threads() == 1
         monkeypatch.setenv("KGMIND_TORCH_THREADS", "2")  # explicit: applied either way
-        embeddings.configure_threads()
+        runtime.configure_threads()
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
 
 
 def test_vector_cache_is_an_lru_that_never_drops_what_a_call_needs():
-    from kgmind.retrievers.embeddings import VectorCache
+    from kgmind.retrievers.embeddings.vector_cache import VectorCache
 
     calls: list[list[str]] = []
 
@@ -524,33 +533,31 @@ def test_using_the_embedder_leaves_process_settings_alone(monkeypatch):
 
     import sentence_transformers  # noqa: F401 - its own import sets env vars (KMP_*): not kgmind's doing
 
-    from kgmind.retrievers import embeddings
-
     calls: list[int] = []
     monkeypatch.setattr(torch, "set_num_threads", lambda n: calls.append(n))
-    monkeypatch.setattr(embeddings, "_torch_threads_wanted", False)  # no earlier opt-in in this process
+    monkeypatch.setattr(runtime, "_torch_threads_wanted", False)  # no earlier opt-in in this process
     monkeypatch.setenv("KGMIND_TORCH_THREADS", "1")  # an explicit count, which configure_threads applies
     env = dict(os.environ)
     grad = torch.is_grad_enabled()
-    vectors = embeddings.MiniLMEmbedder().embed_queries(["fever and cough"])  # the real model loads
+    vectors = MiniLMEmbedder().embed_queries(["fever and cough"])  # the real model loads
     assert vectors.shape == (1, 384)
     assert calls == [] and dict(os.environ) == env and torch.is_grad_enabled() == grad
-    embeddings.configure_threads()
+    runtime.configure_threads()
     assert calls == [1]
 
 
 def test_onnx_threads_take_every_cpu_with_sleeping_workers_unless_the_user_chose(monkeypatch):
     for var in ("KGMIND_TORCH_THREADS", "OMP_NUM_THREADS"):
         monkeypatch.delenv(var, raising=False)
-    monkeypatch.setattr(embeddings, "usable_cpus", lambda: 2)
-    assert embeddings.onnx_threads() == (2, False)
-    monkeypatch.setattr(embeddings, "usable_cpus", lambda: 16)
-    assert embeddings.onnx_threads() == (4, False)
+    monkeypatch.setattr(runtime, "usable_cpus", lambda: 2)
+    assert runtime.onnx_threads() == (2, False)
+    monkeypatch.setattr(runtime, "usable_cpus", lambda: 16)
+    assert runtime.onnx_threads() == (4, False)
     monkeypatch.setenv("KGMIND_TORCH_THREADS", "1")  # the user's count, ONNX Runtime's own spinning
-    assert embeddings.onnx_threads() == (1, True)
+    assert runtime.onnx_threads() == (1, True)
     monkeypatch.delenv("KGMIND_TORCH_THREADS")
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
-    assert embeddings.onnx_threads() == (None, True)
+    assert runtime.onnx_threads() == (None, True)
 
 
 def test_onnx_session_gets_the_chosen_threads(monkeypatch):
@@ -566,10 +573,10 @@ def test_onnx_session_gets_the_chosen_threads(monkeypatch):
 
     for var in ("KGMIND_TORCH_THREADS", "OMP_NUM_THREADS"):
         monkeypatch.delenv(var, raising=False)
-    monkeypatch.setattr(embeddings, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(runtime, "usable_cpus", lambda: 2)
     monkeypatch.setattr(ort, "InferenceSession", spy)
     try:
-        emb = embeddings.OnnxMiniLMEmbedder(quantized=False)
+        emb = OnnxMiniLMEmbedder(quantized=False)
         vec = emb.embed_queries(["persistent cough"])
     except (RuntimeError, OSError) as exc:  # no MiniLM package or export on this machine
         pytest.skip(str(exc))

@@ -261,6 +261,7 @@ def test_cli_prepares_linking_before_the_run(monkeypatch: pytest.MonkeyPatch, tm
     from kgmind.graphs import services
     from kgmind.graphs.context import Context
     from kgmind.retrievers import embeddings, entity_index
+    from kgmind.retrievers.embeddings import onnx_export
 
     exported: list[bool] = []
     indexed: list[tuple[str, bool]] = []
@@ -274,8 +275,8 @@ def test_cli_prepares_linking_before_the_run(monkeypatch: pytest.MonkeyPatch, tm
         return dest(quantized)
 
     linker = SimpleNamespace(model="minilm")
-    monkeypatch.setattr(embeddings, "_onnx_minilm_dest", dest)
-    monkeypatch.setattr(embeddings, "onnx_minilm_path", export)
+    monkeypatch.setattr(embeddings, "onnx_minilm_dest", dest)
+    monkeypatch.setattr(onnx_export, "onnx_minilm_path", export)
     monkeypatch.setattr(embeddings, "minilm_backend", lambda: "onnx")
     # a cache of this test's own: embedders built under the patched backend go with it
     monkeypatch.setattr(embeddings, "get_embedder", functools.cache(embeddings.get_embedder.__wrapped__))

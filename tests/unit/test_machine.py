@@ -86,3 +86,10 @@ def test_a_process_pinned_to_one_cpu_gets_one_llm_thread() -> None:
     env = {k: v for k, v in os.environ.items() if k != "KGMIND_LLM_THREADS"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     assert out.stdout.split() == ["1", "1"]
+
+
+def test_cpu_flags_read_the_flags_line(tmp_path: Path) -> None:
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nflags\t\t: fpu avx512f amx_bf16\nbugs\t\t: spectre_v1\n")
+    assert machine.cpu_flags(info) == {"fpu", "avx512f", "amx_bf16"}
+    assert machine.cpu_flags(tmp_path / "missing") == set()

@@ -9,7 +9,7 @@ import pytest
 from entity_fakes import EntityListStore
 from kgmind.models import Entity
 from kgmind.retrievers import entity_index, linker, ner
-from kgmind.retrievers.embeddings import HashEmbedder
+from kgmind.retrievers.embeddings.hashing import HashEmbedder
 from kgmind.retrievers.linker import EntityLinker
 from kgmind.retrievers.ner import (
     Gazetteer,

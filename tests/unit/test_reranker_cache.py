@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from kgmind.retrievers.aggregate import EmbeddingReranker
-from kgmind.retrievers.embeddings import HashEmbedder
+from kgmind.retrievers.embeddings.hashing import HashEmbedder
 
 
 def test_cached_text_at_the_lru_end_survives_eviction() -> None:

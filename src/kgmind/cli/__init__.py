@@ -25,7 +25,7 @@ learn.register(app)
 
 def main() -> None:
     """Entry point of the ``kgmind`` script: the process-wide thread settings are applied here only."""
-    from kgmind.retrievers.embeddings import configure_threads
+    from kgmind.retrievers.embeddings.runtime import configure_threads
 
     configure_threads()
     app()

@@ -288,7 +288,8 @@ def prepare_linking(ctx: Any, console: Console) -> None:
     build a progress bar; the graph then finds both in the caches it would have filled.
     """
     from kgmind.graphs.services import get_linker, get_store
-    from kgmind.retrievers.embeddings import onnx_minilm_path, pending_onnx_export
+    from kgmind.retrievers.embeddings import pending_onnx_export
+    from kgmind.retrievers.embeddings.onnx_export import onnx_minilm_path
     from kgmind.retrievers.entity_index import get_entity_index
 
     store = get_store(ctx.store)

@@ -25,7 +25,7 @@ def machine_info() -> dict[str, Any]:
                 break
     except OSError:
         pass
-    from kgmind.retrievers.embeddings import cpu_flags
+    from kgmind.machine import cpu_flags
 
     flags = cpu_flags()
     return {

@@ -291,7 +291,7 @@ class TokenEncoder:
         if self._model is None:
             from transformers import AutoModel, AutoTokenizer
 
-            from kgmind.retrievers.embeddings import torch_loaded
+            from kgmind.retrievers.embeddings.runtime import torch_loaded
 
             path = self.path or local_minilm_path()
             self._tok = AutoTokenizer.from_pretrained(path, local_files_only=True)

@@ -20,7 +20,8 @@ from cachetools import LRUCache
 
 from kgmind import tuning
 from kgmind.models import LinkedEntity, Mention, normalize_name
-from kgmind.retrievers.embeddings import Embedder, VectorCache, disk_vector_cache, get_embedder
+from kgmind.retrievers.embeddings import Embedder, get_embedder
+from kgmind.retrievers.embeddings.vector_cache import VectorCache, disk_vector_cache
 from kgmind.retrievers.entity_index import EntityIndex, get_entity_index, resolve_model
 from kgmind.stores.protocol import GraphStore
 

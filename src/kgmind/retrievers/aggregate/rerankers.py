@@ -20,7 +20,7 @@ from cachetools import LRUCache
 
 from kgmind import tuning
 from kgmind.models import Evidence
-from kgmind.retrievers.embeddings import VectorCache
+from kgmind.retrievers.embeddings.vector_cache import VectorCache
 
 if TYPE_CHECKING:
     from kgmind.retrievers.entity_index import EntityIndex
