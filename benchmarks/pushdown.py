@@ -46,7 +46,7 @@ def measure(kg: str, questions: int, seed: int) -> dict[str, Any]:
     from kgmind.eval.kg import prepare_store
     from kgmind.eval.methods import run_graph
     from kgmind.eval.resources import Resources
-    from kgmind.retrievers import graph_index as gx
+    from kgmind.retrievers import graph_index_cache as gx
     from kgmind.stores.factory import open_store
 
     cfg = EvalConfig(dataset=DATASET[kg], split="test", limit=questions, seed=seed)

@@ -94,7 +94,7 @@ from kgmind.retrievers.aggregate import EmbeddingReranker, rank_candidates
 from kgmind.retrievers.baselines import mindmap_retrieve
 from kgmind.retrievers.embeddings.runtime import minilm_backend
 from kgmind.retrievers.exploration import neighbor_evidence, path_evidence
-from kgmind.retrievers.graph_index import get_graph_index
+from kgmind.retrievers.graph_index_cache import get_graph_index
 from kgmind.stores.factory import open_store
 from kgmind.tuning import RERANK_QUESTION_MODE
 

@@ -15,7 +15,11 @@ from kgmind.models import Entity, KnowledgeDoc, Relation, entity_id
 from kgmind.retrievers.aggregate import aggregate_evidence
 from kgmind.retrievers.baselines import kg_shortest_path, mindmap_neighbors, mindmap_paths, mindmap_retrieve
 from kgmind.retrievers.exploration import hykge_chains, neighbor_evidence, path_evidence, weighted_dfs_chains
-from kgmind.retrievers.graph_index import clear_graph_index_cache, get_graph_index, notify_weight_changes
+from kgmind.retrievers.graph_index_cache import (
+    clear_graph_index_cache,
+    get_graph_index,
+    notify_weight_changes,
+)
 from kgmind.stores.factory import close_all_stores, open_store
 from kgmind.tools.exploration import (
     EXPLORATION_TOOLS,

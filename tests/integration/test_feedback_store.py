@@ -141,7 +141,7 @@ def test_repeated_feedback_is_idempotent(store: GraphStore) -> None:
 
 
 def test_commit_updates_the_cached_graph_index(store: GraphStore) -> None:
-    import kgmind.retrievers.graph_index as gi_mod
+    import kgmind.retrievers.graph_index_cache as gi_mod
 
     gi = gi_mod.get_graph_index(store)
     assert gi.weight(R["flu_fever"]) == 1.0

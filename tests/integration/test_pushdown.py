@@ -41,7 +41,8 @@ def test_pushdown_selects_the_same_evidence_as_the_whole_kg_index(demo_uri: str,
 
 def test_a_pushed_down_index_holds_the_neighbourhood_only(demo_uri: str) -> None:
     from kgmind.retrievers.exploration import hykge_chains, neighbor_evidence, weighted_dfs_chains
-    from kgmind.retrievers.graph_index import GraphIndex, get_graph_index, get_neighborhood_index
+    from kgmind.retrievers.graph_index import GraphIndex
+    from kgmind.retrievers.graph_index_cache import get_graph_index, get_neighborhood_index
     from kgmind.stores.factory import open_store
 
     store = open_store(demo_uri)
@@ -67,7 +68,7 @@ def test_a_pushed_down_index_holds_the_neighbourhood_only(demo_uri: str) -> None
 
 
 def test_auto_pushes_down_only_above_the_threshold(demo_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from kgmind.retrievers import graph_index as gx
+    from kgmind.retrievers import graph_index_cache as gx
     from kgmind.stores.factory import open_store
 
     store = open_store(demo_uri)

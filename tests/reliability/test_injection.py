@@ -28,7 +28,7 @@ from rel_harness import (
 from kgmind.importers import import_kg
 from kgmind.models import Entity, Relation, entity_id
 from kgmind.retrievers import exploration
-from kgmind.retrievers.graph_index import get_graph_index
+from kgmind.retrievers.graph_index_cache import get_graph_index
 from kgmind.retrievers.linker import get_linker
 from kgmind.retrievers.ner import extract_mentions
 from kgmind.text import repair_escapes

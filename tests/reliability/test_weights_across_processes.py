@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from kgmind.retrievers.graph_index import get_graph_index
+from kgmind.retrievers.graph_index_cache import get_graph_index
 from kgmind.stores.factory import close_all_stores, open_store
 
 HARNESS = Path(__file__).resolve().parent / "rel_harness.py"

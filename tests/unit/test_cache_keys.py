@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from entity_fakes import EntityListStore
 from kgmind.models import Entity, Relation
-from kgmind.retrievers import graph_index
+from kgmind.retrievers import graph_index_cache
 from kgmind.retrievers.linker import clear_linker_cache, get_linker
 from kgmind.retrievers.ner import Gazetteer, clear_gazetteer_cache
 
@@ -53,14 +53,14 @@ class _GatedGraph(EntityListStore):
 
 
 def test_one_store_building_its_index_does_not_block_another() -> None:
-    graph_index.clear_graph_index_cache()
+    graph_index_cache.clear_graph_index_cache()
     gate = threading.Event()
     slow, fast = _GatedGraph("fake://slow", gate), _GatedGraph("fake://fast")
-    builder = threading.Thread(target=graph_index.get_graph_index, args=(slow,))
+    builder = threading.Thread(target=graph_index_cache.get_graph_index, args=(slow,))
     builder.start()
     assert slow.entered.wait(timeout=10)  # the slow build is under way, holding its own lock
-    assert graph_index.get_graph_index(fast).num_edges == 1  # served while the other build waits
+    assert graph_index_cache.get_graph_index(fast).num_edges == 1  # served while the other build waits
     gate.set()
     builder.join()
     assert slow.gate_opened is True  # had the fast lookup queued behind it, the gate would have timed out
-    graph_index.clear_graph_index_cache()
+    graph_index_cache.clear_graph_index_cache()

@@ -8,13 +8,13 @@ from collections.abc import Iterator
 import pytest
 
 from kgmind.models import Entity, Relation, WeightChange, entity_id
-from kgmind.retrievers.graph_index import (
-    BfsMemo,
-    GraphIndex,
+from kgmind.retrievers.graph_index import GraphIndex
+from kgmind.retrievers.graph_index_cache import (
     clear_graph_index_cache,
     get_graph_index,
     notify_weight_changes,
 )
+from kgmind.retrievers.graph_paths import BfsMemo
 
 
 class FakeStore:
@@ -253,6 +253,46 @@ def test_cache_by_uri_and_fingerprint() -> None:
     assert gi2 is not gi1 and store.builds == 2 and gi2.num_edges == 2
     other = FakeStore("mem:2", ents("A"), [])
     assert get_graph_index(other) is not gi2
+
+
+def test_threads_asking_for_one_store_share_one_build() -> None:
+    import threading
+
+    class SlowStore(FakeStore):
+        def iter_entities(self) -> Iterator[Entity]:
+            started.set()
+            release.wait(timeout=10)
+            return super().iter_entities()
+
+    started, release = threading.Event(), threading.Event()
+    store = SlowStore("mem:once", ents("A", "B"), [rel("A", "B")])
+    got: list[GraphIndex] = []
+    threads = [threading.Thread(target=lambda: got.append(get_graph_index(store))) for _ in range(4)]
+    for t in threads:
+        t.start()
+    assert started.wait(timeout=10)
+    release.set()
+    for t in threads:
+        t.join(timeout=10)
+    assert len(got) == 4 and all(g is got[0] for g in got) and store.builds == 1
+
+
+def test_neighbourhood_indexes_are_kept_per_seeds_and_weights_version() -> None:
+    from kgmind.retrievers.graph_index_cache import get_neighborhood_index
+
+    class HoodStore(FakeStore):
+        def get_entities(self, ids: list[str]) -> list[Entity]:
+            return [e for e in self.entities if e.id in ids]
+
+        def neighbors(self, ids: list[str], direction: str) -> list[Relation]:
+            return [r for r in self.relations if r.head in ids or r.tail in ids]
+
+    store = HoodStore("mem:hood", ents("A", "B", "C"), [rel("A", "B"), rel("B", "C")])
+    hood = get_neighborhood_index(store, [entity_id("A")])  # type: ignore[arg-type]
+    assert get_neighborhood_index(store, [entity_id("A"), entity_id("A")]) is hood  # type: ignore[arg-type]
+    assert hood.pushed_down and entity_id("B") in hood
+    store.weights += 1  # a committed weight change: a fresh neighbourhood with the new weights
+    assert get_neighborhood_index(store, [entity_id("A")]) is not hood  # type: ignore[arg-type]
 
 
 def test_notify_weight_changes_updates_cached_index() -> None:

@@ -18,7 +18,8 @@ from kgmind.eval.items import build_items
 from kgmind.eval.learn import LearnConfig, credit_edges, learning_order, run_learn
 from kgmind.models import Entity, Evidence, Relation, entity_id
 from kgmind.retrievers.exploration import rank_diseases
-from kgmind.retrievers.graph_index import GraphIndex, clear_graph_index_cache
+from kgmind.retrievers.graph_index import GraphIndex
+from kgmind.retrievers.graph_index_cache import clear_graph_index_cache
 from kgmind.stores.factory import close_all_stores, open_store
 from kgmind.stores.feedback import apply_feedback
 

@@ -185,7 +185,7 @@ class Resources:
 
     def graph_index(self) -> Any:
         """Return the cached in-memory GraphIndex of the store."""
-        from kgmind.retrievers.graph_index import get_graph_index
+        from kgmind.retrievers.graph_index_cache import get_graph_index
 
         return get_graph_index(self.store())
 

@@ -139,7 +139,8 @@ class Context:
         "auto",
         "memory = explore an in-memory index of the whole KG (built once per process); "
         "pushdown = read only each question's neighbourhood from the store (bounded id-keyed queries, "
-        "Neo4j readers); auto = pushdown above kgmind.retrievers.graph_index.PUSHDOWN_MIN_RELATIONS.",
+        "Neo4j readers); auto = pushdown above "
+        "kgmind.retrievers.graph_index_cache.PUSHDOWN_MIN_RELATIONS.",
     )
 
     @property

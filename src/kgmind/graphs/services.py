@@ -185,9 +185,9 @@ def get_graph_index(store: GraphStore, *, recheck_s: float = 0.0) -> Any:
     """Return the cached in-memory adjacency index of ``store`` (H4b's GraphIndex).
 
     ``recheck_s`` > 0 trusts an index whose freshness was checked that recently (see
-    :func:`kgmind.retrievers.graph_index.get_graph_index`).
+    :func:`kgmind.retrievers.graph_index_cache.get_graph_index`).
     """
-    from kgmind.retrievers.graph_index import get_graph_index as _get
+    from kgmind.retrievers.graph_index_cache import get_graph_index as _get
 
     return _get(store, recheck_s=recheck_s)
 
@@ -196,7 +196,7 @@ def get_exploration_index(
     store: GraphStore, mode: str, seeds: Sequence[str], *, recheck_s: float = 0.0
 ) -> Any:
     """The index exploration runs on: the whole KG in memory, or the seeds' neighbourhood per question."""
-    from kgmind.retrievers import graph_index as gx
+    from kgmind.retrievers import graph_index_cache as gx
 
     if gx.pushdown_wanted(store, mode):
         return gx.get_neighborhood_index(store, seeds)

@@ -30,8 +30,8 @@ import numpy as np
 from kgmind.models import Entity, normalize_name
 from kgmind.retrievers.embeddings import Embedder, get_embedder, model_for_language
 from kgmind.settings import kgmind_home
-from kgmind.text import detect_language
 from kgmind.stores.protocol import GraphStore
+from kgmind.text import detect_language
 
 __all__ = [
     "INDEX_FORMAT_VERSION",

@@ -1,34 +1,27 @@
 """An in-memory adjacency index of a KG store, for fast path and neighbor search.
 
-:func:`get_graph_index` builds a :class:`GraphIndex` once per ``(store.uri,
-store.fingerprint())`` from :meth:`GraphStore.iter_entities` and
-:meth:`GraphStore.iter_relations` and caches it. Entities become dense integers;
-edges are kept in columnar lists (head, tail, type, id, source) plus a numpy array of
-weights, and every node has an outgoing and an incoming list of edge indices in
-insertion order (the order the store yielded the relations), so every search is
-deterministic.
-
-Weights change without changing the fingerprint (feedback): the feedback tool calls
-:func:`notify_weight_changes` after a commit so the cached index follows the store.
-Feedback committed by *another* process (a second CLI, a server worker, anyone sharing
-the Neo4j database) is seen through the store's weights version, a counter bumped in
-every weight-changing transaction: :func:`get_graph_index` compares it with the one the
-index holds and re-reads the weights (not the whole graph) when they differ.
+A :class:`GraphIndex` holds a KG read from :meth:`GraphStore.iter_entities` and
+:meth:`GraphStore.iter_relations`. Entities become dense integers; edges are kept in
+columnar lists (head, tail, type, id, source) plus a numpy array of weights, and every
+node has an outgoing and an incoming list of edge indices in insertion order (the order
+the store yielded the relations), so every search is deterministic. A pushed-down index
+(:meth:`GraphIndex.neighborhood`) holds only the part of the store around a question and
+completes a node from the store the first time its edges are read.
 
 Searches:
 
 * :meth:`GraphIndex.shortest_paths` — all shortest paths of at most ``max_hops`` edges,
-  directed or undirected, by a level-synchronous bidirectional BFS (expanding the
-  smaller frontier), enumerated in edge insertion order up to ``limit``.
+  directed or undirected (:mod:`kgmind.retrievers.graph_paths`).
 * :meth:`GraphIndex.out_edges` / :meth:`GraphIndex.in_edges` — edge views with the
   current weight.
+
+Indexes are built once per store and kept in step with its weights by
+:mod:`kgmind.retrievers.graph_index_cache`.
 """
 
 from __future__ import annotations
 
-import math
 import threading
-import time
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -36,22 +29,11 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from kgmind.models import Entity, Relation, WeightChange, relation_id
-from kgmind.stores.feedback import on_weight_changes
+from kgmind.models import Entity, Relation, relation_id
+from kgmind.retrievers.graph_paths import PathSearch
 from kgmind.stores.protocol import GraphStore
 
-__all__ = [
-    "PUSHDOWN_MIN_RELATIONS",
-    "EdgeView",
-    "GraphIndex",
-    "IndexPath",
-    "IndexableStore",
-    "clear_graph_index_cache",
-    "get_graph_index",
-    "get_neighborhood_index",
-    "notify_weight_changes",
-    "pushdown_wanted",
-]
+__all__ = ["EdgeView", "GraphIndex", "IndexableStore"]
 
 
 class IndexableStore(Protocol):
@@ -206,41 +188,7 @@ class EdgeView:
     source: str
 
 
-@dataclass(frozen=True)
-class IndexPath:
-    """A path found in the index, as integer node and edge indices.
-
-    Attributes:
-        nodes: Node indices in path order (``len(edges) + 1`` of them).
-        edges: Edge indices walked; on an undirected search an edge may be walked
-            against its direction.
-    """
-
-    nodes: tuple[int, ...]
-    edges: tuple[int, ...]
-
-
-@dataclass
-class BfsSide:
-    """One root's breadth-first search, level by level (see :meth:`GraphIndex.shortest_paths`).
-
-    Attributes:
-        dist: Level of every node reached.
-        links: Per node reached, the ``(edge, node one level nearer the root)`` pairs.
-        fronts: The nodes first reached at each level (``fronts[0]`` = the root).
-    """
-
-    dist: dict[int, int]
-    links: dict[int, list[tuple[int, int]]]
-    fronts: list[list[int]]
-
-
-#: BFS sides by ``(root, direction, degree cap)`` (direction ``None``: undirected), for one batch
-#: of searches.
-BfsMemo = dict[tuple[int, bool | None, int | None], BfsSide]
-
-
-class GraphIndex:
+class GraphIndex(PathSearch):
     """In-memory adjacency of a KG (see the module docstring).
 
     Public integer-level attributes (used by :mod:`kgmind.retrievers.exploration`):
@@ -295,26 +243,7 @@ class GraphIndex:
         self.edge_source: list[str] = []
         self.edge_id: _EdgeIds = _EdgeIds(self)
         self.edge_index_of: _EdgeLookup = _EdgeLookup(self)
-        weights = array("d")
-        hashes = array("q")
-        interned: dict[str, str] = {}
-        pending = self.edge_index_of.pending
-        for rel in relations:
-            if rel.id in pending:
-                continue
-            h = self._node(rel.head)
-            t = self._node(rel.tail)
-            e = len(self.edge_head)
-            self.edge_head.append(h)
-            self.edge_tail.append(t)
-            rtype = interned.setdefault(rel.type, rel.type)
-            self.edge_type.append(rtype)
-            self.edge_source.append(interned.setdefault(rel.source, rel.source))
-            if rel.id != relation_id(rel.head, rtype, rel.tail):
-                self.edge_id.explicit[e] = rel.id
-            pending[rel.id] = e
-            hashes.append(hash(rel.id))
-            weights.append(rel.weight)
+        weights, hashes = self._read_relations(relations)
         self.edge_index_of.freeze(hashes)
         heads = (
             np.frombuffer(self.edge_head, dtype=np.int32) if len(self.edge_head) else np.zeros(0, np.int32)
@@ -337,6 +266,30 @@ class GraphIndex:
         self._source: GraphStore | None = None
         self._complete: set[int] | None = None
         self._uniform: bool | None = None  # cache of uniform_weights(); None = to be computed
+
+    def _read_relations(self, relations: Iterable[Relation]) -> tuple[Any, Any]:
+        """Append the edges of ``relations`` (each id once); return their weights and id hashes."""
+        weights = array("d")
+        hashes = array("q")
+        interned: dict[str, str] = {}
+        pending = self.edge_index_of.pending
+        for rel in relations:
+            if rel.id in pending:
+                continue
+            h = self._node(rel.head)
+            t = self._node(rel.tail)
+            e = len(self.edge_head)
+            self.edge_head.append(h)
+            self.edge_tail.append(t)
+            rtype = interned.setdefault(rel.type, rel.type)
+            self.edge_type.append(rtype)
+            self.edge_source.append(interned.setdefault(rel.source, rel.source))
+            if rel.id != relation_id(rel.head, rtype, rel.tail):
+                self.edge_id.explicit[e] = rel.id
+            pending[rel.id] = e
+            hashes.append(hash(rel.id))
+            weights.append(rel.weight)
+        return weights, hashes
 
     @classmethod
     def neighborhood(
@@ -591,101 +544,6 @@ class GraphIndex:
             self.weights_version = weights_version
         return changed
 
-    # -- search --------------------------------------------------------------------
-    def shortest_paths(
-        self,
-        source: int,
-        target: int,
-        max_hops: int,
-        *,
-        directed: bool = True,
-        limit: int | None = 100,
-        memo: BfsMemo | None = None,
-        max_degree: int | None = None,
-    ) -> list[IndexPath]:
-        """All shortest paths ``source`` → ``target`` with at most ``max_hops`` edges.
-
-        A level-synchronous bidirectional BFS: the smaller frontier is expanded one
-        full level at a time; when the two searches meet, the meeting nodes on the
-        last expanded level split every shortest path exactly once. Paths are
-        enumerated in edge insertion order, so the result is deterministic.
-
-        Each side's levels depend only on its root, so a caller searching many pairs
-        of the same nodes (HyKGE chains: every pair of up to 10 linked entities) passes
-        one ``memo`` and expands each root's levels once instead of once per pair
-        (through hubs, a 2-hop level is most of a search). The result is the same.
-
-        Args:
-            source: Start node index.
-            target: End node index.
-            max_hops: Largest path length in edges.
-            directed: Follow edge directions (``False``: walk edges both ways).
-            limit: At most this many paths (``None``: all of them).
-            memo: BFS levels shared across calls on this index (and its current edges).
-            max_degree: Walk through no node with more edges than this (a hub); the two
-                ends are always expanded, and a hub may still be where a path ends or
-                where the two searches meet (``None``: no cap).
-
-        Returns:
-            The paths, ``[]`` when none of at most ``max_hops`` edges exists. A path
-            from a node to itself is the empty path (one node, no edges).
-        """
-        if source == target:
-            return [IndexPath((source,), ())]
-        if max_hops <= 0:
-            return []
-        memo = {} if memo is None else memo
-        # fwd.links[n]: (edge, prev node) reaching n on a shortest path from source
-        # bwd.links[n]: (edge, next node) leaving n on a shortest path to target
-        fwd = self._bfs_side(memo, source, True, directed, max_degree)
-        bwd = self._bfs_side(memo, target, False, directed, max_degree)
-        level_f = level_b = 0
-        meet: list[int] = []
-        while fwd.fronts[level_f] and bwd.fronts[level_b] and level_f + level_b < max_hops:
-            expand_forward = self._frontier_cost(fwd.fronts[level_f], True, directed) <= self._frontier_cost(
-                bwd.fronts[level_b], False, directed
-            )
-            if expand_forward:
-                level_f += 1
-                front = self._bfs_level(fwd, level_f, True, directed, max_degree)
-                meet = [v for v in front if bwd.dist.get(v) == level_b]
-            else:
-                level_b += 1
-                front = self._bfs_level(bwd, level_b, False, directed, max_degree)
-                meet = [v for v in front if fwd.dist.get(v) == level_f]
-            if meet:
-                break
-        if not meet:
-            return []
-        out: list[IndexPath] = []
-        for m in meet:
-            for fn, fe in self._walk(m, fwd.links, forward=False):
-                for bn, be in self._walk(m, bwd.links, forward=True):
-                    out.append(IndexPath(tuple(fn) + tuple(bn[1:]), tuple(fe) + tuple(be)))
-                    if limit is not None and len(out) >= limit:
-                        return out
-        return out
-
-    @staticmethod
-    def _bfs_side(memo: BfsMemo, root: int, forward: bool, directed: bool, max_degree: int | None) -> BfsSide:
-        """The memoised BFS from ``root`` (an undirected search is the same both ways)."""
-        key = (root, forward if directed else None, max_degree)
-        side = memo.get(key)
-        if side is None:
-            side = memo[key] = BfsSide(dist={root: 0}, links={root: []}, fronts=[[root]])
-        return side
-
-    def _bfs_level(
-        self, side: BfsSide, level: int, forward: bool, directed: bool, max_degree: int | None
-    ) -> list[int]:
-        """Level ``level`` of ``side``'s BFS, expanded from the level before on first use."""
-        if len(side.fronts) <= level:
-            front = side.fronts[level - 1]
-            if max_degree is not None and level > 1:  # the root itself is always expanded
-                front = [u for u in front if len(self.out_adj[u]) + len(self.in_adj[u]) <= max_degree]
-            side.fronts.append(self._expand(front, forward, directed, level, side.dist, side.links))
-        return side.fronts[level]
-
     def hub_degree(self, percentile: float) -> int | None:
         """The degree (edges in + out) at ``percentile`` of this index's nodes, cached per percentile.
 
@@ -708,227 +566,3 @@ class GraphIndex:
             )
             cache[percentile] = int(np.percentile(degrees, percentile)) if len(degrees) else 0
         return cache[percentile]
-
-    def _expand(
-        self,
-        front: list[int],
-        forward: bool,
-        directed: bool,
-        level: int,
-        dist: dict[int, int],
-        links: dict[int, list[tuple[int, int]]],
-    ) -> list[int]:
-        """One BFS level from ``front``: record ``(edge, previous node)`` links; return the new frontier.
-
-        Per node, its outgoing edges (to their tails) come before its incoming ones (to
-        their heads), each in insertion order. The loop is written out, without a
-        generator per step (through hubs a level is ~10^5 steps): chains and paths of
-        100 re-crawl questions took 5-8 % less time, with the same results.
-        """
-        ways: list[tuple[Any, Any]] = []
-        if forward or not directed:
-            ways.append((self.out_adj, self.edge_tail))
-        if not forward or not directed:
-            ways.append((self.in_adj, self.edge_head))
-        nxt: list[int] = []
-        seen = dist.get
-        for u in front:
-            for adj, other in ways:
-                for e in adj[u]:
-                    v = other[e]
-                    d = seen(v)
-                    if d is None:
-                        dist[v] = level
-                        links[v] = [(e, u)]
-                        nxt.append(v)
-                    elif d == level:
-                        links[v].append((e, u))
-        return nxt
-
-    def _frontier_cost(self, front: list[int], forward: bool, directed: bool) -> int:
-        if (
-            self._complete is not None
-        ):  # pushed down: load the frontier's edges in one query, not one per node
-            self._complete_nodes(front)
-        if not directed:
-            return sum(len(self.out_adj[u]) + len(self.in_adj[u]) for u in front)
-        adj = self.out_adj if forward else self.in_adj
-        return sum(len(adj[u]) for u in front)
-
-    @staticmethod
-    def _walk(
-        node: int, links: dict[int, list[tuple[int, int]]], *, forward: bool
-    ) -> Iterator[tuple[list[int], list[int]]]:
-        """Yield (nodes, edges) of every shortest path between the BFS root and ``node``.
-
-        ``links`` are the BFS predecessors (``forward=False``: paths root → node) or
-        successors (``forward=True``: paths node → root) recorded per node.
-        """
-        if not links[node]:
-            yield [node], []
-            return
-        for e, other in links[node]:
-            for nodes, edges in GraphIndex._walk(other, links, forward=forward):
-                yield ([node, *nodes], [e, *edges]) if forward else ([*nodes, node], [*edges, e])
-
-
-# -- cache -------------------------------------------------------------------------
-_cache_lock = threading.Lock()
-_cache: dict[str, GraphIndex] = {}
-
-
-_checked_at: dict[str, float] = {}
-_key_locks: dict[str, threading.Lock] = {}
-
-
-def get_graph_index(store: IndexableStore, *, recheck_s: float = 0.0) -> GraphIndex:
-    """Return the cached :class:`GraphIndex` of ``store``, rebuilt when its fingerprint changes.
-
-    One index is kept per store URI; a new fingerprint (entities or relations added
-    or removed) replaces it. Reading the fingerprint is a store query (a few ms on
-    LadybugDB), so hot paths may pass ``recheck_s`` to re-read it at most that often.
-
-    Args:
-        store: A ``GraphStore`` (or anything with ``uri``, ``fingerprint()``,
-            ``iter_entities()`` and ``iter_relations()``).
-        recheck_s: Trust a cached index for this many seconds after its fingerprint
-            was last checked (``0``: check on every call).
-
-    Returns:
-        The index.
-    """
-    now = time.monotonic()
-    with _cache_lock:
-        gi = _cache.get(store.uri)
-        if gi is not None and recheck_s > 0 and now - _checked_at.get(store.uri, -math.inf) < recheck_s:
-            return gi
-        key_lock = _key_locks.setdefault(store.uri, threading.Lock())
-    fp = store.fingerprint()
-    # read before the relations: a commit in between costs one more reload, never a stale index
-    wv = store.weights_version()
-    with key_lock:  # one build per store at a time; other stores' lookups are not blocked
-        with _cache_lock:
-            gi = _cache.get(store.uri)
-        if gi is None or gi.fingerprint != fp:
-            gi = GraphIndex(
-                store.iter_entities(),
-                store.iter_relations(),
-                uri=store.uri,
-                fingerprint=fp,
-                weights_version=wv,
-            )
-            with _cache_lock:
-                _cache[store.uri] = gi
-        elif gi.weights_version != wv:  # weights moved in another process (or a reset)
-            gi.reload_weights(store.iter_relations(), wv)
-        with _cache_lock:
-            _checked_at[store.uri] = now
-        return gi
-
-
-@on_weight_changes
-def notify_weight_changes(
-    store_uri: str, changes: Sequence[WeightChange], weights_version: int | None = None
-) -> None:
-    """Apply committed weight changes to the cached index of ``store_uri`` (if any).
-
-    Registered with the feedback tool (:func:`kgmind.stores.feedback.on_weight_changes`),
-    which calls it after each commit, because weight changes do not change the store
-    fingerprint.
-
-    Args:
-        store_uri: The store's ``uri``.
-        changes: The committed changes (their ``new_weight`` is applied).
-        weights_version: The store's weights version read after the commit. When it is
-            exactly one past the index's, this commit was the only one since, so the
-            index takes that version and the next lookup needs no reload; otherwise
-            another process committed too and the next lookup re-reads the weights.
-            An index already at (or past) it holds these changes and is left alone.
-    """
-    with _cache_lock:
-        gi = _cache.get(store_uri)
-        key_lock = _key_locks.setdefault(store_uri, threading.Lock())
-    if gi is None or not changes:
-        return
-    with key_lock:  # not between a reload's read of the weights and its swap
-        if weights_version is not None and gi.weights_version >= weights_version:
-            return
-        gi.set_weights((c.relation_id, c.new_weight) for c in changes)
-        if weights_version is not None and gi.weights_version == weights_version - 1:
-            gi.weights_version = weights_version
-
-
-def clear_graph_index_cache() -> None:
-    """Forget every cached index (tests)."""
-    with _cache_lock:
-        _cache.clear()
-        _checked_at.clear()
-        _hood_cache.clear()
-        _hood_locks.clear()
-        _sizes.clear()
-
-
-#: Per-question indexes kept for reuse: the explore nodes of one run (and repeated
-#: questions) share one, keyed by store, fingerprint, weights version and seeds.
-_HOOD_CACHE_SIZE = 64
-_hood_cache: dict[tuple[str, str, int, tuple[str, ...]], GraphIndex] = {}
-_hood_locks: dict[tuple[str, str, int, tuple[str, ...]], threading.Lock] = {}
-
-
-def get_neighborhood_index(store: GraphStore, seeds: Sequence[str]) -> GraphIndex:
-    """Return a pushed-down index around ``seeds`` (see :meth:`GraphIndex.neighborhood`), cached.
-
-    Nothing of the graph beyond the question's neighbourhood is read into Python; the
-    explore nodes of one run, which run in parallel on the same seeds, build it once.
-    """
-    key = (store.uri, store.fingerprint(), store.weights_version(), tuple(sorted(set(seeds))))
-    with _cache_lock:
-        gi = _hood_cache.get(key)
-        if gi is not None:
-            return gi
-        lock = _hood_locks.setdefault(key, threading.Lock())
-    with lock:
-        with _cache_lock:
-            gi = _hood_cache.get(key)
-        if gi is None:
-            gi = GraphIndex.neighborhood(store, key[3], fingerprint=key[1], weights_version=key[2])
-            with _cache_lock:
-                while len(_hood_cache) >= _HOOD_CACHE_SIZE:
-                    old = next(iter(_hood_cache))
-                    _hood_cache.pop(old)
-                    _hood_locks.pop(old, None)
-                _hood_cache[key] = gi
-        return gi
-
-
-#: ``exploration="auto"`` pushes exploration down into stores with more relations than this
-#: (README, "Neo4j as the store of record": where the per-question reads cost less than
-#: holding the whole graph in every worker).
-PUSHDOWN_MIN_RELATIONS = 2_000_000
-_sizes: dict[str, int] = {}
-
-
-def pushdown_wanted(store: Any, mode: str) -> bool:
-    """Whether exploration on ``store`` runs on a per-question index (``mode``: auto, memory, pushdown).
-
-    ``auto`` reads the store's relation count once per store and process (a store that
-    grows past the threshold switches at the next start); a store without counts
-    (``stats``) is explored in memory.
-
-    Raises:
-        ValueError: Unknown mode.
-    """
-    if mode not in ("auto", "memory", "pushdown"):
-        raise ValueError(f"exploration must be auto, memory or pushdown, got {mode!r}")
-    if mode != "auto":
-        return mode == "pushdown"
-    stats, uri = getattr(store, "stats", None), getattr(store, "uri", None)
-    if not callable(stats) or not isinstance(uri, str):
-        return False
-    with _cache_lock:
-        n = _sizes.get(uri)
-    if n is None:
-        n = int(stats().relations_total)
-        with _cache_lock:
-            _sizes[uri] = n
-    return n > PUSHDOWN_MIN_RELATIONS

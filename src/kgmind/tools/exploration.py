@@ -24,7 +24,8 @@ from pydantic import BaseModel, Field
 
 from kgmind.models import Evidence
 from kgmind.retrievers import exploration as ex
-from kgmind.retrievers.graph_index import GraphIndex, get_graph_index
+from kgmind.retrievers.graph_index import GraphIndex
+from kgmind.retrievers.graph_index_cache import get_graph_index
 from kgmind.stores.factory import open_store
 from kgmind.tuning import PIPELINE
 

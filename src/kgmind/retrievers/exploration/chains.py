@@ -13,7 +13,8 @@ from typing import Any
 
 from kgmind.models import Evidence
 from kgmind.retrievers.exploration.items import evidence_item, resolve, triple_text
-from kgmind.retrievers.graph_index import BfsMemo, GraphIndex
+from kgmind.retrievers.graph_index import GraphIndex
+from kgmind.retrievers.graph_paths import BfsMemo
 
 __all__ = ["hykge_chains"]
 

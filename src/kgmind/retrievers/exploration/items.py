@@ -11,7 +11,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from kgmind.models import Evidence, EvidenceKind
-from kgmind.retrievers.graph_index import GraphIndex, IndexPath
+from kgmind.retrievers.graph_index import GraphIndex
+from kgmind.retrievers.graph_paths import IndexPath
 
 __all__ = [
     "DISEASE_MARK",

@@ -32,7 +32,8 @@ from kgmind.retrievers.exploration.items import (
     path_prob,
     resolve,
 )
-from kgmind.retrievers.graph_index import BfsMemo, GraphIndex, IndexPath
+from kgmind.retrievers.graph_index import GraphIndex
+from kgmind.retrievers.graph_paths import BfsMemo, IndexPath
 
 __all__ = ["chain_segments", "path_evidence", "pick_segment", "select_diverse"]
 

@@ -1,0 +1,209 @@
+"""The process's graph indexes: one per store, built once, and kept in step with the store's weights.
+
+:func:`get_graph_index` builds a :class:`~kgmind.retrievers.graph_index.GraphIndex` once
+per ``(store.uri, store.fingerprint())`` and keeps it; a new fingerprint (entities or
+relations added or removed) replaces it. :func:`get_neighborhood_index` keeps the last
+pushed-down indexes of questions, and :func:`pushdown_wanted` each store's relation count.
+
+Weights change without changing the fingerprint (feedback): the feedback tool calls
+:func:`notify_weight_changes` after a commit so the cached index follows the store.
+Feedback committed by *another* process (a second CLI, a server worker, anyone sharing
+the Neo4j database) is seen through the store's weights version, a counter bumped in
+every weight-changing transaction: :func:`get_graph_index` compares it with the one the
+index holds and re-reads the weights (not the whole graph) when they differ.
+
+Threads: every cache is a ``cachetools`` memo behind one condition, so a key is built
+once while other keys are served (one store building its index never blocks another).
+Each kept full index has a lock beside it that orders a weight reload against a
+committed change (:class:`_Kept`).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from cachetools import LRUCache, cached
+
+from kgmind.models import WeightChange
+from kgmind.retrievers.graph_index import GraphIndex, IndexableStore
+from kgmind.stores.feedback import on_weight_changes
+from kgmind.stores.protocol import GraphStore
+
+__all__ = [
+    "PUSHDOWN_MIN_RELATIONS",
+    "clear_graph_index_cache",
+    "get_graph_index",
+    "get_neighborhood_index",
+    "notify_weight_changes",
+    "pushdown_wanted",
+]
+
+#: Guards every cache below; waiters for a key being built wait on it.
+_cond = threading.Condition()
+
+
+@dataclass
+class _Kept:
+    """A full index as kept: the lock that orders its weight refreshes, and when it was last checked.
+
+    Attributes:
+        index: The index.
+        lock: Held while the weights are reloaded or a committed change is applied, so a
+            change never lands between a reload's read of the weights and its swap.
+        checked_at: ``time.monotonic()`` of the last fingerprint check.
+    """
+
+    index: GraphIndex
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    checked_at: float = -math.inf
+
+
+#: Full indexes by store URI.
+_full: dict[str, _Kept] = {}
+
+
+@cached(_full, key=lambda store, fingerprint, weights_version: store.uri, condition=_cond)
+def _built(store: IndexableStore, fingerprint: str, weights_version: int) -> _Kept:
+    """The index of ``store`` read now (``fingerprint`` and ``weights_version`` read before it)."""
+    return _Kept(
+        GraphIndex(
+            store.iter_entities(),
+            store.iter_relations(),
+            uri=store.uri,
+            fingerprint=fingerprint,
+            weights_version=weights_version,
+        )
+    )
+
+
+def get_graph_index(store: IndexableStore, *, recheck_s: float = 0.0) -> GraphIndex:
+    """Return the cached :class:`GraphIndex` of ``store``, rebuilt when its fingerprint changes.
+
+    One index is kept per store URI; a new fingerprint (entities or relations added
+    or removed) replaces it. Reading the fingerprint is a store query (a few ms on
+    LadybugDB), so hot paths may pass ``recheck_s`` to re-read it at most that often.
+
+    Args:
+        store: A ``GraphStore`` (or anything with ``uri``, ``fingerprint()``,
+            ``iter_entities()`` and ``iter_relations()``).
+        recheck_s: Trust a cached index for this many seconds after its fingerprint
+            was last checked (``0``: check on every call).
+
+    Returns:
+        The index.
+    """
+    now = time.monotonic()
+    with _cond:
+        kept = _full.get(store.uri)
+    if kept is not None and recheck_s > 0 and now - kept.checked_at < recheck_s:
+        return kept.index
+    fp = store.fingerprint()
+    # read before the relations: a commit in between costs one more reload, never a stale index
+    wv = store.weights_version()
+    kept = _built(store, fp, wv)
+    if kept.index.fingerprint != fp:  # the KG changed: build it again
+        with _cond:
+            if _full.get(store.uri) is kept:
+                del _full[store.uri]
+        kept = _built(store, fp, wv)
+    with kept.lock:
+        if kept.index.weights_version != wv:  # weights moved in another process (or a reset)
+            kept.index.reload_weights(store.iter_relations(), wv)
+        kept.checked_at = now
+    return kept.index
+
+
+@on_weight_changes
+def notify_weight_changes(
+    store_uri: str, changes: Sequence[WeightChange], weights_version: int | None = None
+) -> None:
+    """Apply committed weight changes to the cached index of ``store_uri`` (if any).
+
+    Registered with the feedback tool (:func:`kgmind.stores.feedback.on_weight_changes`),
+    which calls it after each commit, because weight changes do not change the store
+    fingerprint.
+
+    Args:
+        store_uri: The store's ``uri``.
+        changes: The committed changes (their ``new_weight`` is applied).
+        weights_version: The store's weights version read after the commit. When it is
+            exactly one past the index's, this commit was the only one since, so the
+            index takes that version and the next lookup needs no reload; otherwise
+            another process committed too and the next lookup re-reads the weights.
+            An index already at (or past) it holds these changes and is left alone.
+    """
+    with _cond:
+        kept = _full.get(store_uri)
+    if kept is None or not changes:
+        return
+    gi = kept.index
+    with kept.lock:  # not between a reload's read of the weights and its swap
+        if weights_version is not None and gi.weights_version >= weights_version:
+            return
+        gi.set_weights((c.relation_id, c.new_weight) for c in changes)
+        if weights_version is not None and gi.weights_version == weights_version - 1:
+            gi.weights_version = weights_version
+
+
+#: Per-question indexes kept for reuse: the explore nodes of one run (and repeated
+#: questions) share one, keyed by store, fingerprint, weights version and seeds.
+_HOOD_CACHE_SIZE = 64
+_NeighborhoodKey = tuple[str, str, int, tuple[str, ...]]
+
+
+@cached(LRUCache(maxsize=_HOOD_CACHE_SIZE), key=lambda store, key: key, condition=_cond)
+def _neighborhood(store: GraphStore, key: _NeighborhoodKey) -> GraphIndex:
+    return GraphIndex.neighborhood(store, key[3], fingerprint=key[1], weights_version=key[2])
+
+
+def get_neighborhood_index(store: GraphStore, seeds: Sequence[str]) -> GraphIndex:
+    """Return a pushed-down index around ``seeds`` (see :meth:`GraphIndex.neighborhood`), cached.
+
+    Nothing of the graph beyond the question's neighbourhood is read into Python; the
+    explore nodes of one run, which run in parallel on the same seeds, build it once.
+    """
+    return _neighborhood(
+        store, (store.uri, store.fingerprint(), store.weights_version(), tuple(sorted(set(seeds))))
+    )
+
+
+#: ``exploration="auto"`` pushes exploration down into stores with more relations than this
+#: (README, "Neo4j as the store of record": where the per-question reads cost less than
+#: holding the whole graph in every worker).
+PUSHDOWN_MIN_RELATIONS = 2_000_000
+
+
+@cached({}, key=lambda stats, uri: uri, lock=_cond)
+def _relation_count(stats: Any, uri: str) -> int:
+    return int(stats().relations_total)
+
+
+def pushdown_wanted(store: Any, mode: str) -> bool:
+    """Whether exploration on ``store`` runs on a per-question index (``mode``: auto, memory, pushdown).
+
+    ``auto`` reads the store's relation count once per store and process (a store that
+    grows past the threshold switches at the next start); a store without counts
+    (``stats``) is explored in memory.
+
+    Raises:
+        ValueError: Unknown mode.
+    """
+    if mode not in ("auto", "memory", "pushdown"):
+        raise ValueError(f"exploration must be auto, memory or pushdown, got {mode!r}")
+    if mode != "auto":
+        return mode == "pushdown"
+    stats, uri = getattr(store, "stats", None), getattr(store, "uri", None)
+    if not callable(stats) or not isinstance(uri, str):
+        return False
+    return _relation_count(stats, uri) > PUSHDOWN_MIN_RELATIONS
+
+
+def clear_graph_index_cache() -> None:
+    """Forget every cached index and relation count (tests)."""
+    for memo in (_built, _neighborhood, _relation_count):
+        memo.cache_clear()
