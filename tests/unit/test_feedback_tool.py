@@ -177,7 +177,8 @@ def test_single_out_edge_and_empty_ids_change_nothing(store: FakeStore, notified
 def test_the_graph_index_hears_of_committed_changes(store: FakeStore) -> None:
     from kgmind.retrievers import graph_index_cache
 
-    assert graph_index_cache.notify_weight_changes in fb._weight_listeners  # registered on import, no upward import
+    # registered on import, no upward import
+    assert graph_index_cache.notify_weight_changes in fb._weight_listeners
 
 
 def test_listener_errors_propagate(store: FakeStore, monkeypatch: pytest.MonkeyPatch) -> None:
