@@ -19,35 +19,14 @@ from typing import Any
 
 import pytest
 
-from kgmind.models import Evidence
+from evidence_fixtures import pneumonia_case
 from kgmind.prompts.grounded import build_answer_schema, grounded_prompt
 from kgmind.prompts.hypothesis import hypothesis_prompt
 from kgmind.prompts.schemas import HypothesisOut
 
 pytestmark = [pytest.mark.llm, pytest.mark.slow]
 
-EVIDENCE = [
-    Evidence(
-        id="N1",
-        kind="neighbor",
-        text=(
-            "Pneumonia can be checked with Chest x-ray and Complete blood count, "
-            "treated with Azithromycin, Amoxicillin."
-        ),
-        triples=[
-            ("Pneumonia", "need_medical_test", "Chest x-ray"),
-            ("Pneumonia", "need_medical_test", "Complete blood count"),
-            ("Pneumonia", "need_medication", "Azithromycin"),
-            ("Pneumonia", "need_medication", "Amoxicillin"),
-        ],
-    ),
-    Evidence(
-        id="P1",
-        kind="path",
-        text="Cough may be a sign of Pneumonia, and Pneumonia may present with Fever.",
-        triples=[("Cough", "possible_disease", "Pneumonia"), ("Pneumonia", "has_symptom", "Fever")],
-    ),
-]
+EVIDENCE = pneumonia_case(["Chest x-ray", "Complete blood count"], ["Azithromycin", "Amoxicillin"])
 QUESTION = "I have had a cough and a fever for three days. What could it be, and what should I do?"
 
 

@@ -19,29 +19,13 @@ import jsonschema
 import pytest
 from langchain_core.messages import BaseMessage
 
+from evidence_fixtures import evidence_item, pneumonia_case
 from kgmind.models import Evidence
 from kgmind.prompts.grounded import build_answer_schema, grounded_prompt
 
 pytestmark = [pytest.mark.llm, pytest.mark.slow]
 
-EVIDENCE_EN = [
-    Evidence(
-        id="N1",
-        kind="neighbor",
-        text="Pneumonia can be checked with Chest x-ray and Complete blood count, treated with Azithromycin.",
-        triples=[
-            ("Pneumonia", "need_medical_test", "Chest x-ray"),
-            ("Pneumonia", "need_medical_test", "Complete blood count"),
-            ("Pneumonia", "need_medication", "Azithromycin"),
-        ],
-    ),
-    Evidence(
-        id="P1",
-        kind="path",
-        text="Cough may be a sign of Pneumonia, and Pneumonia may present with Fever.",
-        triples=[("Cough", "possible_disease", "Pneumonia"), ("Pneumonia", "has_symptom", "Fever")],
-    ),
-]
+EVIDENCE_EN = pneumonia_case(["Chest x-ray", "Complete blood count"], ["Azithromycin"])
 TYPES_EN = {
     "pneumonia": "disease",
     "chest x-ray": "test",
@@ -49,17 +33,14 @@ TYPES_EN = {
     "azithromycin": "medication",
 }
 EVIDENCE_ZH = [
-    Evidence(
-        id="N1",
-        kind="neighbor",
-        text="肺炎可做的检查包括胸部X线、血常规；肺炎的常用药物包括阿奇霉素。",
-        triples=[
-            ("肺炎", "need_medical_test", "胸部X线"),
-            ("肺炎", "need_medical_test", "血常规"),
-            ("肺炎", "need_medication", "阿奇霉素"),
-        ],
+    evidence_item(
+        "N1",
+        "肺炎可做的检查包括胸部X线、血常规；肺炎的常用药物包括阿奇霉素。",
+        ("肺炎", "need_medical_test", "胸部X线"),
+        ("肺炎", "need_medical_test", "血常规"),
+        ("肺炎", "need_medication", "阿奇霉素"),
     ),
-    Evidence(id="P1", kind="path", text="咳嗽可能提示肺炎。", triples=[("咳嗽", "possible_disease", "肺炎")]),
+    evidence_item("P1", "咳嗽可能提示肺炎。", ("咳嗽", "possible_disease", "肺炎")),
 ]
 TYPES_ZH = {"肺炎": "disease", "胸部x线": "test", "血常规": "test", "阿奇霉素": "medication"}
 

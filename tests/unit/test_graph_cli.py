@@ -106,7 +106,8 @@ def _ask_json(*extra: str) -> dict[str, Any]:
     return json.loads(res.stdout)
 
 
-def test_ask_json_contract(cli_world: dict[str, Any]) -> None:
+def test_wiring_ask_json_contract(cli_world: dict[str, Any]) -> None:
+    """The JSON keys and evidence of ``kgmind ask``; a wiring test (the fake model fills any schema)."""
     out = _ask_json()
     assert set(out) >= {
         "run_id",
