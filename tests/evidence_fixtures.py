@@ -1,4 +1,4 @@
-"""Hand-made evidence shared by the answer-schema, reasoning and grounding tests: a flu case, a pneumonia case.
+"""Hand-made evidence shared by the answer-schema, reasoning and grounding tests: a flu and a pneumonia case.
 
 The items are worded as kgmind's explorations word them and numbered as aggregation numbers them
 (``P`` path, ``N`` neighbour, ``C`` chain, ``K`` KGCoT, ``D`` document). Each call returns new

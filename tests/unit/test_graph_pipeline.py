@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import copy
 import os
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from langchain_core.runnables import RunnableLambda
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
@@ -15,6 +17,7 @@ from entity_fakes import FeedbackLedgerStore
 from kgmind.graphs import services
 from kgmind.graphs.context import Context
 from kgmind.graphs.pipeline import build_graph, build_retrieval_graph, graph
+from kgmind.llm.fake import FakeChatModel
 from kgmind.models import Evidence, LinkedEntity, Mention
 from kgmind.retrievers import aggregate, exploration
 
@@ -125,6 +128,37 @@ def test_wiring_fake_answer_cites_only_shown_ids_in_every_step_and_node(
     assert out["conclusions"] and all(set(v) <= names for v in out["conclusions"].values())
     report = out["grounding"]
     assert report["citation_rate"] == 1.0 and report["citation_support"] == 1.0 and report["grounded"]
+
+
+class _CitesUnshownIds(FakeChatModel):
+    """The fake model, except that its answer's first step and first node cite P9, which was never shown."""
+
+    def with_structured_output(self, schema: Any, *, include_raw: bool = False, **kwargs: Any) -> Any:
+        def lie(out: Any) -> Any:
+            if not isinstance(schema, dict):  # the hypothesis: left as the fake wrote it
+                return out
+            out = copy.deepcopy(out)
+            answer = out["parsed"] if include_raw else out
+            answer["inference_chain"][0]["evidence_ids"] = ["P9"]
+            answer["mind_map"]["children"][0]["evidence_ids"] = ["P9"]
+            return out
+
+        return super().with_structured_output(schema, include_raw=include_raw, **kwargs) | RunnableLambda(lie)
+
+
+@pytest.mark.parametrize("mode", ["full", "mindmap", "kgcot"])
+def test_the_graph_flags_the_fake_answer_once_it_cites_an_id_not_shown(
+    fake_world: dict[str, Any], monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """The wiring test's answer with one step and one node citing P9: the graph's own check must catch it."""
+    liar = _CitesUnshownIds(tag="liar")
+    monkeypatch.setattr(services, "get_llm", lambda ctx, purpose="reason", **kw: liar)
+    out, _ = _run(mode)
+    report = out["grounding"]
+    assert report["unknown_ids"] == ["P9"] and "P9" in report["flagged"]
+    assert report["citation_rate"] < 1.0 and report["grounded"] is False
+    assert out["flags"]["ungrounded"] is True
+    assert "P9" not in {i for s in out["inference_chain"] for i in s["evidence_ids"]}
 
 
 def test_llm_only_grounded_schema_has_no_citations(fake_world: dict[str, Any]) -> None:
