@@ -18,8 +18,8 @@ from kgmind.graphs import services
 from kgmind.graphs.context import Context
 from kgmind.graphs.pipeline import build_graph, build_retrieval_graph, graph
 from kgmind.llm.fake import FakeChatModel
-from kgmind.models import Evidence, LinkedEntity, Mention
-from kgmind.retrievers import aggregate, exploration
+from kgmind.models import Evidence, LinkedEntity
+from pipeline_fakes import fake_retrieval
 
 SNAPSHOT = Path(__file__).resolve().parents[1] / "snapshots" / "kgmind_graph.mmd"
 
@@ -38,34 +38,23 @@ def _number(evs: list[Evidence], question: str, hypothesis: str = "", **kw: Any)
 def fake_world(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """Fake store, NER, linker, exploration and aggregation; the LLM is the deterministic fake model."""
     world: dict[str, Any] = {"linked": [LinkedEntity(mention="fever", entity_id="e1", name="Fever")]}
-    monkeypatch.setattr(services, "get_store", lambda uri: FeedbackLedgerStore())
-    monkeypatch.setattr(services, "get_graph_index", lambda store, **_: "GI")
-    monkeypatch.setattr(
-        services,
-        "extract_mentions",
-        lambda text, store, extra=(), language=None, embedding_spans="always": [Mention(text="fever")],
-    )
-    monkeypatch.setattr(
-        services,
-        "link_mentions",
-        lambda store, m, top_k=5, threshold=None, max_entities=None: world["linked"],
-    )
 
-    def ev(kind: Any, name: str) -> Any:
-        return lambda gi, ids, **kw: [
-            Evidence(
-                kind=kind,
-                text=f"Fever -> {name}",
-                triples=[("Fever", name, "Flu")],
-                relation_ids=[f"r{name}"],
-            )
-        ]
+    def ev(kind: Any, name: str) -> list[Evidence]:
+        triple = ("Fever", name, "Flu")
+        return [Evidence(kind=kind, text=f"Fever -> {name}", triples=[triple], relation_ids=[f"r{name}"])]
 
-    monkeypatch.setattr(exploration, "path_evidence", ev("path", "path_rel"))
-    monkeypatch.setattr(exploration, "neighbor_evidence", ev("neighbor", "nb_rel"))
-    monkeypatch.setattr(exploration, "hykge_chains", ev("chain", "chain_rel"))
-    monkeypatch.setattr(exploration, "weighted_dfs_chains", ev("kgcot", "dfs_rel"))
-    monkeypatch.setattr(aggregate, "aggregate_evidence", _number)
+    fake_retrieval(
+        monkeypatch,
+        get_store=lambda uri: FeedbackLedgerStore(),
+        linked=lambda: world["linked"],
+        evidence={
+            "path_evidence": ev("path", "path_rel"),
+            "neighbor_evidence": ev("neighbor", "nb_rel"),
+            "hykge_chains": ev("chain", "chain_rel"),
+            "weighted_dfs_chains": ev("kgcot", "dfs_rel"),
+        },
+        number=_number,
+    )
     return world
 
 
