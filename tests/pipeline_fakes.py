@@ -1,7 +1,8 @@
 """Fakes for the retrieval half of the graph, so graph and CLI tests run it with no KG and no models.
 
-:func:`fake_retrieval` replaces the store, NER, entity linking, the four explorations and
-aggregation by fakes; the LLM is left to the caller (usually the ``fake:`` model).
+:func:`fake_retrieval` replaces the store (and the default store's first-use import), NER,
+entity linking, the four explorations and aggregation by fakes; the LLM is left to the caller
+(usually the ``fake:`` model).
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ def fake_retrieval(
         number: Stands in for ``aggregate.aggregate_evidence`` (selects and numbers the evidence).
     """
     monkeypatch.setattr(services, "get_store", get_store)
+    # a run without a store would import the demo KG into the user's default store first
+    monkeypatch.setattr(services, "ensure_default_store", lambda: None)
     monkeypatch.setattr(services, "get_graph_index", lambda store, **_: "GI")
     monkeypatch.setattr(
         services,
