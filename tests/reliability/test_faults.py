@@ -230,10 +230,14 @@ def test_link_entities_gives_up_after_max_attempts(demo_uri: str, monkeypatch: p
     assert calls["n"] == 2
 
 
-def test_failed_run_resumes_from_its_checkpoint(
+def test_wiring_failed_run_resumes_from_its_checkpoint(
     demo_uri: str, monkeypatch: pytest.MonkeyPatch, isolated_home: Path
 ) -> None:
-    """The reasoning call times out; the same thread id resumes after aggregation and finishes."""
+    """The reasoning call times out; the same thread id resumes after aggregation and finishes.
+
+    The answer comes from the fake model, which fills any schema with valid values:
+    ``flagged == []`` proves the resumed run was wired through the check, not grounding.
+    """
     fake = get_chat_model("fake:resume")
     hyp_calls = {"n": 0}
     state = {"reason_fails": True}

@@ -438,6 +438,24 @@ def _is_store_call(call: ast.Call) -> bool:
     return any(k in text for k in ("conn", "session", "tx", "driver"))
 
 
+def _query_assigned(node: ast.AST, mod_aliases: set[str], const_names: set[str]) -> str | None:
+    """The name ``node`` assigns if it is ``name = <query constant>`` (or a dict, .get, if of them)."""
+    if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+        return None
+    target, v = node.targets[0], node.value
+    if not isinstance(target, ast.Name):
+        return None
+    if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and v.func.attr == "get":
+        v = v.func.value
+    if isinstance(v, ast.IfExp):
+        vals = [v.body, v.orelse]
+    elif isinstance(v, ast.Dict):
+        vals = list(v.values)
+    else:
+        vals = [v]
+    return target.id if all(_ok_query_expr(x, mod_aliases, const_names, set()) for x in vals) else None
+
+
 def _violations(path: Path) -> list[str]:
     """Store calls in ``path`` whose query is not a queries.py constant.
 
@@ -474,22 +492,9 @@ def _violations(path: Path) -> list[str]:
                     and node.iter.id == "statements"
                 ):
                     local_ok.add(first.id)
-            if (
-                isinstance(node, ast.Assign)
-                and len(node.targets) == 1
-                and isinstance(node.targets[0], ast.Name)
-            ):
-                v = node.value
-                if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and v.func.attr == "get":
-                    v = v.func.value
-                if isinstance(v, ast.IfExp):
-                    vals = [v.body, v.orelse]
-                elif isinstance(v, ast.Dict):
-                    vals = list(v.values)
-                else:
-                    vals = [v]
-                if all(_ok_query_expr(x, mod_aliases, const_names, set()) for x in vals):
-                    local_ok.add(node.targets[0].id)
+            name = _query_assigned(node, mod_aliases, const_names)
+            if name:
+                local_ok.add(name)
         # parameters of helpers that receive a query (``def _rows(self, query, …)``) are checked
         # at their call sites (see _helper_call_violations)
         params = {a.arg for a in func.args.args} if isinstance(func, ast.FunctionDef) else set()
@@ -523,25 +528,9 @@ def _helper_call_violations(path: Path) -> list[str]:
     }
     bad: list[str] = []
     for func in [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]:
-        local_ok: set[str] = set()
-        for node in ast.walk(func):
-            if (
-                isinstance(node, ast.Assign)
-                and len(node.targets) == 1
-                and isinstance(node.targets[0], ast.Name)
-            ):
-                v = node.value
-                if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and v.func.attr == "get":
-                    v = v.func.value
-                vals = (
-                    list(v.values)
-                    if isinstance(v, ast.Dict)
-                    else [v.body, v.orelse]
-                    if isinstance(v, ast.IfExp)
-                    else [v]
-                )
-                if all(_ok_query_expr(x, mod_aliases, const_names, set()) for x in vals):
-                    local_ok.add(node.targets[0].id)
+        local_ok = {
+            name for node in ast.walk(func) if (name := _query_assigned(node, mod_aliases, const_names))
+        }
         own = {a.arg for a in func.args.args}
         for node in ast.walk(func):
             if (

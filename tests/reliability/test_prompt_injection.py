@@ -59,9 +59,15 @@ def _assert_schema(out: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("mode", ["full", "kgcot"])
-def test_kg_injection_reaches_the_prompt_only_as_evidence(
+def test_wiring_kg_injection_reaches_the_prompt_only_as_evidence(
     injected_uri: str, monkeypatch: pytest.MonkeyPatch, mode: str
 ) -> None:
+    """KG text reaches the prompt as evidence only, and the check reads the real evidence ids.
+
+    The echo model fills the schema and cites the first id it sees, so ``flagged == []``
+    proves wiring, not grounding; ``test_grounding_flags_ids_the_injection_asked_for`` is
+    the answer that must fail.
+    """
     echo = EchoChatModel(prompts=[])
     patch_llm(monkeypatch.setattr, {"*": echo})
     before = canonical_dump(open_store(injected_uri))

@@ -35,6 +35,19 @@ def _genmed(**kw):
     )
 
 
+def _llm_only(dataset, qa, tmp_path, **kw):
+    """An ``llm_only`` run of ``dataset`` (``qa`` under the fixtures) with the scripted LLM, a fresh cache."""
+    return EvalConfig(
+        dataset=dataset,
+        qa=str(FIX / qa),
+        methods="llm_only",
+        llm="scripted",
+        memory_sample=0,
+        llm_cache=str(tmp_path / "c.sqlite"),
+        **kw,
+    )
+
+
 class _Scripted(BaseChatModel):
     """A chat model whose answer summary is ``reply(prompt text)``; it counts the calls that ran."""
 
@@ -106,14 +119,7 @@ def test_answer_metrics_with_oracle_llm(tmp_path, monkeypatch):
 
 
 def test_explaincpe_accuracy_with_fixed_llm(tmp_path, monkeypatch):
-    cfg = EvalConfig(
-        dataset="explaincpe",
-        qa=str(FIX / "explaincpe_test.json"),
-        methods="llm_only",
-        llm="scripted",
-        memory_sample=0,
-        llm_cache=str(tmp_path / "c.sqlite"),
-    )
+    cfg = _llm_only("explaincpe", "explaincpe_test.json", tmp_path)
     llm = _use(monkeypatch, _Scripted(reply=lambda p: "答案：D", calls=[]))
     res = run_eval(cfg)
     assert all("A. " in c and "答案：X" in c for c in llm.calls)  # the options reach the prompt
@@ -122,15 +128,7 @@ def test_explaincpe_accuracy_with_fixed_llm(tmp_path, monkeypatch):
 
 
 def test_medical_dialogue_zh_answer_metrics(tmp_path, monkeypatch):
-    cfg = EvalConfig(
-        dataset="medical_dialogue_zh",
-        qa=str(FIX / "medical_dialogue_zh"),
-        methods="llm_only",
-        llm="scripted",
-        memory_sample=0,
-        bertscore=False,
-        llm_cache=str(tmp_path / "c.sqlite"),
-    )
+    cfg = _llm_only("medical_dialogue_zh", "medical_dialogue_zh", tmp_path, bertscore=False)
     items, _ = build_items(cfg)
     _use(monkeypatch, _oracle(items))
     res = run_eval(cfg)

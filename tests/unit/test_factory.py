@@ -9,7 +9,7 @@ import pytest
 
 from kgmind.stores.factory import close_all_stores, open_store, parse_store_uri
 from kgmind.stores.ladybug import LadybugStore
-from kgmind.stores.protocol import StoreUnavailableError
+from kgmind.stores.protocol import StoreError, StoreUnavailableError
 
 
 @pytest.fixture(autouse=True)
@@ -65,7 +65,7 @@ def test_close_all_stores_releases_and_forgets(tmp_path: Path) -> None:
     uri = f"ladybug:{tmp_path}/kg"
     s1 = open_store(uri)
     close_all_stores()
-    with pytest.raises(Exception):  # noqa: B017 - any error: the store is closed
+    with pytest.raises(StoreError, match="is closed"):
         s1.stats()
     s2 = open_store(uri)  # the directory lock was released, a fresh store opens
     assert s2 is not s1

@@ -14,6 +14,7 @@ from kgmind.stores import feedback as fb
 from kgmind.tools import feedback as fb_tool
 from kgmind.stores.protocol import GraphStore, WeightRule
 from kgmind.stores.weights import make_rule
+from race_harness import run_threads
 
 
 class FakeStore:
@@ -247,10 +248,6 @@ def test_concurrent_feedback_on_fake_store_loses_nothing(store: FakeStore) -> No
         for j in range(20):
             _apply(store, f"run-{k}-{j}", "excellent" if (k + j) % 2 else "poor", ["r1", "r2"])
 
-    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    assert run_threads(worker, 4) == []
     assert len({c.feedback_id for c in store.audit}) == 80
     assert all(store.weight(r) > 0 for r in store.edges)

@@ -11,10 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 from kgmind.cli import app
-from kgmind.graphs import services
 from kgmind.graphs.render import evidence_mermaid, mind_map_mermaid, run_html
-from kgmind.models import Evidence, LinkedEntity, Mention
-from kgmind.retrievers import aggregate, exploration
+from kgmind.models import Evidence, LinkedEntity
+from pipeline_fakes import fake_retrieval
 
 runner = CliRunner()
 
@@ -41,20 +40,6 @@ def cli_world(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, Any]
     monkeypatch.setenv("KGMIND_HOME", str(tmp_path / "home"))
     world: dict[str, Any] = {"feedback": [], "applied": set()}
     store = _Store(world)
-    monkeypatch.setattr(services, "get_store", lambda uri: store)
-    monkeypatch.setattr(services, "get_graph_index", lambda store, **_: "GI")
-    monkeypatch.setattr(
-        services,
-        "extract_mentions",
-        lambda t, s, extra=(), language=None, embedding_spans="always": [Mention(text="fever")],
-    )
-    monkeypatch.setattr(
-        services,
-        "link_mentions",
-        lambda s, m, top_k=5, threshold=None, max_entities=None: [
-            LinkedEntity(mention="fever", entity_id="e1", name="Fever")
-        ],
-    )
     path = Evidence(
         kind="path",
         text="Fever may be a sign of Flu.",
@@ -67,11 +52,13 @@ def cli_world(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, Any]
         triples=[("Flu", "need_medication", "Rest")],
         relation_ids=["r2"],
     )
-    monkeypatch.setattr(exploration, "path_evidence", lambda gi, ids, **kw: [path])
-    monkeypatch.setattr(exploration, "neighbor_evidence", lambda gi, ids, **kw: [nb])
-    monkeypatch.setattr(exploration, "hykge_chains", lambda gi, ids, **kw: [])
-    monkeypatch.setattr(exploration, "weighted_dfs_chains", lambda gi, ids, **kw: [])
-    monkeypatch.setattr(aggregate, "aggregate_evidence", _number)
+    fake_retrieval(
+        monkeypatch,
+        get_store=lambda uri: store,
+        linked=lambda: [LinkedEntity(mention="fever", entity_id="e1", name="Fever")],
+        evidence={"path_evidence": [path], "neighbor_evidence": [nb]},
+        number=_number,
+    )
 
     import kgmind.stores.factory as factory
     from kgmind.stores import feedback as fb
@@ -106,7 +93,8 @@ def _ask_json(*extra: str) -> dict[str, Any]:
     return json.loads(res.stdout)
 
 
-def test_ask_json_contract(cli_world: dict[str, Any]) -> None:
+def test_wiring_ask_json_contract(cli_world: dict[str, Any]) -> None:
+    """The JSON keys and evidence of ``kgmind ask``; a wiring test (the fake model fills any schema)."""
     out = _ask_json()
     assert set(out) >= {
         "run_id",

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from evidence_fixtures import evidence_item, fever_flu, flu_drugs, flu_test
 from kgmind.models import Evidence, normalize_name
 from kgmind.prompts import grounded
 from kgmind.prompts.grounded import (
@@ -20,29 +21,7 @@ from kgmind.prompts.grounded import (
 )
 from kgmind.prompts.schemas import GroundedAnswer
 
-EVIDENCE = [
-    Evidence(
-        id="P1",
-        kind="path",
-        text="Fever may be a sign of Influenza.",
-        triples=[("Fever", "possible_disease", "Influenza")],
-    ),
-    Evidence(
-        id="N1",
-        kind="neighbor",
-        text="Influenza can be treated with Oseltamivir and Zanamivir.",
-        triples=[
-            ("Influenza", "need_medication", "Oseltamivir"),
-            ("Influenza", "need_medication", "Zanamivir"),
-        ],
-    ),
-    Evidence(
-        id="N2",
-        kind="neighbor",
-        text="Influenza can be checked with Rapid influenza test.",
-        triples=[("Influenza", "need_medical_test", "Rapid influenza test")],
-    ),
-]
+EVIDENCE = [fever_flu(relation_ids=()), flu_drugs("Oseltamivir", "Zanamivir"), flu_test()]
 TYPES = {
     normalize_name(n): t
     for n, t in [
@@ -116,18 +95,13 @@ def test_workups_tie_tests_and_drugs_to_their_own_disease_in_either_direction(
     monkeypatch.setattr(grounded, "TESTS_BY_RANK", ((3, 4), (1, 2)))  # the second disease gets lists too
     evidence = [
         *EVIDENCE,
-        Evidence(
-            id="N3",
-            kind="neighbor",
-            text="Chest X-ray can check Pneumonia; Amoxicillin may cure Pneumonia.",
-            triples=[
-                ("Chest X-ray", "can_check_disease", "Pneumonia"),
-                ("Amoxicillin", "possible_cure_disease", "Pneumonia"),
-            ],
+        evidence_item(
+            "N3",
+            "Chest X-ray can check Pneumonia; Amoxicillin may cure Pneumonia.",
+            ("Chest X-ray", "can_check_disease", "Pneumonia"),
+            ("Amoxicillin", "possible_cure_disease", "Pneumonia"),
         ),
-        Evidence(
-            id="P2", kind="path", text="Cough may be a sign of Asthma.", triples=[("Cough", "x", "Asthma")]
-        ),
+        evidence_item("P2", "Cough may be a sign of Asthma.", ("Cough", "x", "Asthma")),
     ]
     types = {
         **TYPES,

@@ -37,6 +37,12 @@ def keyed(result: ImportResult) -> set[tuple[str, str, str]]:
     return {(normalize_name(h), r, normalize_name(t)) for h, r, t in triples(result)}
 
 
+def assert_both_ways(t: set[tuple[str, str, str]]) -> None:
+    """Every triple's inverse is there too (the importers write each relation both ways)."""
+    for h, r, tl in t:
+        assert (tl, INVERSE[r], h) in t, (h, r, tl)
+
+
 def by_name(result: ImportResult, name: str):
     eid = entity_id(name)
     return next(e for e in result.entities if e.id == eid)
@@ -80,8 +86,7 @@ def test_chatdoctor_literals_commas_and_inverses() -> None:
     assert ("Insulin, aspart, human", "possible_cure_disease", "Panic disorder") in t
     assert ("Panic disorder", "need_medical_test", "Depression screen (Depression screening)") in t
     assert ("Depression screen (Depression screening)", "can_check_disease", "Depression") in t
-    for h, r, tl in t:
-        assert (tl, INVERSE[r], h) in t
+    assert_both_ways(t)
     # "Anxiety and nervousness" listed twice in one cell -> one edge each way
     panic = entity_id("Panic disorder")
     anx = entity_id("Anxiety and nervousness")
@@ -248,8 +253,7 @@ def test_recrawl_directory_and_single_file() -> None:
     assert ("螃蟹", "food_avoided_by", "百日咳") in t
     assert ("排骨汤", "recipe_recommended_for", "百日咳") in t
     assert ("低热", "possible_disease", "肺炎") in t
-    for h, r, tl in t:
-        assert (tl, INVERSE[r], h) in t
+    assert_both_ways(t)
     single = parse_recrawl_json(FIX / "recrawl" / "medical_1.json")
     assert single.rows == 1 and single.skipped == 1
     assert {e.name for e in single.entities} >= {"肺炎", "百日咳", "咳嗽"}
@@ -309,8 +313,7 @@ def test_demo_kg() -> None:
     names = {e.name for e in res.entities}
     assert {"Influenza", "Type 2 diabetes", "感冒", "高血压", "偏头痛"} <= names
     t = keyed(res)
-    for h, r, tl in t:
-        assert (tl, INVERSE[r], h) in t
+    assert_both_ways(t)
     assert set(res.relation_counts()) == {
         "has_symptom",
         "possible_disease",

@@ -22,14 +22,10 @@ from kgmind.retrievers.graph_index import GraphIndex
 from kgmind.retrievers.graph_index_cache import clear_graph_index_cache
 from kgmind.stores.factory import close_all_stores, open_store
 from kgmind.stores.feedback import apply_feedback
+from toy_kg import disease_kg
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "eval"
 
-INVERSE = {
-    "has_symptom": "possible_disease",
-    "need_medical_test": "can_check_disease",
-    "need_medication": "possible_cure_disease",
-}
 #: Flu and Cold share Cough; Flu and Measles share Fever.
 TOY = {
     "Flu": (["Fever", "Cough"], ["Swab"], ["Oseltamivir"]),
@@ -43,20 +39,8 @@ def eid(name: str) -> str:
 
 
 def toy() -> tuple[list[Entity], list[Relation]]:
-    ents: dict[str, Entity] = {}
-    rels: list[Relation] = []
-    for d, (syms, tests, meds) in TOY.items():
-        ents[d] = Entity(name=d, type="disease")
-        for rtype, tails, typ in (
-            ("has_symptom", syms, "symptom"),
-            ("need_medical_test", tests, "test"),
-            ("need_medication", meds, "medication"),
-        ):
-            for t in tails:
-                ents.setdefault(t, Entity(name=t, type=typ))
-                rels.append(Relation(head=eid(d), type=rtype, tail=eid(t)))
-                rels.append(Relation(head=eid(t), type=INVERSE[rtype], tail=eid(d)))
-    return list(ents.values()), rels
+    ents, rels, _docs = disease_kg(TOY)
+    return ents, rels
 
 
 def names_of(gi: GraphIndex, rids: list[str]) -> set[tuple[str, str]]:

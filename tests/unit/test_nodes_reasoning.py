@@ -13,6 +13,7 @@ from langchain_core.runnables import RunnableLambda
 from langgraph.runtime import Runtime
 
 from entity_fakes import FeedbackLedgerStore
+from evidence_fixtures import evidence_item, flu_case
 from kgmind.graphs import services
 from kgmind.graphs.apply_feedback import apply_feedback, apply_rating
 from kgmind.graphs.check_grounding import check_grounding, cited_ids, grounding_report
@@ -28,22 +29,7 @@ def _rt(**kw: Any) -> Runtime[Context]:
     return Runtime(context=Context(**kw))
 
 
-EVIDENCE = [
-    Evidence(
-        id="P1",
-        kind="path",
-        text="Fever may be a sign of Influenza.",
-        triples=[("Fever", "possible_disease", "Influenza")],
-        relation_ids=["r1"],
-    ),
-    Evidence(
-        id="N1",
-        kind="neighbor",
-        text="Influenza can be treated with Oseltamivir.",
-        triples=[("Influenza", "need_medication", "Oseltamivir")],
-        relation_ids=["r2"],
-    ),
-]
+EVIDENCE = flu_case()
 
 ANSWER = MindMapAnswer(
     summary="Influenza; take oseltamivir.",
@@ -183,11 +169,11 @@ def test_reason_mindmap_tolerates_text_only_model(monkeypatch: pytest.MonkeyPatc
 
 def test_kgcot_prompt_has_chain_turns(monkeypatch: pytest.MonkeyPatch) -> None:
     seen = _capture(monkeypatch, ANSWER)
-    ev = Evidence(
-        id="K1",
-        kind="kgcot",
-        text="Fever may be a sign of Influenza, treated with Oseltamivir.",
-        triples=[("Fever", "possible_disease", "Influenza"), ("Influenza", "need_medication", "Oseltamivir")],
+    ev = evidence_item(
+        "K1",
+        "Fever may be a sign of Influenza, treated with Oseltamivir.",
+        ("Fever", "possible_disease", "Influenza"),
+        ("Influenza", "need_medication", "Oseltamivir"),
         meta={"knowledge": ["Influenza is a viral infection."]},
     )
     out = reason_kgcot({"question": "fever?", "language": "en", "selected_evidence": [ev]}, _rt(mode="kgcot"))
@@ -310,11 +296,11 @@ def _ledger_apply(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     return calls
 
 
-KGCOT_CHAIN = Evidence(
-    id="K1",
-    kind="kgcot",
-    text="Fever may be a sign of Influenza, and Influenza can be treated with Oseltamivir.",
-    triples=[("Fever", "possible_disease", "Influenza"), ("Influenza", "need_medication", "Oseltamivir")],
+KGCOT_CHAIN = evidence_item(
+    "K1",
+    "Fever may be a sign of Influenza, and Influenza can be treated with Oseltamivir.",
+    ("Fever", "possible_disease", "Influenza"),
+    ("Influenza", "need_medication", "Oseltamivir"),
     relation_ids=["r1", "r3"],
 )
 

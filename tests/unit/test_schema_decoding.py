@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kgmind.models import Evidence
+from evidence_fixtures import evidence_item, pneumonia_case
 from kgmind.prompts.grounded import build_answer_schema
 from kgmind.prompts.schemas import HypothesisOut
 from kgmind.llm.schema_decoding import (
@@ -117,27 +117,8 @@ def wants(target: str) -> Any:
 
 
 EVIDENCE = [
-    Evidence(
-        id="N1",
-        kind="neighbor",
-        text="Pneumonia can be checked with Chest x-ray and treated with Amoxicillin.",
-        triples=[
-            ("Pneumonia", "need_medical_test", "Chest x-ray"),
-            ("Pneumonia", "need_medication", "Amoxicillin"),
-        ],
-    ),
-    Evidence(
-        id="P1",
-        kind="path",
-        text="Cough may be a sign of Pneumonia, and Pneumonia may present with Fever.",
-        triples=[("Cough", "possible_disease", "Pneumonia"), ("Pneumonia", "has_symptom", "Fever")],
-    ),
-    Evidence(
-        id="P10",
-        kind="path",
-        text="Fever may be a sign of Flu.",
-        triples=[("Fever", "possible_disease", "Flu")],
-    ),
+    *pneumonia_case(["Chest x-ray"], ["Amoxicillin"]),
+    evidence_item("P10", "Fever may be a sign of Flu.", ("Fever", "possible_disease", "Flu")),
 ]
 TYPES = {"pneumonia": "disease", "flu": "disease", "chest x-ray": "test", "amoxicillin": "medication"}
 SCHEMAS = {
