@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import typer
-
 from kgmind.cli import ask, eval_cmd, feedback, index, kg, learn, show, weights
+from kgmind.cli._app import KgmindTyper
 
-app = typer.Typer(
+app = KgmindTyper(
     name="kgmind",
     help="Answer domain questions by reasoning over a knowledge graph (HyKGE + MindMap + KGCoT).",
     no_args_is_help=True,

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
+from kgmind.cli._app import KgmindTyper
 from kgmind.cli._common import (
     DATASET_HELP,
     CliError,
@@ -23,7 +24,7 @@ from kgmind.cli._common import (
 
 __all__ = ["app", "eval_command"]
 
-app = typer.Typer(
+app = KgmindTyper(
     help="Evaluate retrieval and answers against the papers' baselines.",
     no_args_is_help=True,
     add_completion=False,

@@ -6,10 +6,11 @@ import time
 
 import typer
 
+from kgmind.cli._app import KgmindTyper
 from kgmind.cli._common import CliError, console, handle_errors
 from kgmind.stores.protocol import GraphStore
 
-app = typer.Typer(help="Build and inspect the entity index.", no_args_is_help=True)
+app = KgmindTyper(help="Build and inspect the entity index.", no_args_is_help=True)
 
 _MODELS = ("auto", "minilm", "e5", "hash")
 

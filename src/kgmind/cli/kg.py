@@ -16,12 +16,13 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from kgmind.cli._app import KgmindTyper
 from kgmind.cli._common import CliError, console, handle_errors
 from kgmind.settings import default_store_uri
 
 __all__ = ["app", "resolve_store_uri"]
 
-app = typer.Typer(help="Import, inspect and manage knowledge graphs.", no_args_is_help=True)
+app = KgmindTyper(help="Import, inspect and manage knowledge graphs.", no_args_is_help=True)
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
