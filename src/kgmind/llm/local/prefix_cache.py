@@ -5,6 +5,10 @@ after each message but the last (the KV cache of sequence 0, a few MB) is kept h
 next prompt with the same system message starts from it. The states are also written to
 ``$KGMIND_HOME/cache/prefix-states/`` (:func:`prefix_state_dir`), so each new ``kgmind ask``
 does not read the system messages again (~0.9 s on 2 cores).
+
+Not llama-cpp-python's ``LlamaDiskCache``: it keeps the whole ``LlamaState`` (every prefix token's
+logits: 30 MB, not 0.6 MB) and drops an entry when read, so restoring took 0.11-0.37 s, not 0.002 s,
+and a fresh process's grounded call 4.37 s, not 3.57 s (medians of 3; 2-core box, 1 thread; issue 43).
 """
 
 from __future__ import annotations
