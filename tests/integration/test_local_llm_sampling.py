@@ -56,7 +56,8 @@ def test_the_local_model_keeps_the_rope_base_of_its_file(model_path: Path) -> No
 def test_grammar_checking_gives_the_tokens_of_the_full_mask(model_path: Path) -> None:
     import llama_cpp
 
-    from kgmind.llm import LOCAL_N_CTX, _grammar_checking_llama_class
+    from kgmind.llm.local.grammar import GrammarCheckingLlama
+    from kgmind.llm.local.model import LOCAL_N_CTX
 
     answer_schema = build_answer_schema(
         EVIDENCE,
@@ -88,7 +89,7 @@ def test_grammar_checking_gives_the_tokens_of_the_full_mask(model_path: Path) ->
         "verbose": False,
     }
     plain = llama_cpp.Llama(**params)
-    checking = _grammar_checking_llama_class()(**params)
+    checking = GrammarCheckingLlama(**params)
     for messages, schema, max_tokens in cases:
         outs = []
         for llm in (plain, checking):

@@ -91,13 +91,15 @@ def test_grounded_answer_is_valid_and_cites_only_shown_ids(
 
 
 def test_stream_and_prefix_cache_do_not_change_the_answer(chat: Any, tmp_path: Any, monkeypatch: Any) -> None:
+    from kgmind.llm.local.prefix_cache import PrefixStates
+
     schema = build_answer_schema(EVIDENCE_EN, TYPES_EN)
     bound = chat.bind(response_format={"type": "json_object", "schema": schema}, max_tokens=160)
     messages = _messages("en", "Fever and a dry cough since Monday. What should I do?", EVIDENCE_EN)
-    monkeypatch.setitem(chat._shared, "prefix_dir", tmp_path / "empty")  # cold on disk too
-    chat._shared.get("prefix_states", {}).clear()
+    states = PrefixStates(tmp_path / "empty")  # cold in memory and on disk
+    monkeypatch.setattr(chat._caches, "prefix_states", states)
     cold = bound.invoke(messages).content
-    assert chat._shared["prefix_states"]  # the system message's state was kept
+    assert len(states.memory)  # the system message's state was kept
     warm = bound.invoke(messages).content
     pieces = [chunk.content for chunk in bound.stream(messages)]
     assert len(pieces) > 3
@@ -111,11 +113,11 @@ def test_prefix_states_on_disk_serve_the_next_process(chat: Any, tmp_path: Any, 
 
     import llama_cpp
 
-    from kgmind import llm
+    from kgmind.llm.local.prefix_cache import PrefixStates, prefix_state_dir
 
     folder = tmp_path / "states"
-    monkeypatch.setitem(chat._shared, "prefix_dir", folder)
-    states = chat._shared.setdefault("prefix_states", {})
+    states = PrefixStates(folder)
+    monkeypatch.setattr(chat._caches, "prefix_states", states)
     loads: list[int] = []
     real_set = llama_cpp.llama_state_seq_set_data
 
@@ -128,46 +130,46 @@ def test_prefix_states_on_disk_serve_the_next_process(chat: Any, tmp_path: Any, 
     schema = build_answer_schema(EVIDENCE_EN, TYPES_EN)
     bound = chat.bind(response_format={"type": "json_object", "schema": schema}, max_tokens=120)
     messages = _messages("en", "A cough for a week and now a fever. What is it?", EVIDENCE_EN)
-    states.clear()
+    states.memory.clear()
     cold = bound.invoke(messages).content
     (kept,) = folder.glob("*.kv")
     assert loads == []
-    states.clear()  # as a new process: nothing in memory
+    states.memory.clear()  # as a new process: nothing in memory
     assert bound.invoke(messages).content == cold
     assert len(loads) == 1 and loads[0] > 0  # the prefix came from the file
     body = kept.read_bytes()
     kept.write_bytes(body[:16] + bytes(len(body) - 16))  # damaged: its digest no longer matches
-    states.clear()
+    states.memory.clear()
     loads.clear()
     assert bound.invoke(messages).content == cold
     assert loads == [] and kept.read_bytes() == body  # read past, then written again
     junk = b"not a llama.cpp state" * 10
     kept.write_bytes(hashlib.blake2b(junk, digest_size=16).digest() + junk)  # intact, but not a state
-    states.clear()
+    states.memory.clear()
     loads.clear()
     assert bound.invoke(messages).content == cold
     assert loads == [0]  # llama.cpp refused it; the prompt was read from position 0
     monkeypatch.setenv("KGMIND_LOCAL_PREFIX_CACHE", "0")
-    assert llm._prefix_state_dir(chat.client) is None
+    assert prefix_state_dir(chat.client) is None
     monkeypatch.delenv("KGMIND_LOCAL_PREFIX_CACHE")
-    assert llm._prefix_state_dir(chat.client) is not None
+    assert prefix_state_dir(chat.client) is not None
 
 
 def test_the_token_table_is_built_once_per_model_file(chat: Any) -> None:
-    from kgmind import llm
+    from kgmind.llm.local.token_table import TOKEN_TABLE_CHECKS, token_table, token_table_path
 
-    path = llm._token_table_path(chat.client, chat.client.n_vocab())
+    path = token_table_path(chat.client, chat.client.n_vocab())
     assert path is not None
-    built = llm._token_table(chat.client)
+    built = token_table(chat.client)
     assert path.is_file()
-    loaded = llm._token_table(chat.client)
+    loaded = token_table(chat.client)
     assert loaded is not built and loaded.bytes == built.bytes and loaded.index == built.index
     for name in ("content", "chars", "close_at", "east_asian", "need_after"):
         assert (getattr(loaded, name) == getattr(built, name)).all(), name
     broken = list(built.bytes)
-    broken[len(broken) // llm.TOKEN_TABLE_CHECKS] = b"not this token"  # one the load compares
+    broken[len(broken) // TOKEN_TABLE_CHECKS] = b"not this token"  # one the load compares
     type(built)(broken).save(path)
-    assert llm._token_table(chat.client).bytes == built.bytes  # rebuilt, not trusted
+    assert token_table(chat.client).bytes == built.bytes  # rebuilt, not trusted
 
 
 def test_the_budget_of_the_answering_graph_is_counted_in_the_local_models_tokens(chat: Any) -> None:
@@ -202,11 +204,12 @@ NO_EVIDENCE_QUESTION = "Doctor, my belly hurts and I think it is my bowel. Can y
 
 def test_an_english_prompt_gets_no_east_asian_text(chat: Any) -> None:
     """The 0.5B model drifts into Chinese in English answers; the decoder holds it to the prompt's script."""
-    from kgmind.llm import _LlamaTokens, _token_table
-    from kgmind.prompts.mindmap import NO_EVIDENCE_EN, NO_EVIDENCE_ZH
+    from kgmind.llm.local.model import LlamaTokens
+    from kgmind.llm.local.token_table import token_table
     from kgmind.llm.schema_decoding import decode_json, has_east_asian
+    from kgmind.prompts.mindmap import NO_EVIDENCE_EN, NO_EVIDENCE_ZH
 
-    table = _token_table(chat.client)
+    table = token_table(chat.client)
     assert table.east_asian.sum() > 10_000  # Qwen2.5's vocabulary is rich in CJK tokens
 
     def tokens(text: str) -> list[int]:
@@ -220,7 +223,7 @@ def test_an_english_prompt_gets_no_east_asian_text(chat: Any) -> None:
     with chat._call_lock:  # what the model writes with every token allowed
         chat._evaluate_prompt(messages)
         free = decode_json(
-            _LlamaTokens(chat.client),
+            LlamaTokens(chat.client),
             table,
             schema,
             max_tokens=400,

@@ -203,7 +203,7 @@ class EchoChatModel(_TextChatModel):
     Every string field of the schema gets the echoed prompt (truncated); list/dict fields
     get their defaults, except the kgmind reasoning schema whose inference chain cites the
     first evidence id it sees. A JSON-schema dict (a grounded answer) is filled by
-    :func:`kgmind.prompts.grounded.fill_schema` with the echo as its text. The prompts
+    :func:`kgmind.llm.fake.fill_schema` with the echo as its text. The prompts
     received are kept in :attr:`prompts`.
     """
 
@@ -225,7 +225,7 @@ class EchoChatModel(_TextChatModel):
         def build(msg: AIMessage) -> Any:
             echo = str(msg.content)
             if isinstance(schema, dict):  # a grounded answer's per-question JSON schema
-                from kgmind.prompts.grounded import fill_schema
+                from kgmind.llm.fake import fill_schema
 
                 filled = fill_schema(schema, echo)
                 return {"raw": msg, "parsed": filled, "parsing_error": None} if include_raw else filled

@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from kgmind import llm
 from kgmind.cli import app
+from kgmind.llm import providers
 
 runner = CliRunner()
 
@@ -64,8 +65,8 @@ def test_missing_provider_package_names_the_extra(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, model: str, package: str, extra: str
 ) -> None:
     module = package.replace("-", "_")
-    real = llm._module_available
-    monkeypatch.setattr(llm, "_module_available", lambda m: m != module and real(m))
+    real = providers._module_available
+    monkeypatch.setattr(providers, "_module_available", lambda m: m != module and real(m))
     code, out, err = _ask(model, tmp_path)
     line = _one_error_line(err)
     assert code == 1 and out == ""
@@ -73,7 +74,7 @@ def test_missing_provider_package_names_the_extra(
 
 
 def test_missing_api_key_names_the_variable(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(llm, "_module_available", lambda m: True)  # the package is not what is missing
+    monkeypatch.setattr(providers, "_module_available", lambda m: True)  # the package is not what is missing
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     code, _, err = _ask("anthropic:claude-x", tmp_path)
     assert code == 1

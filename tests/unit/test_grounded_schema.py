@@ -8,13 +8,13 @@ from typing import Any
 import pytest
 
 from evidence_fixtures import evidence_item, fever_flu, flu_drugs, flu_test
+from kgmind.llm.fake import fill_schema
 from kgmind.models import Evidence, normalize_name
 from kgmind.prompts import grounded
 from kgmind.prompts.grounded import (
     STEP_CHARS,
     build_answer_schema,
     evidence_names,
-    fill_schema,
     grounded_prompt,
     render_conclusions,
     workups,

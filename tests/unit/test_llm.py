@@ -17,6 +17,7 @@ from langchain_core.runnables import RunnableLambda
 
 from kgmind import llm
 from kgmind.llm import fake as testing
+from kgmind.llm import providers
 from kgmind.prompts.parsing import parse_hypothesis, parse_mindmap_answer
 from kgmind.prompts.schemas import HypothesisOut, MindMapAnswer
 
@@ -126,7 +127,7 @@ def test_other_names_go_to_init_chat_model(monkeypatch: pytest.MonkeyPatch) -> N
         return "MODEL"
 
     monkeypatch.setattr(cm, "init_chat_model", fake_init)
-    monkeypatch.setattr(llm, "_module_available", lambda module: True)
+    monkeypatch.setattr(providers, "_module_available", lambda module: True)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     llm.get_chat_model.cache_clear()
     try:
@@ -315,9 +316,9 @@ def test_schema_calls_go_to_the_schema_decoder_only_when_it_can_write_them(
     pytest.importorskip("llama_cpp")
     from types import SimpleNamespace
 
-    from kgmind.llm import _locked_llama_class
+    from kgmind.llm.local.model import LocalChatModel
 
-    decodable = _locked_llama_class()._decodable_schema
+    decodable = LocalChatModel._decodable_schema
     greedy = SimpleNamespace(temperature=0.0)
     schema = {"type": "object", "properties": {"a": {"enum": ["x", "y"]}}, "required": ["a"]}
     bound = {"response_format": {"type": "json_object", "schema": schema}}
@@ -338,20 +339,24 @@ def test_prefix_states_on_disk_are_checked_and_trimmed(tmp_path: Path) -> None:
     import ctypes
     import os
 
+    pytest.importorskip("llama_cpp")
+    from kgmind.llm.local import prefix_cache
+
     folder = tmp_path / "states"
-    for k in range(llm.PREFIX_STATES + 2):
+    for k in range(prefix_cache.PREFIX_STATES + 2):
         state = (ctypes.c_uint8 * 64).from_buffer_copy(bytes([k]) * 64)
-        llm._write_prefix_state(folder, (1, 2, k), state)
-        path = llm._prefix_state_file(folder, (1, 2, k))
+        prefix_cache.write_prefix_state(folder, (1, 2, k), state)
+        path = prefix_cache._state_file(folder, (1, 2, k))
         os.utime(path, ns=(k * 10**9, k * 10**9))  # written in this order, whatever the clock's resolution
     files = sorted(folder.iterdir())
-    assert len(files) == llm.PREFIX_STATES and all(f.suffix == ".kv" for f in files)  # no temporaries
-    assert llm._read_prefix_state(folder, (1, 2, 0)) is None  # the oldest went
-    newest = llm._read_prefix_state(folder, (1, 2, llm.PREFIX_STATES + 1))
-    assert newest is not None and bytes(newest) == bytes([llm.PREFIX_STATES + 1]) * 64
-    path = llm._prefix_state_file(folder, (1, 2, 5))
+    kept = prefix_cache.PREFIX_STATES
+    assert len(files) == kept and all(f.suffix == ".kv" for f in files)  # no temporaries
+    assert prefix_cache.read_prefix_state(folder, (1, 2, 0)) is None  # the oldest went
+    newest = prefix_cache.read_prefix_state(folder, (1, 2, prefix_cache.PREFIX_STATES + 1))
+    assert newest is not None and bytes(newest) == bytes([prefix_cache.PREFIX_STATES + 1]) * 64
+    path = prefix_cache._state_file(folder, (1, 2, 5))
     data = bytearray(path.read_bytes())
     data[-1] ^= 0xFF
     path.write_bytes(bytes(data))
-    assert llm._read_prefix_state(folder, (1, 2, 5)) is None and not path.exists()
-    assert llm._read_prefix_state(tmp_path / "nowhere", (1,)) is None
+    assert prefix_cache.read_prefix_state(folder, (1, 2, 5)) is None and not path.exists()
+    assert prefix_cache.read_prefix_state(tmp_path / "nowhere", (1,)) is None

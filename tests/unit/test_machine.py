@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from kgmind import llm, machine
+from kgmind.llm.local import threads
 
 
 def _cgroup(tmp_path: Path, files: dict[str, str]) -> Path:
@@ -66,7 +67,7 @@ def test_physical_cores_count_hyperthread_siblings_once(
 
 def test_llm_threads_follow_the_cores_or_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("KGMIND_LLM_THREADS", raising=False)
-    monkeypatch.setattr(llm, "physical_cores", lambda: 6)
+    monkeypatch.setattr(threads, "physical_cores", lambda: 6)
     assert llm.llm_threads() == 6
     monkeypatch.setenv("KGMIND_LLM_THREADS", "3")
     assert llm.llm_threads() == 3

@@ -20,8 +20,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evidence_fixtures import evidence_item, pneumonia_case
-from kgmind.prompts.grounded import build_answer_schema
-from kgmind.prompts.schemas import HypothesisOut
 from kgmind.llm.schema_decoding import (
     SchemaNotSupportedError,
     TokenTable,
@@ -30,6 +28,8 @@ from kgmind.llm.schema_decoding import (
     iter_json,
     supports,
 )
+from kgmind.prompts.grounded import build_answer_schema
+from kgmind.prompts.schemas import HypothesisOut
 
 MULTI = [
     '{"',

@@ -11,13 +11,13 @@ import sys
 import time
 from typing import Any
 
-import kgmind.llm as L
-import kgmind.llm.schema_decoding as SD
+import kgmind.llm.local.model as L
+import kgmind.llm.schema_decoding.writer as SD
 
 LOG: dict[str, list[Any]] = {"evals": [], "strings": [], "calls": [], "outputs": []}
 cur: dict[str, Any] = {"in_string": False, "tokens": None, "call": None, "ncall": 0}
 
-orig_eval = L._LlamaTokens.eval_tokens
+orig_eval = L.LlamaTokens.eval_tokens
 
 
 def eval_tokens(self: Any, tokens: Any) -> None:
@@ -26,7 +26,7 @@ def eval_tokens(self: Any, tokens: Any) -> None:
     LOG["evals"].append((len(tokens), time.perf_counter() - t, cur["in_string"], cur["call"], cur["ncall"]))
 
 
-orig_string = SD._Writer.string
+orig_string = SD.Writer.string
 
 
 def string(self: Any, *a: Any, **k: Any) -> Any:
@@ -51,7 +51,7 @@ def string(self: Any, *a: Any, **k: Any) -> Any:
     return res
 
 
-orig_take = SD._Writer._take
+orig_take = SD.Writer._take
 
 
 def take(self: Any, token: int) -> bytes:
@@ -60,7 +60,7 @@ def take(self: Any, token: int) -> bytes:
     return orig_take(self, token)
 
 
-Locked = L._locked_llama_class()
+Locked = L.LocalChatModel
 orig_stream = Locked._schema_stream
 orig_prompt = Locked._evaluate_prompt
 
@@ -82,9 +82,9 @@ def evaluate_prompt(self: Any, messages: Any) -> int:
     return int(n)
 
 
-L._LlamaTokens.eval_tokens = eval_tokens
-SD._Writer.string = string
-SD._Writer._take = take
+L.LlamaTokens.eval_tokens = eval_tokens
+SD.Writer.string = string
+SD.Writer._take = take
 Locked._schema_stream = schema_stream
 Locked._evaluate_prompt = evaluate_prompt
 

@@ -6,12 +6,12 @@ Usage: ``python takes.py llm_only,kgmind 6 22 OUT.json``; ``takes.txt`` was made
 import json
 import sys
 
-import kgmind.llm.schema_decoding as sd
-from kgmind import llm
+import kgmind.llm.schema_decoding.writer as sd
 from kgmind.eval.runner import EvalConfig, run_eval
+from kgmind.llm.local.model import LocalChatModel
 
 takes: list[tuple[str, str, str]] = []
-orig_take = sd._Writer._take
+orig_take = sd.Writer._take
 
 
 def _take(self, token):  # type: ignore[no-untyped-def]
@@ -27,8 +27,8 @@ def _take(self, token):  # type: ignore[no-untyped-def]
     return out
 
 
-sd._Writer._take = _take
-cls = llm._locked_llama_class()
+sd.Writer._take = _take
+cls = LocalChatModel
 orig_stream = cls._schema_stream
 calls: list[dict] = []
 

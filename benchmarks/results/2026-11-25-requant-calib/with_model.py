@@ -5,7 +5,7 @@ import runpy
 import sys
 from pathlib import Path
 
-import kgmind.llm as L
+import kgmind.llm.providers as L  # where get_chat_model finds ensure_local_model
 
 gguf = Path(os.environ["KGV_GGUF"]).resolve()
 L.ensure_local_model = lambda name="local", home=None, progress=None: gguf  # type: ignore[assignment]

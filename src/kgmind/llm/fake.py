@@ -2,15 +2,15 @@
 
 ``get_chat_model("fake:<tag>")`` returns :class:`FakeChatModel`, so tests, demos and
 Studio runs can exercise the whole graph offline and deterministically. It is not a
-language model: it echoes the question and, for kgmind's schemas, fills them from the
-prompt itself.
+language model: it echoes the question and fills any schema it is held to with valid
+values (:func:`fill_schema`), so a test that uses it proves wiring, not grounding.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
@@ -19,9 +19,9 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable, RunnableLambda
 
-from kgmind.llm import message_text as _message_text
+from kgmind.llm.messages import message_text as _message_text
 
-__all__ = ["FakeChatModel"]
+__all__ = ["FakeChatModel", "fill_schema"]
 
 
 _EVIDENCE_LINE = re.compile(
@@ -49,10 +49,14 @@ def _question_of(messages: Sequence[BaseMessage]) -> str:
 class FakeChatModel(BaseChatModel):
     """A deterministic chat model for tests and offline demos (``get_chat_model("fake:…")``).
 
-    Plain calls answer with a fixed sentence. With structured output it fills the
-    kgmind schemas from the prompt itself: the hypothesis echoes the question, and a
-    mind-map answer cites the evidence ids found in the prompt's evidence block (up to
-    three), so grounding checks pass. It never calls a network.
+    It fills any schema with valid values, whatever the prompt says: a test that uses it
+    tests the wiring (the graph calls the model, reads its answer, passes it on), not
+    grounding; a grounded answer is proven with the real local model or with hand-made
+    answers that must fail. Plain calls answer with a fixed sentence. A JSON-schema dict
+    (a grounded answer's per-question schema) is answered with :func:`fill_schema`, so it
+    cites the first ids the schema allows; the pydantic schemas ``HypothesisOut`` (the
+    question echoed) and ``MindMapAnswer`` (up to three evidence ids found in the prompt)
+    are filled from the prompt. It never calls a network.
     """
 
     tag: str = "fake"
@@ -117,11 +121,9 @@ class FakeChatModel(BaseChatModel):
         """Structured output for the kgmind schemas (JSON produced by :meth:`_respond`).
 
         A JSON-schema dict (a grounded answer's per-question schema) is answered with
-        :func:`kgmind.prompts.grounded.fill_schema`, parsed to a dict.
+        :func:`fill_schema`, parsed to a dict.
         """
         if isinstance(schema, dict):
-            from kgmind.prompts.grounded import fill_schema
-
             filled = fill_schema(schema, f"[{self.tag}] answer")
 
             def _instance(msg: BaseMessage) -> Any:
@@ -151,3 +153,46 @@ class FakeChatModel(BaseChatModel):
 
             return bound | RunnableLambda(_with_raw)
         return bound | RunnableLambda(_parse)
+
+
+def fill_schema(schema: Mapping[str, Any], text: str = "answer") -> Any:
+    """A deterministic instance of a JSON schema (the subset grounded answer schemas use).
+
+    Arrays get ``max(minItems, 1)`` items (capped by ``maxItems``), the i-th item taking
+    the i-th ``anyOf`` variant or ``enum`` value, so a grounded answer cites the first
+    evidence items it may. The offline ``fake:`` model answers with it, which keeps the
+    wiring tests of grounded answers free of any real model.
+
+    Args:
+        schema: The JSON schema (``$ref`` to ``#/$defs/…`` resolved against its root).
+        text: The text put into free strings.
+
+    Returns:
+        A JSON value valid for ``schema``.
+
+    """
+    defs = schema.get("$defs", {})
+
+    def fill(node: Mapping[str, Any], index: int) -> Any:
+        if "$ref" in node:
+            return fill(defs[str(node["$ref"]).rsplit("/", 1)[-1]], index)
+        if "const" in node:
+            return node["const"]
+        if "enum" in node:
+            values = list(node["enum"])
+            return values[index % len(values)]
+        if "anyOf" in node:
+            variants = list(node["anyOf"])
+            return fill(variants[index % len(variants)], index)
+        kind = node.get("type")
+        if kind == "object":
+            return {k: fill(v, index) for k, v in node.get("properties", {}).items()}
+        if kind == "array":
+            n = max(int(node.get("minItems", 0)), 1)
+            n = min(n, int(node.get("maxItems", n)))
+            return [fill(node.get("items", {}), i) for i in range(n)]
+        if kind == "string":
+            return text[: int(node.get("maxLength", len(text)))]
+        return None
+
+    return fill(schema, 0)

@@ -45,7 +45,6 @@ __all__ = [
     "MEDICAL_CONCLUSIONS",
     "build_answer_schema",
     "evidence_names",
-    "fill_schema",
     "grounded_prompt",
     "render_conclusions",
     "workups",
@@ -403,46 +402,3 @@ def render_conclusions(conclusions: Mapping[str, Sequence[str]], language: str =
         if names
     ]
     return ("；" if zh else ". ").join(parts) + ("。" if zh else ".") if parts else ""
-
-
-def fill_schema(schema: Mapping[str, Any], text: str = "answer") -> Any:
-    """A deterministic instance of a JSON schema of the subset :func:`build_answer_schema` uses.
-
-    Arrays get ``max(minItems, 1)`` items (capped by ``maxItems``), the i-th item taking
-    the i-th ``anyOf`` variant or ``enum`` value, so a grounded answer cites the first
-    evidence items it may. The offline ``fake:`` model answers with it, which keeps the
-    wiring tests of grounded answers free of any real model.
-
-    Args:
-        schema: The JSON schema (``$ref`` to ``#/$defs/…`` resolved against its root).
-        text: The text put into free strings.
-
-    Returns:
-        A JSON value valid for ``schema``.
-
-    """
-    defs = schema.get("$defs", {})
-
-    def fill(node: Mapping[str, Any], index: int) -> Any:
-        if "$ref" in node:
-            return fill(defs[str(node["$ref"]).rsplit("/", 1)[-1]], index)
-        if "const" in node:
-            return node["const"]
-        if "enum" in node:
-            values = list(node["enum"])
-            return values[index % len(values)]
-        if "anyOf" in node:
-            variants = list(node["anyOf"])
-            return fill(variants[index % len(variants)], index)
-        kind = node.get("type")
-        if kind == "object":
-            return {k: fill(v, index) for k, v in node.get("properties", {}).items()}
-        if kind == "array":
-            n = max(int(node.get("minItems", 0)), 1)
-            n = min(n, int(node.get("maxItems", n)))
-            return [fill(node.get("items", {}), i) for i in range(n)]
-        if kind == "string":
-            return text[: int(node.get("maxLength", len(text)))]
-        return None
-
-    return fill(schema, 0)
