@@ -140,9 +140,9 @@ def test_two_threads_share_the_real_model_and_match_a_serial_run(home: Path) -> 
     """One cached llama.cpp model and the real embedder serve two threads at once (the model's lock)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from kgmind.importers.demo_store import ensure_demo_store
     from kgmind.graphs.context import Context
     from kgmind.graphs.pipeline import graph
+    from kgmind.importers.demo_store import ensure_demo_store
 
     ensure_demo_store(None)
     ctx = Context(max_tokens=192)

@@ -31,10 +31,10 @@ from kgmind.retrievers import exploration
 from kgmind.retrievers.graph_index_cache import get_graph_index
 from kgmind.retrievers.linker import get_linker
 from kgmind.retrievers.ner import extract_mentions
-from kgmind.text import repair_escapes
 from kgmind.stores.factory import open_store
 from kgmind.stores.feedback import apply_feedback
 from kgmind.stores.protocol import GraphStore, StoreError
+from kgmind.text import repair_escapes
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "kgmind"
 

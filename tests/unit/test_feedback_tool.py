@@ -11,9 +11,9 @@ import pytest
 
 from kgmind.models import Evidence, WeightChange
 from kgmind.stores import feedback as fb
-from kgmind.tools import feedback as fb_tool
 from kgmind.stores.protocol import GraphStore, WeightRule
 from kgmind.stores.weights import make_rule
+from kgmind.tools import feedback as fb_tool
 from race_harness import run_threads
 
 

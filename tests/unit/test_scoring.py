@@ -6,7 +6,6 @@ import math
 
 import pytest
 
-from kgmind.text import has_cjk
 from kgmind.scoring import (
     BleuScorer,
     EntityRecallScorer,
@@ -16,6 +15,7 @@ from kgmind.scoring import (
     rouge_l,
     rouge_tokens,
 )
+from kgmind.text import has_cjk
 
 
 def test_scorers_satisfy_protocol() -> None:

@@ -245,13 +245,7 @@ def build_answer_schema(
     if not items:
         return _no_evidence_schema()
     names_of = {ev.id: evidence_names(ev) or [ev.id] for ev in items}
-    all_names: dict[str, str] = {}
-    cited_by: dict[str, list[str]] = {}
-    for ev_id, names in names_of.items():
-        for name in names:
-            key = normalize_name(name)
-            all_names.setdefault(key, name)
-            cited_by.setdefault(all_names[key], []).append(ev_id)
+    all_names, cited_by = _names_and_citers(names_of)
     step_variants = [
         _object(
             {
@@ -262,19 +256,7 @@ def build_answer_schema(
         )
         for ev_id, names in names_of.items()
     ]
-
-    def cited_node(name: str, ids: list[str], leaves: bool) -> dict[str, Any]:
-        props: dict[str, Any] = {
-            "label": {"const": name},
-            "evidence_ids": {"type": "array", "items": {"enum": ids}, "minItems": 1, "maxItems": 1},
-        }
-        if leaves:
-            props["children"] = {"type": "array", "items": {"$ref": "#/$defs/leaf"}, "maxItems": MAX_LEAVES}
-        return _object(props)
-
-    defs = {"node": {"anyOf": [cited_node(name, ids, MAX_LEAVES > 0) for name, ids in cited_by.items()]}}
-    if MAX_LEAVES > 0:
-        defs["leaf"] = {"anyOf": [cited_node(name, ids, False) for name, ids in cited_by.items()]}
+    defs = _mind_map_defs(cited_by)
     properties: dict[str, Any] = {
         "inference_chain": {
             "type": "array",
@@ -303,6 +285,36 @@ def build_answer_schema(
         **_object(properties),
         "$defs": defs,
     }
+
+
+def _names_and_citers(names_of: Mapping[str, list[str]]) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """Each entity name once (keyed by its normalised form) and the evidence ids that name it."""
+    all_names: dict[str, str] = {}
+    cited_by: dict[str, list[str]] = {}
+    for ev_id, names in names_of.items():
+        for name in names:
+            key = normalize_name(name)
+            all_names.setdefault(key, name)
+            cited_by.setdefault(all_names[key], []).append(ev_id)
+    return all_names, cited_by
+
+
+def _mind_map_defs(cited_by: Mapping[str, list[str]]) -> dict[str, Any]:
+    """``$defs`` of the mind map: a node (a leaf too, when on) is an entity citing an item that names it."""
+
+    def cited_node(name: str, ids: list[str], leaves: bool) -> dict[str, Any]:
+        props: dict[str, Any] = {
+            "label": {"const": name},
+            "evidence_ids": {"type": "array", "items": {"enum": ids}, "minItems": 1, "maxItems": 1},
+        }
+        if leaves:
+            props["children"] = {"type": "array", "items": {"$ref": "#/$defs/leaf"}, "maxItems": MAX_LEAVES}
+        return _object(props)
+
+    defs = {"node": {"anyOf": [cited_node(name, ids, MAX_LEAVES > 0) for name, ids in cited_by.items()]}}
+    if MAX_LEAVES > 0:
+        defs["leaf"] = {"anyOf": [cited_node(name, ids, False) for name, ids in cited_by.items()]}
+    return defs
 
 
 def _no_evidence_schema() -> dict[str, Any]:
