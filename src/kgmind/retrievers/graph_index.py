@@ -15,6 +15,10 @@ Searches:
 * :meth:`GraphIndex.out_edges` / :meth:`GraphIndex.in_edges` — edge views with the
   current weight.
 
+Weights are published whole (:mod:`kgmind.retrievers.graph_weights`): an update builds new
+arrays beside the current ones and swaps them in under the index lock, and an exploration
+call reads one :meth:`GraphIndex.weight_snapshot`, so no reader sees half an update.
+
 Indexes are built once per store and kept in step with its weights by
 :mod:`kgmind.retrievers.graph_index_cache`.
 """
@@ -31,6 +35,7 @@ import numpy as np
 
 from kgmind.models import Entity, Relation, relation_id
 from kgmind.retrievers.graph_paths import PathSearch
+from kgmind.retrievers.graph_weights import WeightSnapshot, WeightState
 from kgmind.stores.protocol import GraphStore
 
 __all__ = ["EdgeView", "GraphIndex", "IndexableStore"]
@@ -193,9 +198,9 @@ class GraphIndex(PathSearch):
 
     Public integer-level attributes (used by :mod:`kgmind.retrievers.exploration`):
     ``ids``, ``names``, ``types``, ``descriptions`` per node; ``edge_head``,
-    ``edge_tail``, ``edge_type``, ``edge_id``, ``edge_source`` per edge; ``weights``
-    (``np.ndarray``); ``out_adj`` / ``in_adj`` (edge indices per node);
-    ``out_weight_total`` (Σ outgoing weights per node, updated by :meth:`set_weights`).
+    ``edge_tail``, ``edge_type``, ``edge_id``, ``edge_source`` per edge; ``out_adj`` /
+    ``in_adj`` (edge indices per node). Weights: :meth:`weight_snapshot` (one per
+    exploration call); ``weights`` and ``out_weight_total`` read the current state.
     """
 
     def __init__(
@@ -253,19 +258,15 @@ class GraphIndex(PathSearch):
         )
         self.out_adj = _csr_lists(heads, len(self.ids))
         self.in_adj = _csr_lists(tails, len(self.ids))
-        self.weights: np.ndarray = np.asarray(weights, dtype=np.float64)
-        self._lock = threading.Lock()
+        # the published weights and Σ out-weights per node (KGCoT's normaliser), swapped whole
+        self._weights = WeightState.build(np.asarray(weights, dtype=np.float64), heads, len(self.ids))
+        self._lock = threading.Lock()  # orders writers (updates, pushed-down growth); readers take none
         self.edge_tail_array: np.ndarray = np.asarray(tails, dtype=np.int64)
         self._out_arrays: dict[int, np.ndarray] = {}
-        # Σ weights of each node's outgoing edges (KGCoT's normaliser), kept in step with set_weights
-        self.out_weight_total: np.ndarray = np.zeros(len(self.ids), dtype=np.float64)
-        if len(self.weights):
-            np.add.at(self.out_weight_total, heads.astype(np.int64), self.weights)
         # pushed down (see neighborhood_index): the store to complete nodes from, and the
         # nodes whose every edge is loaded; None = a full index, where every node is complete
         self._source: GraphStore | None = None
         self._complete: set[int] | None = None
-        self._uniform: bool | None = None  # cache of uniform_weights(); None = to be computed
 
     def _read_relations(self, relations: Iterable[Relation]) -> tuple[Any, Any]:
         """Append the edges of ``relations`` (each id once); return their weights and id hashes."""
@@ -349,7 +350,7 @@ class GraphIndex(PathSearch):
             list.append(self.out_adj, [])
             list.append(self.in_adj, [])
         if out:
-            self.out_weight_total = np.concatenate([self.out_weight_total, np.zeros(len(out))])
+            self._weights = self._weights.grown((), (), len(self.ids))
         return out
 
     def _complete_nodes(self, nodes: Sequence[int]) -> list[int]:
@@ -374,6 +375,7 @@ class GraphIndex(PathSearch):
                     added += self._add_entities([Entity(id=ent_id, name=ent_id, type="entity")])
             touched: set[int] = set()
             new_weights: list[float] = []
+            new_heads: list[int] = []
             for rel in sorted(rels, key=lambda r: r.id):
                 h, t = self.index_of[rel.head], self.index_of[rel.tail]
                 e = len(self.edge_id)
@@ -385,13 +387,12 @@ class GraphIndex(PathSearch):
                     self.edge_id.explicit[e] = rel.id
                 self.edge_source.append(rel.source)
                 new_weights.append(rel.weight)
+                new_heads.append(h)
                 list.__getitem__(self.out_adj, h).append(e)
                 list.__getitem__(self.in_adj, t).append(e)
-                self.out_weight_total[h] += rel.weight
                 touched.update((h, t))
             if new_weights:
-                self.weights = np.concatenate([self.weights, np.asarray(new_weights, dtype=np.float64)])
-                self._uniform = None
+                self._weights = self._weights.grown(new_weights, new_heads, len(self.ids))
                 self.edge_tail_array = np.asarray(self.edge_tail, dtype=np.int64)
             ids = self.edge_id
             for n in touched:  # the full index lists a node's edges in relation-id order
@@ -403,11 +404,40 @@ class GraphIndex(PathSearch):
 
     def uniform_weights(self) -> bool:
         """Whether every edge has the same weight (nothing learnt: every learnt lift is 0), cached."""
-        uniform = self._uniform
-        if uniform is None:
-            w = self.weights
-            uniform = self._uniform = bool(len(w) == 0 or np.all(w == w[0]))
-        return uniform
+        return self._weights.uniform
+
+    # -- weights as readers see them ---------------------------------------------------
+    @property
+    def weights(self) -> np.ndarray:
+        """Every edge's current weight (read-only; an exploration call reads :meth:`weight_snapshot`)."""
+        return self._weights.weights
+
+    @property
+    def out_weight_total(self) -> np.ndarray:
+        """Σ current outgoing weights per node (read-only; see :meth:`weight_snapshot`)."""
+        return self._weights.totals
+
+    def weight_snapshot(self) -> WeightSnapshot:
+        """The weights for one exploration call: every read of the call sees the same update."""
+        return WeightSnapshot(self)
+
+    def weight_state(self, held: WeightState | None = None) -> WeightState:
+        """The published weights; given a state a caller holds, that state with the edges loaded since.
+
+        Only a pushed-down index loads edges after it is built; when its weights were also
+        republished meanwhile, the held state is grown by the new edges (at their current
+        weight), so the caller's earlier reads stay valid.
+        """
+        now = self._weights
+        if held is None or held.generation == now.generation:
+            return now
+        n = len(held.weights)
+        heads = np.asarray(self.edge_head[n : len(now.weights)], dtype=np.int64)
+        return held.grown(now.weights[n:].tolist(), heads.tolist(), len(now.totals))
+
+    def _out_list(self, node: int) -> np.ndarray:
+        """``node``'s outgoing edges as loaded (never completes a node: callers hold the lock)."""
+        return np.asarray(list.__getitem__(self.out_adj, node), dtype=np.int64)
 
     @property
     def pushed_down(self) -> bool:
@@ -498,7 +528,7 @@ class GraphIndex(PathSearch):
 
     # -- updates -------------------------------------------------------------------
     def set_weights(self, updates: Iterable[tuple[str, float]]) -> int:
-        """Overwrite the weight of known relations.
+        """Overwrite the weight of known relations, published to readers as one update.
 
         Args:
             updates: ``(relation_id, new_weight)`` pairs; unknown ids are ignored.
@@ -506,16 +536,11 @@ class GraphIndex(PathSearch):
         Returns:
             How many edges were updated.
         """
-        n = 0
         with self._lock:
-            for rid, w in updates:
-                e = self.edge_index_of.get(rid)
-                if e is not None:
-                    self.out_weight_total[self.edge_head[e]] += float(w) - float(self.weights[e])
-                    self.weights[e] = float(w)
-                    self._uniform = None
-                    n += 1
-        return n
+            changes = [(e, float(w)) for rid, w in updates if (e := self.edge_index_of.get(rid)) is not None]
+            if changes:
+                self._weights = self._weights.updated(changes, self.edge_head, self._out_list)
+        return len(changes)
 
     def reload_weights(self, relations: Iterable[Relation], weights_version: int) -> int:
         """Take every known relation's weight from ``relations`` (another process changed them).
@@ -528,19 +553,16 @@ class GraphIndex(PathSearch):
         Returns:
             How many edge weights differed.
         """
-        fresh = self.weights.copy()
+        fresh = self._weights.weights.copy()
         for rel in relations:
             e = self.edge_index_of.get(rel.id)
             if e is not None:
                 fresh[e] = rel.weight
-        totals = np.zeros(len(self.ids), dtype=np.float64)
-        if len(fresh):
-            np.add.at(totals, np.asarray(self.edge_head, dtype=np.int64), fresh)
+        state = WeightState.build(fresh, np.asarray(self.edge_head, dtype=np.int64), len(self.ids))
         with self._lock:
-            changed = int(np.count_nonzero(fresh != self.weights))
-            self.weights = fresh
-            self._uniform = None
-            self.out_weight_total = totals
+            before = self._weights
+            changed = int(np.count_nonzero(fresh != before.weights))
+            self._weights = WeightState(state.weights, state.totals, before.generation + 1)
             self.weights_version = weights_version
         return changed
 

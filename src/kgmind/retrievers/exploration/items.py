@@ -13,6 +13,7 @@ from typing import Any
 from kgmind.models import Evidence, EvidenceKind
 from kgmind.retrievers.graph_index import GraphIndex
 from kgmind.retrievers.graph_paths import IndexPath
+from kgmind.retrievers.graph_weights import WeightSnapshot
 
 __all__ = [
     "DISEASE_MARK",
@@ -66,17 +67,17 @@ def triple_text(gi: GraphIndex, edges: Sequence[int]) -> str:
     return "; ".join("->".join((h, r.replace("_", " "), t)) for h, r, t in (triple(gi, e) for e in edges))
 
 
-def edge_prob(gi: GraphIndex, e: int) -> float:
-    """KGCoT selection probability ``w_e / Σ w`` over the outgoing edges of ``e``'s head."""
-    total = float(gi.out_weight_total[gi.edge_head[e]])
-    return float(gi.weights[e]) / total if total > 0 else 0.0
+def edge_prob(gi: GraphIndex, weights: WeightSnapshot, e: int) -> float:
+    """KGCoT selection probability ``w_e / Σ w`` over the outgoing edges of ``e``'s head, in ``weights``."""
+    total = float(weights.totals[gi.edge_head[e]])
+    return float(weights.weights[e]) / total if total > 0 else 0.0
 
 
-def path_prob(gi: GraphIndex, path: IndexPath) -> float:
-    """Probability of drawing ``path`` edge by edge under the KGCoT edge probabilities."""
+def path_prob(gi: GraphIndex, weights: WeightSnapshot, path: IndexPath) -> float:
+    """Probability of drawing ``path`` edge by edge under the KGCoT edge probabilities of ``weights``."""
     p = 1.0
     for e in path.edges:
-        p *= edge_prob(gi, e)
+        p *= edge_prob(gi, weights, e)
     return p
 
 

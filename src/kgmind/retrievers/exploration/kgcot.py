@@ -14,6 +14,7 @@ import numpy as np
 from kgmind.models import Evidence, KnowledgeDoc
 from kgmind.retrievers.exploration.items import arrow_path, evidence_item, resolve
 from kgmind.retrievers.graph_index import GraphIndex
+from kgmind.retrievers.graph_weights import WeightSnapshot
 
 __all__ = ["DocSource", "weighted_dfs_chains"]
 
@@ -29,7 +30,7 @@ class DocSource(Protocol):
         ...
 
 
-def _draw(gi: GraphIndex, s: int, max_depth: int, rng: np.random.Generator) -> _Draw:
+def _draw(gi: GraphIndex, weights: WeightSnapshot, s: int, max_depth: int, rng: np.random.Generator) -> _Draw:
     """A chain from ``s``: each step, ``u = rng.random()`` picks the first edge with cumulative p > u."""
     visited = {s}
     cur = s
@@ -41,7 +42,7 @@ def _draw(gi: GraphIndex, s: int, max_depth: int, rng: np.random.Generator) -> _
         cand = leaving[~np.isin(gi.edge_tail_array[leaving], list(visited))] if len(leaving) else leaving
         if not len(cand):
             break
-        w = gi.weights[cand]
+        w = weights.weights[cand]
         p = w / w.sum()
         u = rng.random()
         k = min(int(np.searchsorted(np.cumsum(p), u, side="right")), len(cand) - 1)
@@ -80,7 +81,7 @@ def weighted_dfs_chains(
     (``meta["draws"]`` counts them).
 
     Args:
-        gi: The graph index (its current weights are used).
+        gi: The graph index (its weights as published when the call starts).
         entity_ids: Start entities.
         n_chains: Draws per start entity.
         max_depth: Longest chain in edges.
@@ -94,11 +95,12 @@ def weighted_dfs_chains(
         ``meta["probabilities"]`` the step probabilities.
     """
     rng = np.random.default_rng(seed)
+    weights = gi.weight_snapshot()  # one set of weights for the whole call, whatever feedback lands
     found: list[_Draw] = []
     counts: dict[tuple[int, ...], int] = {}
     for s in resolve(gi, entity_ids):
         for _ in range(n_chains):
-            draw = _draw(gi, s, max_depth, rng)
+            draw = _draw(gi, weights, s, max_depth, rng)
             if not draw[2]:
                 continue
             key = (s, *draw[2])

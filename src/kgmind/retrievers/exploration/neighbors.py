@@ -30,6 +30,7 @@ from kgmind.retrievers.exploration.items import (
     triple_text,
 )
 from kgmind.retrievers.graph_index import GraphIndex
+from kgmind.retrievers.graph_weights import WeightSnapshot
 from kgmind.tuning import PIPELINE, WEIGHT_VOTES
 
 __all__ = ["mindmap_neighbor_lines", "neighbor_evidence", "rank_diseases"]
@@ -109,14 +110,16 @@ def _line(
     rtype: str,
     edges: Sequence[int],
     *,
-    weight_aware: bool,
+    weights: WeightSnapshot | None,
     max_tails: int | None,
     score: float = 1.0,
     **meta: Any,
 ) -> Evidence:
+    """One relation line of ``node``: its tails, heaviest first under ``weights`` when given."""
     es = list(edges)
-    if weight_aware:
-        es.sort(key=lambda e: -float(gi.weights[e]))
+    if weights is not None:
+        w = weights.weights
+        es.sort(key=lambda e: -float(w[e]))
     if max_tails is not None:
         es = es[:max_tails]
     tail_nodes = [gi.edge_tail[e] for e in es]
@@ -127,7 +130,7 @@ def _line(
     )
 
 
-def _reverse_lift(gi: GraphIndex, d: int, i: int) -> float:
+def _reverse_lift(gi: GraphIndex, weights: WeightSnapshot, d: int, i: int) -> float:
     """``log(p · n)`` of the disease's own edge back to the voter (``has_symptom``), 0 when it has none.
 
     Learnt from the patients of the disease who reported the symptom: the likelihood side
@@ -137,10 +140,11 @@ def _reverse_lift(gi: GraphIndex, d: int, i: int) -> float:
     back = [e for e in out if gi.edge_tail[e] == i]
     if not back:
         return 0.0
-    e = max(back, key=lambda x: float(gi.weights[x]))
+    w = weights.weights
+    e = max(back, key=lambda x: float(w[x]))
     group = [x for x in out if gi.edge_type[x] == gi.edge_type[e]]  # p(symptom | disease) among its symptoms
-    total = float(gi.weights[group].sum())
-    return math.log(float(gi.weights[e]) * len(group) / total) if total > 0 else 0.0
+    total = float(w[group].sum())
+    return math.log(float(w[e]) * len(group) / total) if total > 0 else 0.0
 
 
 @dataclass
@@ -162,7 +166,9 @@ class _Votes:
         self.order.setdefault(d, len(self.order))
 
 
-def _count_votes(gi: GraphIndex, nodes: Sequence[int], weight_aware: bool, scale: bool) -> _Votes:
+def _count_votes(
+    gi: GraphIndex, nodes: Sequence[int], weights: WeightSnapshot, weight_aware: bool, scale: bool
+) -> _Votes:
     """Each linked entity's vote for every disease it reaches (and a disease's for itself)."""
     votes = _Votes()
     for i in nodes:
@@ -172,11 +178,12 @@ def _count_votes(gi: GraphIndex, nodes: Sequence[int], weight_aware: bool, scale
         if not dedges:
             continue
         n = len(dedges)
-        total = float(gi.weights[dedges].sum())
+        w = weights.weights
+        total = float(w[dedges].sum())
         best: dict[int, tuple[float, int]] = {}
         for e in dedges:
             d = gi.edge_tail[e]
-            r = float(gi.weights[e]) * n / total if weight_aware and total > 0 else 1.0
+            r = float(w[e]) * n / total if weight_aware and total > 0 else 1.0
             if d not in best or r > best[d][0]:
                 best[d] = (r, e)
         for d, (r, e) in best.items():
@@ -187,12 +194,14 @@ def _count_votes(gi: GraphIndex, nodes: Sequence[int], weight_aware: bool, scale
     return votes
 
 
-def _order_diseases(gi: GraphIndex, votes: _Votes, mode: str, use_lift: bool) -> list[int]:
+def _order_diseases(
+    gi: GraphIndex, weights: WeightSnapshot, votes: _Votes, mode: str, use_lift: bool
+) -> list[int]:
     """The diseases in rank order: votes, specificity and first appearance, with the lift as ``mode`` says."""
     tally, spec, order = votes.tally, votes.spec, votes.order
 
     def lift(d: int) -> float:  # rounded: float noise must not reorder ties
-        back = sum(_reverse_lift(gi, d, gi.edge_head[e]) for e in votes.support[d])
+        back = sum(_reverse_lift(gi, weights, d, gi.edge_head[e]) for e in votes.support[d])
         return round(votes.fwd.get(d, 0.0) + back, 9)
 
     if not use_lift:
@@ -220,6 +229,7 @@ def rank_diseases(
     *,
     weight_aware: bool = False,
     votes: str | None = None,
+    weights: WeightSnapshot | None = None,
 ) -> list[tuple[str, float, list[str]]]:
     """Candidate diseases ranked by the votes of the linked entities.
 
@@ -248,6 +258,7 @@ def rank_diseases(
         entity_ids: Linked entities.
         weight_aware: Use the learnt edge weights.
         votes: ``tiebreak``, ``lift_first`` or ``scale`` (``None``: the pipeline default).
+        weights: The weights of the calling exploration (``None``: a snapshot taken now).
 
     Returns:
         ``(disease id, score, supporting relation ids)``, best first; score is the
@@ -258,13 +269,14 @@ def rank_diseases(
     if mode not in WEIGHT_VOTES:
         raise ValueError(f"votes must be one of {', '.join(WEIGHT_VOTES)}, got {votes!r}")
     scale = weight_aware and mode == "scale"
-    counted = _count_votes(gi, resolve(gi, entity_ids), weight_aware, scale)
+    weights = gi.weight_snapshot() if weights is None else weights
+    counted = _count_votes(gi, resolve(gi, entity_ids), weights, weight_aware, scale)
     # uniform weights: every lift is 0
-    use_lift = weight_aware and not scale and not gi.uniform_weights()
+    use_lift = weight_aware and not scale and not weights.uniform()
     tally, spec = counted.tally, counted.spec
     return [
         (gi.ids[d], tally[d] + 0.5 * spec[d] / tally[d], [gi.edge_id[e] for e in counted.support[d]])
-        for d in _order_diseases(gi, counted, mode, use_lift)
+        for d in _order_diseases(gi, weights, counted, mode, use_lift)
     ]
 
 
@@ -302,13 +314,14 @@ def neighbor_evidence(
     """
     if max_lines <= 0:
         return []
+    weights = gi.weight_snapshot()  # one set of weights for the whole call
     if ranked:
-        return _ranked_neighbors(gi, entity_ids, max_lines, weight_aware, max_tails, tail_types)
-    opts: dict[str, Any] = {"weight_aware": weight_aware, "max_tails": max_tails}
+        return _ranked_neighbors(gi, entity_ids, max_lines, weights, weight_aware, max_tails, tail_types)
+    opts: dict[str, Any] = {"weights": weights if weight_aware else None, "max_tails": max_tails}
 
     def builder(node: int, rtype: str, edges: list[int], expansion: bool) -> Callable[[], Evidence]:
         # lines are kept as builders and only the returned ones are materialised
-        extra = {"expansion": True} if expansion else {}
+        extra: dict[str, Any] = {"expansion": True} if expansion else {}
         return partial(_line, gi, node, rtype, edges, **extra, **opts)
 
     lines = mindmap_neighbor_lines(
@@ -331,12 +344,13 @@ def _ranked_neighbors(
     gi: GraphIndex,
     entity_ids: Sequence[str],
     max_lines: int,
+    weights: WeightSnapshot,
     weight_aware: bool,
     max_tails: int | None,
     tail_types: frozenset[str] | None = None,
 ) -> list[Evidence]:
     nodes = resolve(gi, entity_ids)
-    ranking = rank_diseases(gi, entity_ids, weight_aware=weight_aware)
+    ranking = rank_diseases(gi, entity_ids, weight_aware=weight_aware, weights=weights)
 
     def wanted(edges: Sequence[int]) -> bool:
         return tail_types is None or any(gi.types[gi.edge_tail[e]] in tail_types for e in edges)
@@ -344,7 +358,7 @@ def _ranked_neighbors(
     lines: list[tuple[float, Callable[[], Evidence]]] = []
     top = ranking[0][1] if ranking else 1.0
     disease_set = {gi.index_of[d] for d, _, _ in ranking}
-    opts: dict[str, Any] = {"weight_aware": weight_aware, "max_tails": max_tails}
+    opts: dict[str, Any] = {"weights": weights if weight_aware else None, "max_tails": max_tails}
     for rank, (did, score, support_ids) in enumerate(ranking):
         if len(lines) >= 3 * max_lines:  # enough candidates to sort
             break

@@ -34,6 +34,7 @@ from kgmind.retrievers.exploration.items import (
 )
 from kgmind.retrievers.graph_index import GraphIndex
 from kgmind.retrievers.graph_paths import BfsMemo, IndexPath
+from kgmind.retrievers.graph_weights import WeightSnapshot
 
 __all__ = ["chain_segments", "path_evidence", "pick_segment", "select_diverse"]
 
@@ -67,15 +68,15 @@ def _segment_paths(
     end: int,
     candidates: list[int],
     max_hops: int,
-    weight_aware: bool,
+    weights: WeightSnapshot | None,
     path_limit: int,
     memo: BfsMemo | None = None,
 ) -> tuple[list[IndexPath], list[int]]:
-    """One segment on the index: most probable paths first with ``weight_aware``, else shortest text."""
+    """One segment on the index: most probable paths first under ``weights``, else (None) shortest text."""
     paths = gi.shortest_paths(start, end, max_hops, directed=True, limit=path_limit, memo=memo)
 
     def order(p: IndexPath) -> float:
-        return -path_prob(gi, p) if weight_aware else len(arrow_path(gi, p.nodes, p.edges))
+        return -path_prob(gi, weights, p) if weights is not None else len(arrow_path(gi, p.nodes, p.edges))
 
     return pick_segment(paths, candidates, lambda p: p.nodes, order)
 
@@ -191,8 +192,9 @@ def path_evidence(
     if len(nodes) < 2 or max_paths <= 0:
         return []
     memo: BfsMemo = {}
+    weights = gi.weight_snapshot() if weight_aware else None  # one set of weights for the whole call
     runs = chain_segments(
-        nodes, lambda a, b, rest: _segment_paths(gi, a, b, rest, max_hops, weight_aware, path_limit, memo)
+        nodes, lambda a, b, rest: _segment_paths(gi, a, b, rest, max_hops, weights, path_limit, memo)
     )
     out: list[Evidence] = []
     for r, choices in enumerate(select_diverse(runs, max_paths)):

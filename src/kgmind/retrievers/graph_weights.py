@@ -1,0 +1,140 @@
+"""Edge weights of a graph index as readers see them: one immutable state, swapped whole on each update.
+
+Exploration (the KGCoT DFS, path and disease ranking) runs on many threads while feedback
+changes weights on others (a server). A weight and the total of its head's out-weights
+(KGCoT's normaliser ``Σ w``) must come from the same update, or ``p = w / Σ w`` no longer
+sums to one. So the weights are never changed in place: a writer builds the next
+:class:`WeightState` beside the current one, under the index's lock, and publishes it by
+swapping one reference; a reader takes the state once per exploration call
+(:class:`WeightSnapshot`) and reads every weight and total of that call from it
+(``tests/reliability/test_weight_race.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Protocol
+
+import numpy as np
+
+__all__ = ["WeightSnapshot", "WeightState"]
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
+@dataclass(frozen=True, eq=False)
+class WeightState:
+    """One published set of edge weights with, per node, the sum of its outgoing weights.
+
+    Never changed once published. A pushed-down index that loads more edges publishes a
+    state grown by them with the same ``generation``; a weight update or reload publishes
+    the next generation.
+
+    Attributes:
+        weights: Per edge (read-only).
+        totals: Per node, Σ weights of its outgoing edges (read-only).
+        generation: Counts the weight updates published so far.
+    """
+
+    weights: np.ndarray
+    totals: np.ndarray
+    generation: int = 0
+
+    @classmethod
+    def build(cls, weights: np.ndarray, heads: np.ndarray, nodes: int, generation: int = 0) -> WeightState:
+        """The state of ``weights`` (edge ``e`` leaves node ``heads[e]``) over ``nodes`` nodes."""
+        totals = np.zeros(nodes, dtype=np.float64)
+        if len(weights):
+            np.add.at(totals, heads, weights)
+        return cls(_frozen(np.asarray(weights, dtype=np.float64)), _frozen(totals), generation)
+
+    @cached_property
+    def uniform(self) -> bool:
+        """Whether every edge has the same weight (nothing learnt)."""
+        w = self.weights
+        return bool(len(w) == 0 or np.all(w == w[0]))
+
+    def updated(
+        self,
+        changes: Sequence[tuple[int, float]],
+        heads: Any,
+        out_edges: Callable[[int], np.ndarray],
+    ) -> WeightState:
+        """The next generation: the changes applied to a copy, the totals of their heads summed again.
+
+        Args:
+            changes: ``(edge index, new weight)``; a later change of an edge wins.
+            heads: ``heads[e]`` is the node edge ``e`` leaves.
+            out_edges: A node's outgoing edge indices (as the readers list them).
+        """
+        w = self.weights.copy()
+        for e, value in changes:
+            w[e] = value
+        t = self.totals.copy()
+        for h in {int(heads[e]) for e, _ in changes}:
+            t[h] = w[out_edges(h)].sum()
+        return WeightState(_frozen(w), _frozen(t), self.generation + 1)
+
+    def grown(self, weights: Sequence[float], heads: Sequence[int], nodes: int) -> WeightState:
+        """This generation with edges appended (``weights[i]`` leaves ``heads[i]``), over ``nodes`` nodes."""
+        t = np.zeros(nodes, dtype=np.float64)
+        t[: len(self.totals)] = self.totals
+        if len(weights):
+            np.add.at(t, np.asarray(heads, dtype=np.int64), np.asarray(weights, dtype=np.float64))
+            w = np.concatenate([self.weights, np.asarray(weights, dtype=np.float64)])
+        else:
+            w = self.weights
+        return WeightState(_frozen(w), _frozen(t), self.generation)
+
+
+class _Publisher(Protocol):
+    """What a :class:`WeightSnapshot` reads from (a ``GraphIndex``)."""
+
+    @property
+    def num_nodes(self) -> int: ...
+
+    @property
+    def num_edges(self) -> int: ...
+
+    def weight_state(self, held: WeightState | None = None) -> WeightState: ...
+
+
+class WeightSnapshot:
+    """The weights one exploration call reads: the state published when the call started.
+
+    An update published during the call is not seen by it. A pushed-down index grows
+    while it is explored (a node's edges load when first read): the new edges join the
+    snapshot with the weights they were loaded with, and no weight the call has read
+    changes under it.
+    """
+
+    __slots__ = ("_source", "_state")
+
+    def __init__(self, source: _Publisher) -> None:
+        self._source = source
+        self._state = source.weight_state()
+
+    def _current(self) -> WeightState:
+        st = self._state
+        if len(st.weights) < self._source.num_edges or len(st.totals) < self._source.num_nodes:
+            st = self._state = self._source.weight_state(st)
+        return st
+
+    @property
+    def weights(self) -> np.ndarray:
+        """Per edge (read-only)."""
+        return self._current().weights
+
+    @property
+    def totals(self) -> np.ndarray:
+        """Per node, Σ weights of its outgoing edges: KGCoT's normaliser (read-only)."""
+        return self._current().totals
+
+    def uniform(self) -> bool:
+        """Whether every edge has the same weight (nothing learnt: every learnt lift is 0)."""
+        return self._current().uniform
