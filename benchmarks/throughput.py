@@ -10,8 +10,7 @@ the benchmark checks that concurrent results equal the sequential ones.
 
 Usage::
 
-    python benchmarks/throughput.py                  # real embedders (MiniLM / e5)
-    python benchmarks/throughput.py --embedder hash  # no embedding model: pure pipeline overhead
+    python benchmarks/throughput.py                  # the product's embedders (MiniLM / e5)
     python benchmarks/throughput.py --rounds 4 --concurrency 16 --out /tmp/throughput.json
 """
 
@@ -49,21 +48,12 @@ QUESTIONS = [
 ]
 
 
-def _use_hash_embeddings() -> None:
-    from kgmind.retrievers import embeddings, entity_index, linker
-
-    hasher = embeddings.HashEmbedder()
-    for mod in (embeddings, entity_index, linker):
-        mod.get_embedder = lambda name: hasher
-
-
 def _key(out: dict[str, Any]) -> tuple[Any, ...]:
     return (out["answer"], tuple((e.id, e.text) for e in out["selected_evidence"]))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--embedder", choices=["real", "hash"], default="real")
     ap.add_argument("--rounds", type=int, default=2, help="passes over the 16 questions per configuration")
     ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--mode", default="full", help="graph mode (full, mindmap, hykge, kgcot)")
@@ -73,8 +63,6 @@ def main() -> None:
     tmp = tempfile.TemporaryDirectory(prefix="kgmind-throughput-")
     os.environ["KGMIND_HOME"] = tmp.name
     os.environ.setdefault("LANGSMITH_TRACING", "false")
-    if args.embedder == "hash":
-        _use_hash_embeddings()
 
     from kgmind.graphs.context import Context
     from kgmind.graphs.pipeline import graph
@@ -116,7 +104,7 @@ def main() -> None:
     consistent = [_key(o) for o in seq] == expected == [_key(o) for o in thr] == [_key(o) for o in asy]
     report = {
         "questions_per_config": len(questions),
-        "embedder": args.embedder,
+        "embedder": "real",
         "mode": args.mode,
         "llm": "fake:bench (deterministic, no latency)",
         "warmup_s": round(warmup_s, 2),
