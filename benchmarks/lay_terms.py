@@ -6,8 +6,10 @@ product's own nodes, ``extract_entities`` then ``link_entities``, with the defau
 :class:`~kgmind.graphs.context.Context` on the KG that holds the pair's clinical name: the
 shipped demo KG when it has it, else the full KG of the language (English: EMCKG-full,
 ``emckg/format_dataset.csv``; Chinese: the CMCKG re-crawl, ``cmckg/recrawl_full``). A pair
-*links* when the clinical entity is among the linked entities. Pairs whose clinical name
-no KG has, or whose lay term is itself a name of that KG, are counted apart (not scored).
+*links* when the clinical entity is among the linked entities; each lay term is asked
+twice, alone (``short``, the reported figure) and inside a longer sentence (``context``).
+Pairs whose clinical name no KG has, or whose lay term is itself a name of that KG, are
+counted apart (not scored).
 
 The stores are built once under ``--work`` (LadybugDB, entity indexes beside them) and
 reused. Run it on main's code for the "before" figure: the lay-term module and lists are
@@ -44,8 +46,15 @@ from kgmind.settings import data_dir
 from kgmind.stores.factory import open_store
 from kgmind.stores.protocol import GraphStore
 
-#: The question each lay term is asked in.
-TEMPLATES = {"en": "I have {lay}.", "zh": "我{lay}。"}
+#: The questions each lay term is asked in: ``short`` (the figure reported) and ``context``, the
+#: words inside a longer patient sentence (Chinese: other characters right before and after).
+TEMPLATES = {
+    "en": {
+        "short": "I have {lay}.",
+        "context": "Doctor, for three days I have had {lay} and it is getting worse. What should I do?",
+    },
+    "zh": {"short": "我{lay}。", "context": "医生，我这几天一直{lay}，越来越厉害，怎么办？"},
+}
 
 #: The full KG of each language: (store name, file under the data dir, importer format).
 FULL_KGS = {
@@ -97,17 +106,14 @@ def score_pair(kgs: list[tuple[str, GraphStore]], term: LayTerm) -> dict[str, An
     kg, store, ids = found
     if store.find_entities(term.lay):
         return {**row, "kg": kg, "status": "lay term is a KG name"}
-    question = TEMPLATES[term.language].format(lay=term.lay)
-    linked = link_question(store, question, term.language)
-    hit = any(le.entity_id in ids for le in linked)
-    return {
-        **row,
-        "kg": kg,
-        "status": "scored",
-        "question": question,
-        "linked": hit,
-        "linked_names": [f"{le.mention}→{le.name} ({le.score:.2f})" for le in linked],
-    }
+    row.update(kg=kg, status="scored")
+    for name, template in TEMPLATES[term.language].items():
+        linked = link_question(store, template.format(lay=term.lay), term.language)
+        row[name] = {
+            "linked": any(le.entity_id in ids for le in linked),
+            "linked_names": [f"{le.mention}→{le.name} ({le.score:.2f})" for le in linked],
+        }
+    return row
 
 
 def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -119,19 +125,14 @@ def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             groups.setdefault((r["language"], r["split"], kg), []).append(r)
     for (lang, split, kg), group in sorted(groups.items()):
         scored = [r for r in group if r["status"] == "scored"]
-        linked = sum(bool(r["linked"]) for r in scored)
-        out.append(
-            {
-                "language": lang,
-                "split": split,
-                "kg": kg,
-                "pairs": len(group),
-                "scored": len(scored),
-                "linked": linked,
-                "recall": round(linked / len(scored), 4) if scored else None,
-                "not_scored": dict(Counter(r["status"] for r in group if r["status"] != "scored")),
-            }
-        )
+        entry: dict[str, Any] = {"language": lang, "split": split, "kg": kg, "pairs": len(group)}
+        entry["scored"] = len(scored)
+        for name in ("short", "context"):
+            linked = sum(bool(r[name]["linked"]) for r in scored)
+            entry[f"linked_{name}"] = linked
+            entry[f"recall_{name}"] = round(linked / len(scored), 4) if scored else None
+        entry["not_scored"] = dict(Counter(r["status"] for r in group if r["status"] != "scored"))
+        out.append(entry)
     return out
 
 
@@ -140,21 +141,28 @@ def markdown(summary: list[dict[str, Any]], rows: list[dict[str, Any]], meta: di
     lines = [
         f"# Lay-term link recall (commit {meta['commit']}, {meta['cpu']})",
         "",
-        "| language | half | KG | pairs | scored | linked | recall | not scored |",
-        "|---|---|---|---|---|---|---|---|",
+        "Questions: " + "; ".join(f"{lg} {k}: `{v}`" for lg, t in TEMPLATES.items() for k, v in t.items()),
+        "",
+        "| language | half | KG | pairs | scored | linked (short) | recall (short) | recall (context) "
+        "| not scored |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for s in summary:
-        recall = "–" if s["recall"] is None else f"{s['recall']:.3f}"
+        short, context = (
+            "–" if s[f"recall_{k}"] is None else f"{s[f'recall_{k}']:.3f}" for k in ("short", "context")
+        )
         extra = ", ".join(f"{k}: {v}" for k, v in s["not_scored"].items()) or ""
         lines.append(
             f"| {s['language']} | {s['split']} | {s['kg']} | {s['pairs']} | {s['scored']} "
-            f"| {s['linked']} | {recall} | {extra} |"
+            f"| {s['linked_short']} | {short} | {context} | {extra} |"
         )
-    misses = [r for r in rows if r["status"] == "scored" and not r["linked"]]
-    lines += ["", f"## Not linked ({len(misses)})", ""]
-    for r in misses:
-        got = "; ".join(r["linked_names"]) or "nothing"
-        lines.append(f"- {r['language']}/{r['split']}/{r['kg']}: {r['lay']} → {r['clinical']}: linked {got}")
+    for name in ("short", "context"):
+        misses = [r for r in rows if r["status"] == "scored" and not r[name]["linked"]]
+        lines += ["", f"## Not linked, {name} question ({len(misses)})", ""]
+        for r in misses:
+            got = "; ".join(r[name]["linked_names"]) or "nothing"
+            where = f"{r['language']}/{r['split']}/{r['kg']}"
+            lines.append(f"- {where}: {r['lay']} → {r['clinical']}: linked {got}")
     return "\n".join(lines) + "\n"
 
 
@@ -164,6 +172,7 @@ def main() -> None:
     ap.add_argument("--work", type=Path, required=True, help="where the KG stores are built and kept")
     ap.add_argument("--out", type=Path, required=True, help="folder for results.json and results.md")
     ap.add_argument("--languages", nargs="+", default=["en", "zh"], choices=["en", "zh"])
+    ap.add_argument("--commit", help="the commit of the code run (default: HEAD of the working directory)")
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -174,7 +183,11 @@ def main() -> None:
         for term in load_lay_terms(lang):
             rows.append(score_pair(kgs, term))
     summary = summarise(rows)
-    meta = {"commit": git_commit(), "cpu": cpu_model(), "seconds": round(time.perf_counter() - t0, 1)}
+    meta = {
+        "commit": args.commit or git_commit(),
+        "cpu": cpu_model(),
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
     (args.out / "results.json").write_text(
         json.dumps({"meta": meta, "summary": summary, "pairs": rows}, ensure_ascii=False, indent=1),
         encoding="utf-8",
@@ -182,7 +195,7 @@ def main() -> None:
     (args.out / "results.md").write_text(markdown(summary, rows, meta), encoding="utf-8")
     for s in summary:
         if s["kg"] == "all":
-            print(f"{s['language']} {s['split']}: {s['linked']}/{s['scored']} = {s['recall']}")
+            print(f"{s['language']} {s['split']}: short {s['recall_short']}, context {s['recall_context']}")
 
 
 if __name__ == "__main__":
