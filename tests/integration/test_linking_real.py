@@ -85,10 +85,11 @@ def test_minilm_embedding_span_finds_yellow_eyes():
     spans = embedding_spans("Doctor, I have had yellow eyes since Monday.", lk, SPAN_THRESHOLD["minilm"])
     assert [m.entity_id for m in spans] == [Entity(name="Jaundice").id]
     assert "yellow eyes" in spans[0].text
-    got = extract_mentions("I have yellow eyes and a headache, what tests do I need?", store, linker=lk)
+    # "yellow eyes" is a shipped lay term of Jaundice (the gazetteer's now): a paraphrase tests the spans
+    got = extract_mentions("I have yellowish eyes and a headache, what tests do I need?", store, linker=lk)
     by_source = {(m.source, m.text) for m in got}
     assert ("gazetteer", "headache") in by_source
-    assert ("embedding", "yellow eyes") in by_source
+    assert ("embedding", "yellowish eyes") in by_source
 
 
 def test_minilm_contextual_spans_one_pass():
@@ -157,7 +158,7 @@ def test_onnx_minilm_fp32_is_torch_and_int8_links_at_its_own_thresholds():
     assert names(lk.link(["yellow eyes"], top_k=1, threshold=0.7)) == ["Jaundice"]
     assert lk.link(["stock market prices"]) == []
     assert span_threshold(lk) == CONTEXT_SPAN_THRESHOLD["minilm-int8"]
-    got = extract_mentions("I have yellow eyes and a headache, what tests do I need?", store, linker=lk)
+    got = extract_mentions("I have yellowish eyes and a headache, what tests do I need?", store, linker=lk)
     by_source = {(m.source, m.text) for m in got}
     assert ("gazetteer", "headache") in by_source
     assert any(src == "embedding" and "yellow" in text for src, text in by_source)

@@ -1,7 +1,8 @@
 """Entity linking (HyKGE eq. 1): exact name/alias match first, else nearest entities above a threshold δ.
 
 A mention links to an entity whose normalised name or alias equals it (or equals its
-simple singular/plural form) with score 1.0. Otherwise its embedding is compared
+simple singular/plural form, or is the clinical name of a shipped lay term: "throwing up"
+→ Vomiting) with score 1.0. Otherwise its embedding is compared
 with every entity name in the :class:`~kgmind.retrievers.entity_index.EntityIndex`
 and the ``top_k`` nearest with cosine ≥ δ are kept. ``threshold=None`` reproduces
 MindMap's forced nearest match (top-1, no threshold). δ per model was calibrated by
@@ -23,6 +24,7 @@ from kgmind.models import LinkedEntity, Mention, normalize_name
 from kgmind.retrievers.embeddings import Embedder, get_embedder
 from kgmind.retrievers.embeddings.vector_cache import VectorCache, disk_vector_cache
 from kgmind.retrievers.entity_index import EntityIndex, get_entity_index, resolve_model
+from kgmind.retrievers.lay_terms import lay_synonyms
 from kgmind.stores.protocol import GraphStore
 
 __all__ = [
@@ -171,13 +173,23 @@ class EntityLinker:
         self._cache.put_many(texts, vectors)
 
     def exact_ids(self, text: str, index: EntityIndex | None = None) -> list[str]:
-        """Entities whose normalised name/alias equals ``text`` or a singular/plural variant of it."""
+        """Entities whose normalised name/alias equals ``text`` or a singular/plural variant of it.
+
+        Failing that, a shipped lay term (:mod:`~kgmind.retrievers.lay_terms`) names the
+        clinical entities it stands for, those of them the KG has: an LLM's or a data
+        set's "throwing up" links to Vomiting as the gazetteer's would.
+        """
         idx = index or self.index
-        key = normalize_name(text)
-        for variant in key_variants(key):
+        variants = key_variants(normalize_name(text))
+        for variant in variants:
             ids = idx.lookup(variant)
             if ids:
                 return list(ids)
+        synonyms = lay_synonyms()
+        for variant in variants:
+            found = [eid for name in synonyms.get(variant, ()) for eid in idx.lookup(name)]
+            if found:
+                return list(dict.fromkeys(found))
         return []
 
     def nearest(self, texts: Sequence[str], k: int = 1) -> list[list[tuple[str, float]]]:

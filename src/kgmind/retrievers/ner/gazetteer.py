@@ -1,8 +1,10 @@
 """The KG gazetteer: an Aho-Corasick automaton over every normalised entity name and alias.
 
-Simple plural/singular variants are matched too. English matches respect word
-boundaries; Chinese matches must start and end on word boundaries of a private jieba
-tokenizer that knows the KG names. Longest non-overlapping matches win. One gazetteer
+Simple plural/singular variants are matched too, and the shipped lay terms
+(:mod:`kgmind.retrievers.lay_terms`: "throwing up" → Vomiting, 发烧 → 发热) of the
+clinical names the KG has. English matches respect word boundaries; Chinese matches
+must start and end on word boundaries of a private jieba tokenizer that knows the KG
+names (and those lay terms). Longest non-overlapping matches win. One gazetteer
 per store URI is cached and rebuilt when the store fingerprint changes.
 """
 
@@ -16,12 +18,13 @@ from collections.abc import Iterable
 from typing import Any
 
 from kgmind.models import Entity, Mention, normalize_name
+from kgmind.retrievers.lay_terms import lay_synonyms
 from kgmind.retrievers.linker import key_variants
 from kgmind.retrievers.ner.cleaning import EN_STOPWORDS, NUMERIC, ZH_STOPWORDS, is_word_char
 from kgmind.stores.protocol import GraphStore
 from kgmind.text import has_cjk
 
-__all__ = ["GAZETTEER_RECHECK_S", "Gazetteer", "clear_gazetteer_cache", "new_jieba"]
+__all__ = ["GAZETTEER_RECHECK_S", "Gazetteer", "clear_gazetteer_cache", "lay_keys", "new_jieba"]
 
 #: A cached gazetteer is trusted this many seconds before the store fingerprint is read
 #: again (as :class:`~kgmind.retrievers.linker.EntityLinker` trusts its entity index).
@@ -77,6 +80,24 @@ def new_jieba(words: Iterable[str]) -> Any:
     return tk
 
 
+def lay_keys(exact: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Lay-term keys of a KG: each shipped lay term whose clinical name ``exact`` holds → those entities.
+
+    Args:
+        exact: The KG's normalised names and aliases → entity ids.
+
+    Returns:
+        Normalised lay term → the ids of its clinical entities in this KG (lay terms
+        whose clinical names the KG lacks are left out, so such a KG is unaffected).
+    """
+    out: dict[str, list[str]] = {}
+    for lay, clinical in lay_synonyms().items():
+        ids = [eid for name in clinical for eid in exact.get(name, ())]
+        if ids:
+            out[lay] = list(dict.fromkeys(ids))
+    return out
+
+
 # -- gazetteer --------------------------------------------------------------------------------
 
 
@@ -101,19 +122,28 @@ class Gazetteer:
                 if ent.id not in ids:
                     ids.append(ent.id)
         keys: dict[str, list[str]] = dict(exact)
-        for key, ids in exact.items():
-            for variant in key_variants(key)[1:]:
-                if variant not in keys and self._keep_key(variant, min_chars):
-                    keys[variant] = ids
+        self._add_variants(keys, exact, min_chars)
+        # lay terms come after every KG name and its variants: the KG's own names win
+        lay = {k: ids for k, ids in lay_keys(exact).items() if k not in keys and self._keep_key(k, min_chars)}
+        keys.update(lay)
+        self._add_variants(keys, lay, min_chars)
         self.keys = keys
         self._automaton = ahocorasick.Automaton()
         for key, ids in keys.items():
             self._automaton.add_word(key, (key, tuple(ids)))
         if keys:
             self._automaton.make_automaton()
-        self._cjk_words = [k for k in exact if any(has_cjk(c) for c in k)]
+        self._cjk_words = [k for k in (*exact, *lay) if any(has_cjk(c) for c in k)]
         self._tokenizer: Any = None
         self._tk_lock = threading.Lock()
+
+    @classmethod
+    def _add_variants(cls, keys: dict[str, list[str]], base: dict[str, list[str]], min_chars: int) -> None:
+        """Add the singular/plural variants of ``base``'s keys that ``keys`` lacks."""
+        for key, ids in base.items():
+            for variant in key_variants(key)[1:]:
+                if variant not in keys and cls._keep_key(variant, min_chars):
+                    keys[variant] = ids
 
     @staticmethod
     def _keep_key(key: str, min_chars: int) -> bool:
