@@ -20,15 +20,15 @@ __all__ = ["Cursor", "progress_words", "scan_partial_json"]
 #: Longest piece of the model's own words shown after the step.
 TAIL_CHARS = 40
 
-#: Lists whose items are chosen names: key -> (English noun, Chinese noun, Chinese measure word).
-CHOICES: dict[str, tuple[str, str, str]] = {
-    "diagnoses": ("diagnosis", "诊断", "个"),
-    "tests": ("test", "检查", "项"),
-    "medications": ("medication", "药物", "种"),
-    "conclusions": ("conclusion", "结论", "个"),
-    "findings": ("finding", "表现", "个"),
-    "symptoms": ("symptom", "症状", "个"),
-    "entities": ("entity", "实体", "个"),
+#: Lists whose items are chosen names: key -> "English noun/Chinese measure word + noun".
+CHOICES: dict[str, str] = {
+    "diagnoses": "diagnosis/个诊断",
+    "tests": "test/项检查",
+    "medications": "medication/种药物",
+    "conclusions": "conclusion/个结论",
+    "findings": "finding/个表现",
+    "symptoms": "symptom/个症状",
+    "entities": "entity/个实体",
 }
 
 #: Free-text fields: key -> (English, Chinese).
@@ -198,14 +198,10 @@ def _path(cur: Cursor) -> list[tuple[str, int, dict[str, str]]]:
 
 
 def _choice_words(key: str, n: int, owner: str, zh: bool) -> str:
-    noun, noun_zh, measure = CHOICES[key]
+    noun, noun_zh = CHOICES[key].split("/")
     verb, verb_zh = ("naming", "列出") if key == "entities" else ("choosing", "选择")
     if zh:
-        return (
-            f"正在为{owner}{verb_zh}第 {n} {measure}{noun_zh}"
-            if owner
-            else f"正在{verb_zh}第 {n} {measure}{noun_zh}"
-        )
+        return f"正在为{owner}{verb_zh}第 {n} {noun_zh}" if owner else f"正在{verb_zh}第 {n} {noun_zh}"
     return f"{verb} {noun} {n} for {owner}" if owner else f"{verb} {noun} {n}"
 
 
