@@ -299,7 +299,7 @@ def ask(
             "this mode: the default local model in full mode) | on | off"
         ),
     ] = "auto",
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress or notes on stderr.")] = False,
     checkpoint: CheckpointOption = None,
 ) -> None:
     """Answer QUESTION by reasoning over the knowledge graph."""
