@@ -181,7 +181,8 @@ def _unique_prefix(partial: str, known: list[str]) -> str | None:
 def _path(cur: Cursor) -> list[tuple[str, int, dict[str, str]]]:
     """``(key, item number, strings of the object holding the key)`` of each open key, outermost first.
 
-    The item number is that of the innermost list inside the key's value (1 when none).
+    The item number is that of the list the key's value is (1 when it is none); the strings
+    are what that object already finished (a diagnosis's ``disease`` before its tests).
     """
     out: list[tuple[str, int, dict[str, str]]] = []
     for depth, frame in enumerate(cur.frames):
@@ -215,10 +216,9 @@ def _step_words(path: list[tuple[str, int, dict[str, str]]], zh: bool) -> str:
         if branch:
             return f"正在画思维导图：第 {branch} 个分支" if zh else f"drawing the mind map: branch {branch}"
     if key in CHOICES:
-        inner = next(((k, m) for k, m, _s in path[1:] if k in CHOICES), None)
-        if inner is not None:
-            strings = path[1][2] if len(path) > 1 else {}
-            owner = next((strings[k] for k in _NAME_KEYS if strings.get(k)), "")
+        inner = next(((k, m, s) for k, m, s in path[1:] if k in CHOICES), None)
+        if inner is not None:  # a list inside an item (a diagnosis's tests): say whose
+            owner = next((inner[2][k] for k in _NAME_KEYS if inner[2].get(k)), "")
             return _choice_words(inner[0], inner[1], owner, zh)
         return _choice_words(key, n, "", zh)
     if key in FIELDS:
