@@ -89,4 +89,4 @@ def test_kg_stats_lists_the_demo_conditions(home: Path, tmp_path: Path) -> None:
         == 0
     )
     plain = runner.invoke(app, ["kg", "stats", "--store", uri])
-    assert plain.exit_code == 0 and "conditions" not in plain.stdout  # no disease-typed entities: no line
+    assert plain.exit_code == 0 and "conditions (1): Headache" in plain.stdout  # typed by its relations
