@@ -130,3 +130,44 @@ def test_scan_tracks_keys_items_and_finished_values() -> None:
     assert [f.is_object for f in cur.frames] == [True, False, True, False]
     assert cur.frames[2].strings == {"disease": "Influenza"} and cur.frames[3].index == 1
     assert cur.text == "Inf" and not cur.in_key and not cur.done
+
+
+def _steps(record: str) -> list[str]:
+    """The steps said while the recorded output is written, character by character (details left out)."""
+    data = json.loads((FIX / record).read_text(encoding="utf-8"))
+    text, steps = data["output"], []
+    for end in range(1, len(text) + 1):
+        step = progress_words(text[:end], data["language"]).split(": ")[0].split("：")[0].rstrip("…")
+        if not steps or steps[-1] != step:
+            steps.append(step)
+    return steps
+
+
+def test_real_local_model_answers_are_said_step_by_step() -> None:
+    """The demo questions' answers as the 0.5B local model wrote them (recorded), in English and Chinese."""
+    assert _steps("en_reason_mindmap.json") == [
+        "starting the answer",
+        "writing step 1 of the reasoning",
+        "writing step 2 of the reasoning",
+        "drawing the mind map",
+        "choosing diagnosis 1",
+        "choosing test 1 for Influenza",
+        "choosing test 2 for Influenza",
+        "choosing medication 1 for Influenza",
+        "choosing diagnosis 1",
+        "choosing diagnosis 2",
+        "adding a point of the model's own knowledge",
+        "writing the summary",
+        "answer written",
+    ]
+    zh = _steps("zh_reason_mindmap.json")
+    assert zh[:5] == [
+        "开始作答",
+        "正在写第 1 步推理",
+        "正在写第 2 步推理",
+        "正在画思维导图",
+        "正在选择第 1 个诊断",
+    ]
+    assert "正在为感冒选择第 4 项检查" in zh and "正在为感冒选择第 1 种药物" in zh
+    assert zh[-3:] == ["正在补充模型自身的知识", "正在写总结", "答案已写完"]
+    assert _steps("zh_generate_hypothesis.json")[1:3] == ["正在写初步答案", "正在列出第 1 个实体"]
