@@ -45,8 +45,9 @@ def test_import_then_stats(tmp_path: Path) -> None:
     assert "4 malformed rows skipped" in res.stdout
     assert "chatdoctor_full.csv:5:" in res.stdout  # the skipped rows are listed with file:line
     data = stats_json("--store", uri)
-    assert set(data) == {"entities", "relations", "entities_total", "relations_total"}
+    assert set(data) == {"entities", "relations", "entities_total", "relations_total", "conditions"}
     assert data["entities"]["disease"] == 3
+    assert len(data["conditions"]) == 3  # a small KG's conditions are listed by name
     assert data["entities_total"] == sum(data["entities"].values())
     assert data["relations_total"] == sum(data["relations"].values())
     assert data["relations"]["has_symptom"] == data["relations"]["possible_disease"]

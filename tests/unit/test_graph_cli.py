@@ -71,6 +71,10 @@ def cli_world(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, Any]
         return [SimpleNamespace(relation_id=rel[0])]
 
     monkeypatch.setattr(fb, "apply_feedback", apply)
+    # the first-use loads before a run (ONNX export, entity index) need a real store
+    from kgmind.cli import progress
+
+    monkeypatch.setattr(progress, "prepare_linking", lambda ctx, console, plain=False: None)
     return world
 
 
@@ -345,7 +349,8 @@ def test_status_line_follows_the_running_node(cli_world: dict[str, Any]) -> None
 
     from rich.console import Console
 
-    from kgmind.cli.ask import NodeStatus, run_question
+    from kgmind.cli.ask import run_question
+    from kgmind.cli.progress import NodeStatus
     from kgmind.graphs.context import Context
 
     status = NodeStatus(Console(file=io.StringIO(), width=60))
@@ -362,3 +367,20 @@ def test_status_line_follows_the_running_node(cli_world: dict[str, Any]) -> None
     assert len(line) <= 59  # cut to the console width
     status.end("explore_paths")
     assert status.__rich__().plain.startswith("⏵ reason_mindmap ")
+
+
+def test_non_terminal_run_says_each_step_in_one_line(cli_world: dict[str, Any]) -> None:
+    """Outside a terminal (CliRunner's stderr) each node start and end is one plain line, never JSON."""
+    res = runner.invoke(app, ["ask", "fever?", "--store", "ladybug:/unused", "--model", "fake:plain"])
+    assert res.exit_code == 0, res.output
+    lines = res.stderr.splitlines()
+    started = [line.split()[1] for line in lines if line.startswith("· ") and line.endswith(" started")]
+    ended = [line.split()[1] for line in lines if line.startswith("✓ ")]
+    assert "reason_mindmap" in started and "reason_mindmap" in ended
+    assert set(ended) <= set(started)  # every node that ends was said to start
+    for node in ended:
+        assert lines.index(f"· {node} started") < next(
+            i for i, x in enumerate(lines) if x.startswith(f"✓ {node} ")
+        )
+    assert all(line[:2] in {"· ", "✓ ", "– "} for line in lines), lines
+    assert "{" not in res.stderr and "note: this is the demo KG" not in res.stderr  # the user's own store

@@ -236,7 +236,7 @@ def test_cli_draws_an_assembly_bar(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
 
     from rich.console import Console
 
-    from kgmind.cli.ask import assemble_local_model
+    from kgmind.cli.progress import assemble_local_model
 
     monkeypatch.setenv("KGMIND_HOME", str(tmp_path / "home"))
     _fake_parts(monkeypatch, tmp_path, [b"GGUF", b"-middle-", b"end"])
@@ -258,7 +258,7 @@ def test_cli_prepares_linking_before_the_run(monkeypatch: pytest.MonkeyPatch, tm
 
     from rich.console import Console
 
-    from kgmind.cli.ask import prepare_linking
+    from kgmind.cli.progress import prepare_linking
     from kgmind.graphs import services
     from kgmind.graphs.context import Context
     from kgmind.retrievers import embeddings, entity_index

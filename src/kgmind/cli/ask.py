@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
@@ -12,18 +11,17 @@ from typing import Annotated, Any, Literal, TextIO, cast
 
 import typer
 from langgraph.types import StreamMode
-from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
-from rich.text import Text
 from rich.tree import Tree
 
+from kgmind.cli import progress as progress_out
 from kgmind.cli._common import CheckpointOption, CliError, console, err_console, handle_errors
+from kgmind.cli.progress import NodeStatus, event_line, update_status
 from kgmind.llm import DEFAULT_MODEL
 
 __all__ = [
-    "NodeStatus",
     "ask",
     "mind_map_tree",
     "print_result",
@@ -184,149 +182,12 @@ def print_result(result: Mapping[str, Any]) -> None:
     )
 
 
-class NodeStatus:
-    """A live status line on stderr: which node runs, for how long, and the model's latest words.
-
-    Drawn with rich ``Live`` (transient: it disappears when the run ends) and re-rendered
-    several times a second, so the elapsed time moves while a slow node (the local LLM)
-    works; the finished nodes' times are printed above it as before. Tokens go into the
-    line instead of being written raw, which would tear the line apart.
-    """
-
-    def __init__(self, console: Console) -> None:
-        self.console = console
-        self.running: dict[str, float] = {}
-        self.seen: list[str] = []
-        self.tail = ""
-        self._live: Any = None
-
-    def start(self, node: str) -> None:
-        """A node began (a repeat while it runs changes nothing)."""
-        if not node or node in self.running:
-            return
-        self.running[node] = time.monotonic()
-        if node not in self.seen:
-            self.seen.append(node)
-        self.tail = ""
-
-    def end(self, node: str) -> None:
-        """A node finished."""
-        self.running.pop(node, None)
-
-    def token(self, text: str) -> None:
-        """The model wrote ``text``: keep the last words, on one line."""
-        self.tail = (self.tail + " ".join(text.split("\n")))[-60:]
-
-    def __rich__(self) -> Text:
-        if not self.running:
-            return Text("…", style="dim")
-        now = time.monotonic()
-        node, since = max(self.running.items(), key=lambda kv: kv[1])
-        line = Text.assemble(("⏵ ", "cyan"), (node, "bold"), f" {now - since:.1f} s")
-        if len(self.running) > 1:
-            line.append(f" (+{len(self.running) - 1} in parallel)", style="dim")
-        if self.tail:
-            line.append(f"  {self.tail.strip()}", style="dim")
-        line.truncate(max(20, self.console.width - 1), overflow="ellipsis")
-        return line
-
-    def __enter__(self) -> NodeStatus:
-        from rich.live import Live
-
-        self._live = Live(self, console=self.console, refresh_per_second=8, transient=True)
-        self._live.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._live is not None:
-            self._live.__exit__(None, None, None)
-            self._live = None
-
-
-def assemble_local_model(model: str, console: Console) -> None:
-    """Assemble a local model before the run, drawing a progress bar (first use only).
-
-    The graph would assemble it too, but silently inside a node; doing it here lets the CLI
-    show the minutes of concatenating and hashing ~0.5 GB as a bar. Nothing is drawn when
-    the model is already there (the marker check returns at once).
-    """
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
-
-    from kgmind.llm import LOCAL_MODELS, ensure_local_model
-
-    if model not in LOCAL_MODELS:
-        return
-    progress = Progress(
-        TextColumn(f"assembling the local model {model}"),
-        BarColumn(),
-        DownloadColumn(),
-        TimeRemainingColumn(),
-        console=console,
-        transient=True,
-    )
-    task: list[Any] = []
-
-    def advance(done: int, total: int) -> None:
-        if not task:
-            progress.start()
-            task.append(progress.add_task("assemble", total=total))
-        progress.update(task[0], completed=done)
-
-    try:
-        ensure_local_model(model, progress=advance)
-    finally:
-        if task:
-            progress.stop()
-
-
-def prepare_linking(ctx: Any, console: Console) -> None:
-    """Get the store's entity linking ready before the run, saying what takes long (first use only).
-
-    On a fresh ``$KGMIND_HOME`` MiniLM is exported to ONNX (~10 s), and a newly imported
-    KG's entity index is built (every name embedded): both would happen inside entity
-    extraction, a node then silent for that long. Here the export has a name and the
-    build a progress bar; the graph then finds both in the caches it would have filled.
-    """
-    from kgmind.graphs.services import get_linker, get_store
-    from kgmind.retrievers.embeddings import pending_onnx_export
-    from kgmind.retrievers.embeddings.onnx_export import onnx_minilm_path
-    from kgmind.retrievers.entity_index import get_entity_index
-
-    store = get_store(ctx.store)
-    model = get_linker(store).model
-    embedder = pending_onnx_export(model)
-    if embedder is not None:
-        with console.status(f"preparing the {model} embedder: exporting it to ONNX (first use only, ~10 s)"):
-            onnx_minilm_path(quantized=embedder.quantized)
-    get_entity_index(store, model, progress=True)
-
-
-def _update_status(status: NodeStatus, mode: str, chunk: Any) -> None:
-    """Feed one stream chunk to the status line.
-
-    A node's own start event starts it; its state update ends it (not every node emits an end
-    event); tokens are credited to the node generating them.
-    """
-    if mode == "custom" and isinstance(chunk, dict):
-        if chunk.get("status") == "start" and "run_id" not in chunk:  # prepare_run's run announcement
-            status.start(str(chunk.get("node", "")))
-        elif chunk.get("status") == "end":
-            status.end(str(chunk.get("node", "")))
-    elif mode == "updates" and isinstance(chunk, dict):
-        for node in chunk:
-            status.end(str(node))
-    elif mode == "messages":
-        message, meta = cast(tuple[Any, dict[str, Any]], chunk)
-        if isinstance(message.content, str) and message.content:
-            status.start(str(meta.get("langgraph_node", "")))
-            status.token(message.content)
-
-
 def run_question(
     question: str,
     context: Any,
     *,
     progress: bool = True,
+    starts: bool = False,
     live: TextIO | None = None,
     status: NodeStatus | None = None,
     checkpoint: str | None = None,
@@ -336,10 +197,12 @@ def run_question(
     Args:
         question: The question.
         context: A :class:`kgmind.graphs.context.Context`.
-        progress: Print each node's time on stderr as it ends.
+        progress: Print each node's time on stderr as it ends (and each skipped node).
+        starts: With ``progress``, also a line as each node starts (outside a terminal,
+            where no live status line says what runs).
         live: Where to write the LLM's tokens as they are generated; ``None``: not streamed.
-        status: A :class:`NodeStatus` to keep up to date (the CLI's live line on a
-            terminal); it receives node starts/ends and the tokens.
+        status: A :class:`~kgmind.cli.progress.NodeStatus` to keep up to date (the CLI's live
+            line on a terminal); it receives node starts/ends and the tokens.
         checkpoint: Checkpoint URI (default ``$KGMIND_CHECKPOINT_URI`` or the SQLite file).
 
     Returns:
@@ -357,7 +220,7 @@ def run_question(
     streaming_node = ""
     for mode, chunk in g.stream({"question": question}, config, context=context, stream_mode=modes):
         if status is not None:
-            _update_status(status, mode, chunk)
+            update_status(status, mode, chunk)
         if mode == "messages" and live is not None:
             message, meta = cast(tuple[Any, dict[str, Any]], chunk)
             node = str(meta.get("langgraph_node", ""))
@@ -368,15 +231,51 @@ def run_question(
                     streaming_node = node
                 live.write(text)
                 live.flush()
-        elif progress and mode == "custom" and isinstance(chunk, dict) and chunk.get("status") == "end":
+        elif progress and mode == "custom" and isinstance(chunk, dict):
+            line = event_line(chunk, starts=starts)
+            if line is None:
+                continue
             if streaming_node and live is not None:
                 live.write("\n")
                 streaming_node = ""
-            err_console.print(f"[dim]✓ {chunk.get('node')} {chunk.get('ms', 0):.0f} ms[/]", highlight=False)
-        elif progress and mode == "custom" and isinstance(chunk, dict) and chunk.get("status") == "skipped":
-            why = escape(str(chunk.get("why", "")))
-            err_console.print(f"[dim]– {chunk.get('node')} skipped ({why})[/]", highlight=False)
+            err_console.print(f"[dim]{escape(line)}[/]", highlight=False, soft_wrap=True)
     return result_dict(g.get_state(config).values)
+
+
+def say_if_demo(store: str | None) -> None:
+    """Say on stderr, in one line, that the run's store is the shipped demo KG, when it is.
+
+    See :func:`kgmind.cli.kg.demo_notice` for the line and why it is said on every run.
+    """
+    from kgmind.cli.kg import demo_notice
+    from kgmind.settings import default_store_uri
+
+    if store is not None and store != default_store_uri():
+        return  # a store the user named: theirs (only the default store is opened to check)
+    from kgmind.stores.factory import open_store
+
+    line = demo_notice(open_store(default_store_uri()))
+    if line:
+        err_console.print(line, style="yellow", markup=False, highlight=False, soft_wrap=True)
+
+
+def _run_saying_progress(
+    question: str, ctx: Any, *, quiet: bool, interactive: bool, checkpoint: str | None
+) -> dict[str, Any]:
+    """Run ``question``, saying on stderr what it does: a live line on a terminal, plain lines elsewhere.
+
+    The first-use loads (the local model's assembly, the ONNX export, the entity index) are
+    done first, each named, so no node sits silent for them; ``quiet`` says nothing.
+    """
+    if quiet:
+        return run_question(question, ctx, progress=False, checkpoint=checkpoint)
+    progress_out.prepare_loads(ctx, err_console, plain=not interactive)
+    if not interactive:
+        return run_question(question, ctx, progress=True, starts=True, checkpoint=checkpoint)
+    from kgmind.graphs.services import resolve_language
+
+    with NodeStatus(err_console, language=resolve_language(ctx, question)) as status:
+        return run_question(question, ctx, progress=True, status=status, checkpoint=checkpoint)
 
 
 @handle_errors
@@ -400,7 +299,7 @@ def ask(
             "this mode: the default local model in full mode) | on | off"
         ),
     ] = "auto",
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress or notes on stderr.")] = False,
     checkpoint: CheckpointOption = None,
 ) -> None:
     """Answer QUESTION by reasoning over the knowledge graph."""
@@ -421,6 +320,8 @@ def ask(
         from kgmind.importers.demo_store import ensure_demo_store
 
         ensure_demo_store(None)
+    if not quiet:
+        say_if_demo(store)
     ctx = Context(
         mode=mode,  # type: ignore[arg-type]
         model=model,
@@ -428,16 +329,11 @@ def ask(
         max_tokens=max_tokens,
         hypothesis=choices[hypothesis],
     )
-    interactive = sys.stderr.isatty() and not (quiet or as_json)
     try:
-        if interactive:
-            assemble_local_model(model, err_console)
-            if mode != "llm_only":
-                prepare_linking(ctx, err_console)
-            with NodeStatus(err_console) as status:
-                result = run_question(question, ctx, progress=True, status=status, checkpoint=checkpoint)
-        else:
-            result = run_question(question, ctx, progress=not quiet, checkpoint=checkpoint)
+        interactive = sys.stderr.isatty() and not (quiet or as_json)
+        result = _run_saying_progress(
+            question, ctx, quiet=quiet, interactive=interactive, checkpoint=checkpoint
+        )
     except ModelUnavailableError as exc:  # a missing provider package, API key or local model part
         raise CliError(str(exc)) from exc
     except StoreError:  # its own one-line message (handle_errors); it may wrap a ConnectionError

@@ -1,7 +1,8 @@
 """``kgmind kg``: import, inspect and reset knowledge graphs.
 
 Commands: ``import`` (parse a public KG file and bulk-load it), ``stats`` (counts per
-entity and relation type), ``demo`` ((re)load the shipped demo KG). Other modules add
+entity and relation type, and the conditions a small KG covers), ``demo`` ((re)load the
+shipped demo KG). Other modules add
 commands to :data:`app` (``kg weights``, ``kg reset-weights``).
 """
 
@@ -11,7 +12,7 @@ import json
 import re
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -20,7 +21,14 @@ from kgmind.cli._app import KgmindTyper
 from kgmind.cli._common import CliError, console, handle_errors
 from kgmind.settings import default_store_uri
 
-__all__ = ["app", "resolve_store_uri"]
+if TYPE_CHECKING:
+    from kgmind.stores.protocol import GraphStore, StoreStats
+
+__all__ = ["MAX_LISTED_CONDITIONS", "app", "condition_names", "demo_notice", "resolve_store_uri"]
+
+#: ``kg stats`` names the conditions (disease-typed entities) of a KG that has at most this many:
+#: the demo KG's 54 fit on a screen; a real KG's thousands are a count.
+MAX_LISTED_CONDITIONS = 100
 
 app = KgmindTyper(help="Import, inspect and manage knowledge graphs.", no_args_is_help=True)
 
@@ -52,6 +60,50 @@ def resolve_store_uri(store: str | None, name: str | None) -> str:
             raise ValueError(f"bad KG name {name!r}: use letters, digits, '.', '_' or '-'")
         return default_store_uri(name)
     return default_store_uri()
+
+
+def condition_names(kg: GraphStore, st: StoreStats) -> list[str] | None:
+    """The names of ``kg``'s disease-typed entities (sorted), or ``None`` when there are too many to list.
+
+    Only a KG with at most :data:`MAX_LISTED_CONDITIONS` conditions is read entity by entity.
+    """
+    n = sum(count for etype, count in st.entities.items() if etype.lower() == "disease")
+    if n > MAX_LISTED_CONDITIONS:
+        return None
+    if n == 0:
+        return []
+    names = {e.name for e in kg.iter_entities() if e.type.lower() == "disease"}
+    return sorted(names, key=str.casefold)
+
+
+def demo_notice(kg: GraphStore) -> str | None:
+    """One line saying that ``kg`` is the shipped demo KG and how to bring a real one; ``None`` otherwise.
+
+    ``kgmind ask`` prints it on every run on the demo KG (stderr, one line, not with
+    ``--quiet``): whether an answer can be trusted depends on it every time (a question
+    outside its conditions still gets a confident answer from the nearest ones), and a line
+    on stderr costs nothing to skip, where a once-per-home note would be gone by the time
+    it matters (and in CI every home is new).
+    """
+    from kgmind.importers.demo_store import demo_conditions
+
+    n = demo_conditions(kg)
+    if n is None:
+        return None
+    return (
+        f"note: this is the demo KG, {n} common conditions (`kgmind kg stats` lists them); for a real KG: "
+        f"`kgmind kg import FILE --format FORMAT --name NAME`, then `kgmind ask … --store "
+        f"{default_store_uri('NAME')}`"
+    )
+
+
+def _print_conditions(names: list[str] | None, st: StoreStats) -> None:
+    """Print the conditions line of ``kg stats`` (nothing for a KG without disease-typed entities)."""
+    if names is None:
+        n = sum(count for etype, count in st.entities.items() if etype.lower() == "disease")
+        console.print(f"conditions: {n:,} (more than {MAX_LISTED_CONDITIONS}: not listed)", highlight=False)
+    elif names:
+        console.print(f"conditions ({len(names)}): " + ", ".join(names), highlight=False, markup=False)
 
 
 @app.command("import")
@@ -116,7 +168,7 @@ def stats_cmd(
     name: NameOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print counts as JSON.")] = False,
 ) -> None:
-    """Count entities and relations per type (the default store gets the demo KG on first use)."""
+    """Count entities and relations per type and list a small KG's conditions (default store: the demo KG)."""
     from kgmind.importers.demo_store import ensure_demo_store
     from kgmind.stores.factory import open_store, parse_store_uri
 
@@ -129,12 +181,14 @@ def stats_cmd(
             raise CliError(f"no KG store at {parsed.location}; create one with `kgmind kg import`")
         kg = open_store(uri)
     st = kg.stats()
+    names = condition_names(kg, st)
     if as_json:
         payload = {
             "entities": dict(sorted(st.entities.items())),
             "relations": dict(sorted(st.relations.items())),
             "entities_total": st.entities_total,
             "relations_total": st.relations_total,
+            "conditions": names,  # null: more than MAX_LISTED_CONDITIONS (the count is entities.disease)
         }
         typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))
         return
@@ -150,6 +204,7 @@ def stats_cmd(
             table.add_row(key, f"{n:,}")
         console.print(table)
     console.print(f"documents: {st.docs_total:,}", highlight=False)
+    _print_conditions(names, st)
 
 
 @app.command("demo")

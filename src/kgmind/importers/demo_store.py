@@ -8,14 +8,16 @@ downloaded data. It is imported on first use into the default store
 
 from __future__ import annotations
 
+import functools
 import threading
+from collections import Counter
 
 from kgmind.importers import ImportSummary, import_result, parse_demo
 from kgmind.settings import default_store_uri
 from kgmind.stores.factory import open_store
 from kgmind.stores.protocol import GraphStore
 
-__all__ = ["ensure_demo_store", "load_demo"]
+__all__ = ["demo_conditions", "demo_entity_counts", "ensure_demo_store", "load_demo"]
 
 _lock = threading.Lock()
 
@@ -58,3 +60,21 @@ def ensure_demo_store(uri: str | None = None) -> GraphStore:
         if store.stats().entities_total == 0:
             load_demo(store)
     return store
+
+
+@functools.cache
+def demo_entity_counts() -> dict[str, int]:
+    """Entities per type of the shipped demo KG (parsed once per process)."""
+    return dict(Counter(entity.type for entity in parse_demo().entities))
+
+
+def demo_conditions(store: GraphStore) -> int | None:
+    """How many conditions ``store`` holds if it holds exactly the shipped demo KG, else ``None``.
+
+    Compared by entities per type, not by URI: a KG imported into the default store makes
+    it more than the demo, and the demo loaded into another store is still the demo.
+    """
+    counts = demo_entity_counts()
+    if dict(store.stats().entities) != counts:
+        return None
+    return counts.get("disease", 0)
