@@ -334,15 +334,27 @@ def load_test(
     shutil.copytree(home, ref)
     with langgraph_dev(home, workdir / "server.log") as server:
         asyncio.run(run_phase(server.url, "warm-up", len(QUESTIONS), 1))
+        if local_llm_runs:  # the local model's memory belongs to the warm server, not to a leak
+            asyncio.run(run_phase(server.url, "warm-up (local LLM)", 1, 1, model="local"))
         rss_warm = tree_rss_bytes(server.proc.pid)
         base, _ = asyncio.run(run_phase(server.url, "serial (C=1)", baseline_runs, 1))
         rater = _start_rater(server.url, server_env(home))
-        load, records = asyncio.run(
-            run_phase(
-                server.url, f"load (C={concurrency})", runs, concurrency, rate_every=rate_every, rater=rater
+        try:
+            load, records = asyncio.run(
+                run_phase(
+                    server.url,
+                    f"load (C={concurrency})",
+                    runs,
+                    concurrency,
+                    rate_every=rate_every,
+                    rater=rater,
+                )
             )
-        )
-        out, err = rater.communicate(timeout=600)
+            out, err = rater.communicate(timeout=600)
+        finally:
+            if rater.poll() is None:  # the load failed: the rater would wait on its stdin forever
+                rater.kill()
+                rater.wait(timeout=30)
         if rater.returncode != 0:
             raise RuntimeError(f"the rater failed:\n{err[-4000:]}")
         rated = json.loads(out.strip().splitlines()[-1])
