@@ -7,85 +7,26 @@ real demo KG with the deterministic fake LLM passed through the run's context.
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
-import signal
-import socket
-import subprocess
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from langgraph_server import langgraph_dev
+
 QUESTION = "I have a fever and a cough, what could it be?"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _wait_ok(url: str, proc: subprocess.Popen[bytes], deadline_s: float) -> None:
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        if proc.poll() is not None:
-            raise RuntimeError(f"langgraph dev exited with {proc.returncode}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as resp:
-                if resp.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.5)
-    raise TimeoutError(f"langgraph dev did not answer {url} within {deadline_s}s")
 
 
 @pytest.fixture
 def studio(tmp_path: Path) -> Iterator[str]:
     import kgmind.importers.demo_store  # noqa: F401 - a broken import must fail, not skip
 
-    exe = shutil.which("langgraph")
-    if exe is None:
-        pytest.skip("langgraph-cli is not installed")
-    port = _free_port()
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]),
-        "KGMIND_HOME": str(tmp_path / "home"),
-        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
-        "LANGGRAPH_NO_VERSION_CHECK": "1",
-        "LANGSMITH_TRACING": "false",
-    }
-    log = (tmp_path / "server.log").open("wb")
-    proc = subprocess.Popen(
-        [exe, "dev", "--no-browser", "--no-reload", "--port", str(port), "--host", "127.0.0.1"],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
     try:
-        _wait_ok(f"http://127.0.0.1:{port}/ok", proc, 120)
-        yield f"http://127.0.0.1:{port}"
-    except (RuntimeError, TimeoutError) as exc:
-        log.flush()
-        raise AssertionError(
-            f"{exc}\n{(tmp_path / 'server.log').read_text(errors='replace')[-3000:]}"
-        ) from exc
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=10)
-        log.close()
+        with langgraph_dev(tmp_path / "home", tmp_path / "server.log") as server:
+            yield server.url
+    except FileNotFoundError:
+        pytest.skip("langgraph-cli is not installed")
 
 
 async def _schemas_and_wait(url: str) -> tuple[dict[str, Any], Any]:
