@@ -1,9 +1,10 @@
 """``kgmind kg``: import, inspect and reset knowledge graphs.
 
 Commands: ``import`` (parse a public KG file and bulk-load it), ``stats`` (counts per
-entity and relation type), ``list`` (the named stores under ``$KGMIND_HOME``), ``demo``
-((re)load the shipped demo KG). Other modules add
+entity and relation type), ``demo`` ((re)load the shipped demo KG). Other modules add
 commands to :data:`app` (``kg weights``, ``kg reset-weights``).
+
+``list`` shows the named stores under ``$KGMIND_HOME`` (``import --name NAME``, read with ``--kg NAME``).
 """
 
 from __future__ import annotations
