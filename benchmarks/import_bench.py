@@ -49,7 +49,7 @@ def child(case: str, data_dir: Path, store_dir: Path, use_tracemalloc: bool) -> 
     result = get_parser(fmt)(data_dir / rel, ProgressTracker(enabled=False))
     t1 = time.perf_counter()
     parse_rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    store = open_store(f"ladybug:{store_dir}")
+    store = open_store(f"ladybug:{store_dir}", create=True)
     summary = import_result(result, store)
     t2 = time.perf_counter()
     stats = store.stats()

@@ -159,7 +159,7 @@ def question_sets(kg: str, n: int) -> list[tuple[str, list[str]]]:
 def open_kg(kg: str, store_dir: Path) -> tuple[Any, float | None]:
     """The store holding ``kg`` (imported when empty) and the import time in seconds (``None``: reused)."""
     rel, fmt, _ = KGS[kg]
-    store = open_store(f"ladybug:{store_dir / kg}")
+    store = open_store(f"ladybug:{store_dir / kg}", create=True)
     if store.stats().entities_total:
         return store, None
     from kgmind.importers import import_kg

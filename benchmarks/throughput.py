@@ -71,7 +71,7 @@ def main() -> None:
 
     uri = f"ladybug:{Path(tmp.name) / 'demo'}"
     t0 = time.perf_counter()
-    store = open_store(uri)
+    store = open_store(uri, create=True)
     import_result(parse_demo(), store)
     ctx = Context(model="fake:bench", store=uri, mode=args.mode)
     questions = QUESTIONS * args.rounds

@@ -80,13 +80,15 @@ def test_name_selects_store_under_home(_home: Path, tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert (_home / "mm").exists()
     assert stats_json("--name", "mm")["relations_total"] == 7
-    # --store wins over --name
+    assert stats_json("--kg", "mm")["relations_total"] == 7  # --kg is --name's other spelling
+    # --store and --name together are an error: nothing is imported anywhere
     uri = f"ladybug:{tmp_path / 'other'}"
     res = runner.invoke(
         app, ["kg", "import", str(FIX / "triples.csv"), "-f", "triples", "--name", "mm", "-s", uri]
     )
-    assert res.exit_code == 0, res.output
-    assert stats_json("--store", uri)["relations_total"] == 3
+    assert res.exit_code == 2
+    assert "not both" in one_line_error(res)
+    assert not (tmp_path / "other").exists()
     assert stats_json("--name", "mm")["relations_total"] == 7
     bad = kg("stats", "--name", "../escape")
     assert bad.exit_code != 0
@@ -171,6 +173,6 @@ def test_stats_default_store_gets_demo_and_missing_store_errors(_home: Path, tmp
     assert (_home / "demo").exists()
     assert data["entities"]["disease"] > 40
     res = kg("stats", "--store", f"ladybug:{tmp_path / 'typo'}")
-    assert res.exit_code != 0
-    assert "no KG store" in one_line_error(res)
+    assert res.exit_code == 2
+    assert "no KG at" in one_line_error(res) and "kgmind kg import" in res.output
     assert not (tmp_path / "typo").exists()

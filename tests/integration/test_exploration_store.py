@@ -48,7 +48,7 @@ def build(store) -> None:
 @pytest.fixture()
 def store(tmp_path: Path) -> Iterator:
     clear_graph_index_cache()
-    s = open_store("ladybug:" + str(tmp_path / "kg"))
+    s = open_store("ladybug:" + str(tmp_path / "kg"), create=True)
     build(s)
     yield s
     close_all_stores()
@@ -171,7 +171,7 @@ def emckg(tmp_path_factory) -> Iterator:
     from kgmind.importers import import_kg
 
     clear_graph_index_cache()
-    s = open_store("ladybug:" + str(tmp_path_factory.mktemp("emckg") / "kg"))
+    s = open_store("ladybug:" + str(tmp_path_factory.mktemp("emckg") / "kg"), create=True)
     import_kg(csv, "chatdoctor", s, progress=False)
     questions: list[list[str]] = []
     with ner.open(encoding="utf-8") as f:

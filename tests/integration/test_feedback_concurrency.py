@@ -31,7 +31,7 @@ HEAD_OF = {r.id: r.head for r in RELS}
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[GraphStore]:
     close_all_stores()
-    s = open_store(f"ladybug:{tmp_path / 'kg'}")
+    s = open_store(f"ladybug:{tmp_path / 'kg'}", create=True)
     s.bulk_load([*HEADS, *TAILS, LONE], RELS)
     yield s
     close_all_stores()

@@ -40,7 +40,7 @@ R = {k: r.id for k, r in RELS.items()}
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[GraphStore]:
     close_all_stores()
-    s = open_store(f"ladybug:{tmp_path / 'kg'}")
+    s = open_store(f"ladybug:{tmp_path / 'kg'}", create=True)
     s.bulk_load(E.values(), RELS.values())
     yield s
     close_all_stores()

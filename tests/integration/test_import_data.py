@@ -81,7 +81,7 @@ def test_emckg_full_chatdoctor(tmp_path: Path) -> None:
     assert data["relations_total"] == len(edges)
     names = diseases | {h for h, _, _ in edges}
     assert data["entities_total"] == len(names)
-    store = open_store(f"ladybug:{tmp_path / 'emckg'}")
+    store = open_store(f"ladybug:{tmp_path / 'emckg'}", create=True)
     assert store.stats().docs_total == 796  # one `reason` document per disease
 
 

@@ -270,7 +270,7 @@ def test_cli_index_build(tmp_path):
 
     uri = f"ladybug:{tmp_path / 'kg'}"
     try:
-        store = open_store(uri)
+        store = open_store(uri, create=True)
         assert isinstance(store, lb.LadybugStore)
         store.bulk_load(EN_KG, [])
         runner = CliRunner()

@@ -168,7 +168,7 @@ def load_demo(uri: str) -> GraphStore:
     from kgmind.importers import import_result, parse_demo
     from kgmind.stores.factory import open_store
 
-    store = open_store(uri)
+    store = open_store(uri, create=True)
     import_result(parse_demo(), store)
     return store
 

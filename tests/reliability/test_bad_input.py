@@ -115,7 +115,7 @@ def test_wiring_no_linkable_entity_is_flagged(demo_uri: str) -> None:
 
 def test_empty_kg_is_flagged(tmp_path: Path) -> None:
     uri = f"ladybug:{tmp_path / 'empty'}"
-    open_store(uri)
+    open_store(uri, create=True)
     out = graph.invoke({"question": "I have a fever"}, context=Context(model="fake:x", store=uri))
     assert out["flags"]["no_kg_evidence"] is True and out["selected_evidence"] == []
     assert open_store(uri).stats().entities_total == 0

@@ -108,7 +108,7 @@ def test_run_killed_after_exploration_resumes_with_the_same_evidence(
 
 
 def _feedback_store(uri: str) -> list[Relation]:
-    store = open_store(uri)
+    store = open_store(uri, create=True)
     heads = [Entity(name=f"disease {i}", type="disease") for i in range(2)]
     tails = [Entity(name=f"symptom {i}", type="symptom") for i in range(4)]
     rels = [Relation(head=h.id, type="has_symptom", tail=t.id) for h in heads for t in tails]

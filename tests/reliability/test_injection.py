@@ -53,7 +53,7 @@ PAYLOADS = [
 
 @pytest.fixture
 def hostile_store(tmp_path: Path) -> GraphStore:
-    store = open_store(f"ladybug:{tmp_path / 'kg'}")
+    store = open_store(f"ladybug:{tmp_path / 'kg'}", create=True)
     ents, rels, docs = hostile_kg()
     store.bulk_load(ents, rels, docs)
     return store
@@ -127,7 +127,7 @@ def test_triples_importer_keeps_hostile_names_and_rejects_hostile_types(tmp_path
             w.writerow([name, "has_symptom", names[(i + 1) % len(names)], "1.5"])
         for bad in HOSTILE_REL_TYPES:
             w.writerow(["Flu", bad, "Fever", "1"])
-    store = open_store(f"ladybug:{tmp_path / 'kg'}")
+    store = open_store(f"ladybug:{tmp_path / 'kg'}", create=True)
     summary = import_kg(path, "triples", store, progress=False)
     assert summary.rows == len(names)
     assert summary.skipped == len(HOSTILE_REL_TYPES)

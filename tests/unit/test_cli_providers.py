@@ -29,6 +29,10 @@ def _closed_port() -> int:
 
 
 def _ask(model: str, tmp_path: Path) -> tuple[int, str, str]:
+    from kgmind.stores.ladybug import LadybugStore
+
+    if not LadybugStore.exists(tmp_path / "kg"):  # ask reads an existing store only
+        LadybugStore(tmp_path / "kg").close()
     res = runner.invoke(
         app,
         [

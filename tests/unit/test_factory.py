@@ -53,17 +53,17 @@ def test_parse_rejects(uri: str) -> None:
 
 
 def test_open_store_caches_per_uri(tmp_path: Path) -> None:
-    s1 = open_store(f"ladybug:{tmp_path}/kg")
+    s1 = open_store(f"ladybug:{tmp_path}/kg", create=True)
     assert isinstance(s1, LadybugStore)
     assert open_store(f"ladybug://{tmp_path}/kg") is s1
-    s2 = open_store(f"ladybug:{tmp_path}/other")
+    s2 = open_store(f"ladybug:{tmp_path}/other", create=True)
     assert s2 is not s1
     assert s1.uri == f"ladybug:{tmp_path / 'kg'}"
 
 
 def test_close_all_stores_releases_and_forgets(tmp_path: Path) -> None:
     uri = f"ladybug:{tmp_path}/kg"
-    s1 = open_store(uri)
+    s1 = open_store(uri, create=True)
     close_all_stores()
     with pytest.raises(StoreError, match="is closed"):
         s1.stats()

@@ -64,6 +64,7 @@ def cli_world(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, Any]
     from kgmind.stores import feedback as fb
 
     monkeypatch.setattr(factory, "open_store", lambda uri=None: store)
+    monkeypatch.setattr(factory, "require_store", lambda uri: None)  # the fake store "exists"
 
     def apply(store: Any, run_id: str, rating: str, rel: list[str], feedback_id: str = "") -> list[Any]:
         world["feedback"].append((run_id, rating, rel))

@@ -93,7 +93,7 @@ def test_learning_moves_the_ranking_of_a_new_question_toward_the_rated_answer(tm
     """
     close_all_stores()
     clear_graph_index_cache()
-    store = open_store(f"ladybug:{tmp_path / 'kg'}")
+    store = open_store(f"ladybug:{tmp_path / 'kg'}", create=True)
     store.bulk_load(*toy())
     gi = GraphIndex(store.iter_entities(), store.iter_relations())
 

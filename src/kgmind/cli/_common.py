@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import re
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, ParamSpec, TypeVar
@@ -20,13 +21,18 @@ __all__ = [
     "DATASET_HELP",
     "CheckpointOption",
     "CliError",
+    "KgOption",
     "ProgressBars",
+    "StoreOption",
+    "check_run_store",
     "config_from_options",
     "console",
     "err_console",
     "fail",
     "handle_errors",
     "load_stored_run",
+    "named_store_uri",
+    "pick_store",
     "progress_bars",
 ]
 
@@ -43,6 +49,27 @@ CheckpointOption = Annotated[
         show_default=False,
     ),
 ]
+
+#: ``--kg NAME`` of the commands that read a store: the KG imported with ``kg import … --name NAME``.
+KgOption = Annotated[
+    str | None,
+    typer.Option(
+        "--kg",
+        help="The KG imported with `kgmind kg import FILE --name NAME` (ladybug:$KGMIND_HOME/NAME); "
+        "not with --store.",
+        show_default=False,
+    ),
+]
+
+#: ``--store URI`` of ``show`` and ``feedback``, which check it against the stored run's store.
+StoreOption = Annotated[
+    str | None,
+    typer.Option(
+        "--store", help="Store URI of the run (checked against the one it was asked on).", show_default=False
+    ),
+]
+
+_KG_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 #: Help of the options that the data-set commands (``eval``, ``learn``) share.
 DATASET_HELP = {
@@ -75,7 +102,7 @@ def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
 
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        from kgmind.stores.protocol import StoreError
+        from kgmind.stores.protocol import StoreError, StoreNotFoundError
 
         try:
             return func(*args, **kwargs)
@@ -85,6 +112,8 @@ def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
             fail(str(exc), exc.code)
         except FileNotFoundError as exc:
             fail(f"file not found: {exc.filename or exc}")
+        except StoreNotFoundError as exc:  # a mistyped store: bad input, like a bad option value
+            fail(str(exc), 2)
         except StoreError as exc:
             fail(str(exc))
         except ValueError as exc:
@@ -97,6 +126,65 @@ def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
             raise
 
     return wrapper
+
+
+def named_store_uri(name: str) -> str:
+    """The embedded store of the KG called ``name``: ``ladybug:$KGMIND_HOME/<name>``.
+
+    Raises:
+        ValueError: ``name`` is not a plain name (letters, digits, ``.``, ``_``, ``-``), so it
+            cannot leave ``$KGMIND_HOME``.
+    """
+    from kgmind.settings import default_store_uri
+
+    if not _KG_NAME.match(name):
+        raise ValueError(f"bad KG name {name!r}: use letters, digits, '.', '_' or '-'")
+    return default_store_uri(name)
+
+
+def pick_store(store: str | None, kg: str | None, *, must_exist: bool = True) -> str | None:
+    """The store URI a reading command uses: ``--store URI``, ``--kg NAME``, or None (the demo store).
+
+    A reader never creates a store: with ``must_exist`` a missing embedded store is an
+    error before any work, so a typo cannot answer from an empty KG.
+
+    Raises:
+        CliError: Both ``--store`` and ``--kg`` were given (exit 2).
+        ValueError: A bad KG name or store URI.
+        StoreNotFoundError: The store does not exist.
+    """
+    from kgmind.stores.factory import require_store
+
+    store = store.strip() if store and store.strip() else None
+    if store and kg:
+        raise CliError("give --store URI or --kg NAME, not both", 2)
+    uri = named_store_uri(kg) if kg else store
+    if uri is not None and must_exist:
+        require_store(uri)
+    return uri
+
+
+def check_run_store(run_id: str, values: Mapping[str, Any], uri: str | None) -> None:
+    """Check a stored run's store against the ``--store`` / ``--kg`` given to ``show`` or ``feedback``.
+
+    The run's store is the one its evidence came from; naming another is a mistake to
+    report, not a store to switch to (feedback would move edges of another KG).
+
+    Args:
+        run_id: The run id (for the message).
+        values: The run's stored state.
+        uri: What :func:`pick_store` made of the options (None: nothing to check).
+
+    Raises:
+        CliError: A store other than the run's (exit 2).
+    """
+    from kgmind.stores.factory import parse_store_uri
+
+    if uri is None:
+        return
+    asked = parse_store_uri(values.get("store_uri") or None).uri
+    if parse_store_uri(uri).uri != asked:
+        raise CliError(f"run {run_id} was asked on {asked}, not on {parse_store_uri(uri).uri}", 2)
 
 
 def load_stored_run(run_id: str, checkpoints: str | None = None) -> tuple[dict[str, Any], tuple[str, ...]]:

@@ -282,6 +282,10 @@ def _run_saying_progress(
 def ask(
     question: Annotated[str, typer.Argument(help="The question (English or Chinese).")],
     store: Annotated[str | None, typer.Option(help="Store URI; default: the shipped demo KG.")] = None,
+    kg: Annotated[
+        str | None,
+        typer.Option(help="The KG imported by `kgmind kg import FILE --name NAME` (not with --store)."),
+    ] = None,
     mode: Annotated[str, typer.Option(help="full | mindmap | hykge | kgcot | llm_only")] = "full",
     model: Annotated[
         str, typer.Option(help="local (default, 0.5B) | local-1.5b | fake:<tag> | provider:model")
@@ -303,6 +307,7 @@ def ask(
     checkpoint: CheckpointOption = None,
 ) -> None:
     """Answer QUESTION by reasoning over the knowledge graph."""
+    from kgmind.cli._common import pick_store
     from kgmind.graphs.checkpoint import get_checkpointer
     from kgmind.graphs.context import MODES, Context
     from kgmind.llm import ModelUnavailableError, unreachable_model_error
@@ -316,6 +321,7 @@ def ask(
     if not question.strip():
         raise ValueError("the question must not be empty")
     get_checkpointer(checkpoint)  # a bad URI or an unreachable server fails before any work
+    store = pick_store(store, kg)  # --kg NAME; a missing store is an error before any work, never created
     if store is None:
         from kgmind.importers.demo_store import ensure_demo_store
 

@@ -19,6 +19,7 @@ from kgmind.cli._common import (
     config_from_options,
     err_console,
     handle_errors,
+    pick_store,
     progress_bars,
 )
 
@@ -81,6 +82,7 @@ _HELP = {
     "docs": "Folder of *.txt documents for bm25_doc/embedding_doc.",
     "vocab": "EMCKG format_dataset.csv (gold vocabulary).",
     "store": "KG store URI (default ladybug:$KGMIND_HOME/eval-emckg-full; cmcqa: eval-cmckg-recrawl).",
+    "kg_name": "The KG imported with `kgmind kg import FILE --name NAME` (instead of --store).",
     "kg_format": "Importer format of --kg (default chatdoctor).",
     "memory_sample": "Items in the tracemalloc memory pass.",
     "bertscore": "Compute BERTScore (local MiniLM) when an LLM ran.",
@@ -116,6 +118,7 @@ def eval_command(
     docs: Annotated[Path | None, typer.Option(help=_HELP["docs"])] = None,
     vocab: Annotated[Path | None, typer.Option(help=_HELP["vocab"])] = None,
     store: Annotated[str | None, typer.Option(help=_HELP["store"])] = None,
+    kg_name: Annotated[str | None, typer.Option(help=_HELP["kg_name"])] = None,
     kg: Annotated[Path | None, typer.Option(help=_HELP["kg"])] = None,
     kg_format: Annotated[str | None, typer.Option(help=_HELP["kg_format"])] = None,
     memory_sample: Annotated[int, typer.Option(min=0, help=_HELP["memory_sample"])] = 20,
@@ -140,6 +143,7 @@ def eval_command(
     cfg = config_from_options(
         EvalConfig,
         options,
+        store=pick_store(store, kg_name, must_exist=kg is None),  # only --kg FILE may fill a new store
         budget=budget if budget is not None else Context().budget_tokens,  # what users get
         context=context_settings(set_ or []),
     )

@@ -8,7 +8,16 @@ from typing import Annotated, Any
 
 import typer
 
-from kgmind.cli._common import CheckpointOption, err_console, handle_errors, load_stored_run
+from kgmind.cli._common import (
+    CheckpointOption,
+    KgOption,
+    StoreOption,
+    check_run_store,
+    err_console,
+    handle_errors,
+    load_stored_run,
+    pick_store,
+)
 
 __all__ = ["feedback", "feedback_message", "grounding_warning", "register", "submit_feedback"]
 
@@ -38,6 +47,8 @@ def submit_feedback(
     rating: str,
     checkpoints: str | None = None,
     warn: Callable[[str], None] | None = None,
+    store: str | None = None,
+    kg: str | None = None,
 ) -> dict[str, Any]:
     """Apply ``rating`` to the edges cited by the stored run ``run_id``.
 
@@ -51,13 +62,16 @@ def submit_feedback(
             ``$KGMIND_HOME/checkpoints.sqlite``).
         warn: Called with :func:`grounding_warning` before the rating is applied, so the
             warning comes first, not after the weights have moved.
+        store: ``--store``: must be the run's store (checked, never switched to).
+        kg: ``--kg``: the name of the run's store (checked likewise).
 
     Returns:
         The feedback record (rating, relation ids, number of weight changes).
 
     Raises:
-        CliError: Unknown run id.
+        CliError: Unknown run id, both --store and --kg, or a store other than the run's.
         ValueError: Bad rating.
+        StoreNotFoundError: The run's (or the named) store no longer exists.
 
     """
     from langgraph.types import Command
@@ -70,7 +84,9 @@ def submit_feedback(
     rating = rating.strip().lower()
     if rating not in RATINGS:
         raise ValueError(f"rating must be one of {', '.join(RATINGS)}, got {rating!r}")
+    named = pick_store(store, kg)  # a missing store is an error before the run is read
     values, next_nodes = load_stored_run(run_id, checkpoints)
+    check_run_store(run_id, values, named)
     store_uri = values.get("store_uri") or None
     g = compile_persistent(checkpoints)
     config: Any = {"configurable": {"thread_id": run_id}}
@@ -98,6 +114,8 @@ def feedback(
     rating: Annotated[str, typer.Option(help="excellent | poor")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
     checkpoint: CheckpointOption = None,
+    store: StoreOption = None,
+    kg: KgOption = None,
 ) -> None:
     """Rate the answer of run RUN_ID; the edges it cited get KGCoT weight updates."""
     result = submit_feedback(
@@ -107,6 +125,8 @@ def feedback(
         warn=lambda text: err_console.print(
             f"warning: {text}", highlight=False, markup=False, soft_wrap=True
         ),
+        store=store,
+        kg=kg,
     )
     if as_json:
         typer.echo(json.dumps(result, ensure_ascii=False, indent=2))

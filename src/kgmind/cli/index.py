@@ -7,7 +7,7 @@ import time
 import typer
 
 from kgmind.cli._app import KgmindTyper
-from kgmind.cli._common import CliError, console, handle_errors
+from kgmind.cli._common import CliError, console, handle_errors, pick_store
 from kgmind.stores.protocol import GraphStore
 
 app = KgmindTyper(help="Build and inspect the entity index.", no_args_is_help=True)
@@ -25,6 +25,9 @@ def _group() -> None:
 def build(
     store: str | None = typer.Option(
         None, "--store", help="Store URI (ladybug:PATH, neo4j://…); default: the demo store."
+    ),
+    kg_name: str | None = typer.Option(
+        None, "--kg", help="The KG imported with `kgmind kg import FILE --name NAME`; not with --store."
     ),
     model: str = typer.Option(
         "auto", "--model", help="Embedding model: minilm, e5, or auto (by the KG's dominant language)."
@@ -44,7 +47,7 @@ def build(
 
     if model not in _MODELS:
         raise CliError(f"unknown model {model!r}: use one of {', '.join(_MODELS)}", 2)
-    kg = _open(store)
+    kg = _open(pick_store(store, kg_name))
     name = resolve_model(kg, model)
     directory = entity_index_dir(kg.uri, name)
     fingerprint = kg.fingerprint()

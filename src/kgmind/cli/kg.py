@@ -4,12 +4,13 @@ Commands: ``import`` (parse a public KG file and bulk-load it), ``stats`` (count
 entity and relation type, and the conditions a small KG covers), ``demo`` ((re)load the
 shipped demo KG). Other modules add
 commands to :data:`app` (``kg weights``, ``kg reset-weights``).
+
+``list`` shows the named stores under ``$KGMIND_HOME`` (``import --name NAME``, read with ``--kg NAME``).
 """
 
 from __future__ import annotations
 
 import json
-import re
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -18,7 +19,7 @@ import typer
 from rich.table import Table
 
 from kgmind.cli._app import KgmindTyper
-from kgmind.cli._common import CliError, console, handle_errors
+from kgmind.cli._common import console, handle_errors, pick_store
 from kgmind.settings import default_store_uri
 
 if TYPE_CHECKING:
@@ -32,17 +33,15 @@ MAX_LISTED_CONDITIONS = 100
 
 app = KgmindTyper(help="Import, inspect and manage knowledge graphs.", no_args_is_help=True)
 
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-
 StoreOpt = Annotated[
     str | None,
     typer.Option(
-        "--store", "-s", help="Store URI (ladybug:PATH, neo4j://HOST, bolt://HOST …); wins over --name."
+        "--store", "-s", help="Store URI (ladybug:PATH, neo4j://HOST, bolt://HOST …); not with --name."
     ),
 ]
 NameOpt = Annotated[
     str | None,
-    typer.Option("--name", "-n", help="Use the embedded store ladybug:$KGMIND_HOME/<NAME>."),
+    typer.Option("--name", "-n", "--kg", help="Use the embedded store ladybug:$KGMIND_HOME/<NAME>."),
 ]
 
 
@@ -50,16 +49,11 @@ def resolve_store_uri(store: str | None, name: str | None) -> str:
     """Pick the store URI for a command: ``--store``, else ``--name``, else the default demo store.
 
     Raises:
+        CliError: Both ``--store`` and ``--name`` were given (exit 2).
         ValueError: ``name`` is not a plain name (letters, digits, ``.``, ``_``, ``-``).
 
     """
-    if store and store.strip():
-        return store.strip()
-    if name:
-        if not _NAME.match(name):
-            raise ValueError(f"bad KG name {name!r}: use letters, digits, '.', '_' or '-'")
-        return default_store_uri(name)
-    return default_store_uri()
+    return pick_store(store, name, must_exist=False) or default_store_uri()
 
 
 def condition_names(kg: GraphStore, st: StoreStats) -> list[str] | None:
@@ -135,7 +129,7 @@ def import_cmd(
         result = parser(path, tracker)
         parse_seconds = time.perf_counter() - t0
         check_result(result)
-        summary = import_result(result, open_store(uri), tracker=tracker)
+        summary = import_result(result, open_store(uri, create=True), tracker=tracker)
     summary.parse_seconds = parse_seconds
     if as_json:
         typer.echo(summary.model_dump_json(indent=2))
@@ -170,16 +164,11 @@ def stats_cmd(
 ) -> None:
     """Count entities and relations per type and list a small KG's conditions (default store: the demo KG)."""
     from kgmind.importers.demo_store import ensure_demo_store
-    from kgmind.stores.factory import open_store, parse_store_uri
+    from kgmind.stores.factory import open_store
 
     uri = resolve_store_uri(store, name)
-    if not (store or name):
-        kg = ensure_demo_store(uri)
-    else:
-        parsed = parse_store_uri(uri)
-        if parsed.backend == "ladybug" and not Path(parsed.location).exists():
-            raise CliError(f"no KG store at {parsed.location}; create one with `kgmind kg import`")
-        kg = open_store(uri)
+    # a reader: a missing store is an error, never created (the default demo store excepted)
+    kg = ensure_demo_store(uri) if not (store or name) else open_store(uri)
     st = kg.stats()
     names = condition_names(kg, st)
     if as_json:
@@ -217,7 +206,7 @@ def demo_cmd(
     from kgmind.importers.demo_store import load_demo
     from kgmind.stores.factory import open_store
 
-    kg = open_store(resolve_store_uri(store, None))
+    kg = open_store(resolve_store_uri(store, None), create=True)
     summary = load_demo(kg, reset=reset)
     console.print(
         f"loaded the demo KG into {kg.uri}: {summary.entities:,} entities, "
@@ -225,3 +214,52 @@ def demo_cmd(
         highlight=False,
         soft_wrap=True,
     )
+
+
+def _list_rows() -> list[dict[str, object]]:
+    """One row per named store: name, URI, counts (None when it cannot be opened), default flag."""
+    from kgmind.settings import DEFAULT_KG_NAME
+    from kgmind.stores.factory import named_stores, open_store
+    from kgmind.stores.protocol import StoreError
+
+    rows: list[dict[str, object]] = []
+    for kg_name, uri in named_stores().items():
+        row: dict[str, object] = {"name": kg_name, "store": uri, "default": kg_name == DEFAULT_KG_NAME}
+        try:
+            st = open_store(uri).stats()
+            row |= {"entities": st.entities_total, "relations": st.relations_total}
+        except StoreError as exc:  # e.g. held by another process: listed, not fatal
+            row |= {"entities": None, "relations": None, "error": str(exc)}
+        rows.append(row)
+    return rows
+
+
+@app.command("list")
+@handle_errors
+def list_cmd(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the stores as JSON.")] = False,
+) -> None:
+    """List the KGs under $KGMIND_HOME (use one with `--kg NAME`), with their entity and relation counts."""
+    from kgmind.settings import DEFAULT_KG_NAME, kgmind_home
+
+    rows = _list_rows()
+    if as_json:
+        typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))
+        return
+    default = f"{DEFAULT_KG_NAME} (default: the shipped demo KG, imported on first use)"
+    if not rows:
+        console.print(
+            f"no KGs under {kgmind_home()} yet; import one with `kgmind kg import FILE --name NAME`; "
+            f"without --kg or --store kgmind uses {default}",
+            highlight=False,
+            soft_wrap=True,
+        )
+        return
+    table = Table(caption="use one with --kg NAME; without --kg or --store: the default demo KG")
+    for title in ("name", "entities", "relations", "store"):
+        table.add_column(title, justify="right" if title in ("entities", "relations") else "left")
+    for row in rows:
+        counts = [f"{row[k]:,}" if row[k] is not None else "?" for k in ("entities", "relations")]
+        label = f"{row['name']} (default)" if row["default"] else str(row["name"])
+        table.add_row(label, *counts, str(row.get("error") or row["store"]))
+    console.print(table)

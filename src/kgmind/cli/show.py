@@ -7,7 +7,15 @@ from typing import Annotated
 
 import typer
 
-from kgmind.cli._common import CheckpointOption, handle_errors, load_stored_run
+from kgmind.cli._common import (
+    CheckpointOption,
+    KgOption,
+    StoreOption,
+    check_run_store,
+    handle_errors,
+    load_stored_run,
+    pick_store,
+)
 
 __all__ = ["register", "show"]
 
@@ -21,11 +29,15 @@ def show(
         Path | None, typer.Option(help="Write the mind map + evidence graph as Mermaid.")
     ] = None,
     checkpoint: CheckpointOption = None,
+    store: StoreOption = None,
+    kg: KgOption = None,
 ) -> None:
     """Show the stored run RUN_ID (answer, mind map, evidence) from its checkpoint."""
     from kgmind.cli.ask import emit_result, result_dict
 
+    uri = pick_store(store, kg)  # a missing store is an error before the run is read
     values, _next = load_stored_run(run_id, checkpoint)
+    check_run_store(run_id, values, uri)
     emit_result(result_dict(values), as_json=as_json, html=html, mermaid=mermaid)
 
 

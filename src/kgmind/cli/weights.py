@@ -14,7 +14,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from kgmind.cli._common import console, handle_errors
+from kgmind.cli._common import KgOption, console, handle_errors, pick_store
 from kgmind.stores.protocol import GraphStore
 
 __all__ = ["register", "weight_summary"]
@@ -103,12 +103,13 @@ def _table(rows: list[dict[str, Any]], uri: str) -> Table:
 def weights_cmd(
     top: Annotated[int, typer.Option("--top", "-n", min=1, help="Show the N most changed edges.")] = 20,
     store: StoreOpt = None,
+    kg_name: KgOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON.")] = False,
 ) -> None:
     """Show the edges whose weights feedback changed (largest change first)."""
     from kgmind.stores.factory import open_store
 
-    kg = open_store(store)
+    kg = open_store(pick_store(store, kg_name))
     rows = weight_summary(kg, top=top)
     if as_json:
         typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))
@@ -122,12 +123,13 @@ def weights_cmd(
 @handle_errors
 def reset_weights_cmd(
     store: StoreOpt = None,
+    kg_name: KgOption = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
 ) -> None:
     """Set every edge weight back to 1.0 and delete the feedback audit log."""
     from kgmind.stores.factory import open_store
 
-    kg = open_store(store)
+    kg = open_store(pick_store(store, kg_name))
     if not yes:
         typer.confirm(
             f"Reset every edge weight of {kg.uri} to 1.0 and delete its feedback audit log?", abort=True

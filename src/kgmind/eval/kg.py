@@ -71,7 +71,7 @@ def prepare_store(cfg: ItemSource) -> str | None:
         return None
     from kgmind.stores.factory import open_store
 
-    store = open_store(uri)
+    store = open_store(uri, create=bool(kg))  # only an import may create a store
     if kg and store.stats().entities_total == 0:
         from kgmind.importers import import_kg
 

@@ -29,6 +29,10 @@ def prepare_run(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     Returns:
         ``run_id``, ``language``, ``store_uri`` and resets.
 
+    Raises:
+        ValueError: An empty question.
+        StoreNotFoundError: ``ctx.store`` names an embedded store that does not exist.
+
     """
     ctx = context_of(runtime)
     question = (state.get("question") or "").strip()
@@ -36,6 +40,8 @@ def prepare_run(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         raise ValueError("the question must not be empty")
     if not ctx.store:  # the shipped demo KG, imported on first use: the run's one write of this kind
         services.ensure_default_store()
+    else:  # a mistyped store is an error, not an empty KG and an LLM-only answer
+        services.require_store(ctx.store)
     info = runtime.execution_info
     run_id = (info.thread_id if info is not None else None) or uuid.uuid4().hex
     services.emit({"node": "prepare_run", "status": "start", "run_id": run_id, "mode": ctx.mode})

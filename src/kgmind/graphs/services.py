@@ -37,6 +37,7 @@ __all__ = [
     "get_store",
     "index_entity_types",
     "link_mentions",
+    "require_store",
     "resolve_language",
     "timed",
     "trace_evidence",
@@ -59,6 +60,17 @@ def get_store(uri: str | None) -> GraphStore:
     from kgmind.stores.factory import open_store
 
     return open_store(uri or default_store_uri())
+
+
+def require_store(uri: str) -> None:
+    """Fail before a run's first LLM call when its store does not exist (a run never creates one).
+
+    Raises:
+        StoreNotFoundError: The embedded store at ``uri`` does not exist.
+    """
+    from kgmind.stores.factory import require_store as check
+
+    check(uri)
 
 
 def ensure_default_store() -> None:

@@ -55,7 +55,7 @@ def ensure_demo_store(uri: str | None = None) -> GraphStore:
         StoreUnavailableError: The store cannot be opened.
 
     """
-    store = open_store(uri or default_store_uri())
+    store = open_store(uri or default_store_uri(), create=True)
     with _lock:
         if store.stats().entities_total == 0:
             load_demo(store)

@@ -12,10 +12,18 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from kgmind.settings import default_store_uri, uri_path
-from kgmind.stores.protocol import GraphStore, StoreUnavailableError
+from kgmind.settings import default_store_uri, kgmind_home, uri_path
+from kgmind.stores.protocol import GraphStore, StoreNotFoundError, StoreUnavailableError
 
-__all__ = ["StoreURI", "close_all_stores", "open_store", "parse_store_uri"]
+__all__ = [
+    "StoreURI",
+    "close_all_stores",
+    "named_stores",
+    "open_store",
+    "parse_store_uri",
+    "require_store",
+    "store_exists",
+]
 
 _NEO4J_SCHEMES = ("neo4j://", "neo4j+s://", "neo4j+ssc://", "bolt://", "bolt+s://", "bolt+ssc://")
 
@@ -53,21 +61,73 @@ def parse_store_uri(uri: str | None) -> StoreURI:
     )
 
 
+def store_exists(uri: str | None) -> bool:
+    """Whether the store at ``uri`` exists, without creating it; a Neo4j server is assumed to.
+
+    Raises:
+        ValueError: Unknown URI scheme.
+    """
+    parsed = parse_store_uri(uri)
+    if parsed.backend != "ladybug":
+        return True
+    from kgmind.stores.ladybug import LadybugStore
+
+    return parsed.uri in _stores or LadybugStore.exists(parsed.location)
+
+
+def require_store(uri: str | None) -> None:
+    """Check, before any work, that a reader's store exists (the default demo store always may be made).
+
+    Raises:
+        ValueError: Unknown URI scheme.
+        StoreNotFoundError: The embedded store at ``uri`` does not exist.
+    """
+    parsed = parse_store_uri(uri)
+    if parsed.uri != parse_store_uri(None).uri and not store_exists(parsed.uri):
+        raise StoreNotFoundError.for_uri(parsed.uri)
+
+
+def named_stores() -> dict[str, str]:
+    """The embedded stores under ``$KGMIND_HOME`` (``kg import --name NAME``): name → URI, sorted by name.
+
+    Only directories that hold a LadybugDB database count; nothing is opened.
+    """
+    from kgmind.stores.ladybug import LadybugStore
+
+    home = kgmind_home()
+    if not home.is_dir():
+        return {}
+    dirs = sorted(d for d in home.iterdir() if d.is_dir() and LadybugStore.exists(d))
+    return {d.name: f"ladybug:{d.resolve()}" for d in dirs}
+
+
 _lock = threading.Lock()
 _stores: dict[str, GraphStore] = {}
 
 
-def open_store(uri: str | None = None) -> GraphStore:
+def open_store(uri: str | None = None, *, create: bool | None = None) -> GraphStore:
     """Open (once per process) the store at ``uri``.
+
+    Readers get an existing store only: a mistyped ``ladybug:`` path raises
+    :class:`StoreNotFoundError` and creates nothing. Importers pass ``create=True``.
+    The default demo store (``ladybug:$KGMIND_HOME/demo``) may always be created: it is
+    filled with the shipped KG on first use. A Neo4j URI names a server, which is never created.
 
     Neo4j credentials come from ``NEO4J_USER`` / ``NEO4J_PASSWORD`` (and the optional
     ``NEO4J_DATABASE``).
 
+    Args:
+        uri: A store URI; None or ``""``: the default demo store.
+        create: Create a missing embedded store (default: only for the default demo store).
+
     Raises:
         ValueError: Unknown URI scheme.
+        StoreNotFoundError: The embedded store does not exist and ``create`` is false.
         StoreUnavailableError: The store cannot be opened or reached.
     """
     parsed = parse_store_uri(uri)
+    if create is None:
+        create = parsed.uri == parse_store_uri(None).uri
     with _lock:
         store = _stores.get(parsed.uri)
         if store is not None:
@@ -75,7 +135,7 @@ def open_store(uri: str | None = None) -> GraphStore:
         if parsed.backend == "ladybug":
             from kgmind.stores.ladybug import LadybugStore
 
-            store = LadybugStore(parsed.location)
+            store = LadybugStore(parsed.location, create=create)
         else:
             try:
                 from kgmind.stores.neo4j import Neo4jStore

@@ -23,6 +23,7 @@ __all__ = [
     "GraphStore",
     "LoadReport",
     "StoreError",
+    "StoreNotFoundError",
     "StoreStats",
     "StoreUnavailableError",
     "WeightRule",
@@ -44,6 +45,15 @@ class StoreError(RuntimeError):
 
 class StoreUnavailableError(StoreError):
     """The store cannot be opened or reached (bad path, server down, bad credentials)."""
+
+
+class StoreNotFoundError(StoreUnavailableError):
+    """An embedded store opened for reading does not exist (a mistyped path or name); nothing was created."""
+
+    @classmethod
+    def for_uri(cls, uri: str) -> StoreNotFoundError:
+        """The error for the missing store ``uri``, saying how to make one."""
+        return cls(f"no KG at {uri}; import one with `kgmind kg import FILE --name NAME`")
 
 
 class GraphPath(BaseModel):

@@ -43,7 +43,14 @@ from kgmind.models import Entity, KnowledgeDoc, Relation, WeightChange, merge_en
 from kgmind.stores.base import LoadInput, SiblingEdges, StoreBase, unknown_endpoints_error
 from kgmind.stores.cypher import with_hop_bound
 from kgmind.stores.ladybug import queries as q
-from kgmind.stores.protocol import Direction, GraphPath, StoreError, StoreUnavailableError, WeightRule
+from kgmind.stores.protocol import (
+    Direction,
+    GraphPath,
+    StoreError,
+    StoreNotFoundError,
+    StoreUnavailableError,
+    WeightRule,
+)
 
 __all__ = ["DB_FILE", "MAX_PATH_HOPS", "LadybugStore"]
 
@@ -126,9 +133,13 @@ class LadybugStore(StoreBase):
     """A :class:`~kgmind.stores.protocol.GraphStore` in a LadybugDB directory.
 
     Args:
-        path: The store directory; created if missing.
+        path: The store directory.
+        create: Create the directory and database if missing (importers); when False a
+            missing database raises :class:`StoreNotFoundError` and nothing is written,
+            so a mistyped path never becomes a new, empty store.
 
     Raises:
+        StoreNotFoundError: ``create`` is False and ``path`` holds no database.
         StoreUnavailableError: The directory cannot be created or opened (it is a
             file, permissions, or another process holds the database lock).
 
@@ -141,7 +152,7 @@ class LadybugStore(StoreBase):
         "both": q.EDGES_BOTH,
     }
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, create: bool = True) -> None:
         import ladybug
 
         self.path = Path(path).expanduser().resolve()
@@ -149,6 +160,8 @@ class LadybugStore(StoreBase):
         try:
             if self.path.exists() and not self.path.is_dir():
                 raise StoreUnavailableError(f"cannot open LadybugDB store {self.path}: not a directory")
+            if not create and not self.exists(self.path):
+                raise StoreNotFoundError.for_uri(self.uri)
             self.path.mkdir(parents=True, exist_ok=True)
             self._db = ladybug.Database(str(self.path / DB_FILE))
         except StoreUnavailableError:
@@ -169,6 +182,11 @@ class LadybugStore(StoreBase):
         except RuntimeError as exc:
             self.close()
             raise StoreUnavailableError(f"cannot open LadybugDB store {self.path}: {exc}") from exc
+
+    @staticmethod
+    def exists(path: str | Path) -> bool:
+        """Whether ``path`` holds a LadybugDB store (its database file), without opening or creating it."""
+        return (Path(path).expanduser() / DB_FILE).exists()
 
     # -- connections -------------------------------------------------------------
     def _new_connection(self) -> Any:
