@@ -25,14 +25,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kgmind.graphs.check_grounding import mention_position
 from kgmind.models import Evidence, LinkedEntity, normalize_name
 from kgmind.prompts.grounded import MEDICAL_CONCLUSIONS, evidence_names
 from kgmind.text import has_cjk
 
-__all__ = ["KIND_WORDS", "build_mind_map", "kind_word", "mention_position", "question_findings"]
-
-#: Shortest entity name matched inside a longer text (CJK names are often two characters).
-MIN_NAME_CHARS, MIN_CJK_NAME_CHARS = 3, 2
+__all__ = ["KIND_WORDS", "build_mind_map", "kind_word", "question_findings"]
 
 #: What a node is, in the reader's language: ``kind -> (English, Chinese)``.
 KIND_WORDS: dict[str, tuple[str, str]] = {
@@ -51,22 +49,6 @@ def kind_word(kind: str, label: str) -> str:
     """The word for a node's ``kind`` in the label's language (Chinese for a CJK label); ``""`` if unknown."""
     words = KIND_WORDS.get(kind)
     return "" if words is None else words[1 if has_cjk(label) else 0]
-
-
-def mention_position(text: str, name: str) -> int:
-    """Where ``text`` (normalised) names ``name``: the offset of its first occurrence, ``-1`` if none.
-
-    The rule of the grounding check (:func:`kgmind.graphs.check_grounding.names_in`): equal,
-    or contained when the name has at least :data:`MIN_NAME_CHARS` characters
-    (:data:`MIN_CJK_NAME_CHARS` for Chinese).
-    """
-    low, key = normalize_name(text), normalize_name(name)
-    if not key:
-        return -1
-    if low == key:
-        return 0
-    shortest = MIN_CJK_NAME_CHARS if has_cjk(key) else MIN_NAME_CHARS
-    return low.find(key) if len(key) >= shortest else -1
 
 
 def question_findings(

@@ -23,7 +23,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kgmind.graphs.mind_map import mention_position
+from kgmind.graphs.check_grounding import mention_position
 from kgmind.models import Evidence, normalize_name
 from kgmind.prompts.grounded import evidence_names
 from kgmind.retrievers.aggregate.render import render_evidence
