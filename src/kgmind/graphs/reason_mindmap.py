@@ -197,6 +197,14 @@ def present_grounded(
     (:mod:`kgmind.graphs.mind_map`), or the model's own tree where the answer chose nothing
     the evidence names (no evidence, a reply the fallback parser read).
 
+    Args:
+        out: The model's answer (its root already the patient's input).
+        question: The question (its findings).
+        evidence: The evidence shown.
+        types: ``normalize_name(name) -> entity type`` (:func:`answer_types`).
+        linked: The run's linked entities (a lay word of the question reaching a KG name).
+        language: ``zh`` or English (the summary's added sentence).
+
     Returns:
         ``(summary, inference_chain as dicts, mind_map as a dict)``.
 
