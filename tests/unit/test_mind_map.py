@@ -295,6 +295,12 @@ def test_evidence_sentence_keeps_the_triples_about_the_step() -> None:
     ev = en_case()[2]
     assert evidence_sentence(ev, "Oseltamivir") == "Influenza can be treated with Oseltamivir."
     assert evidence_sentence(ev, "Nothing").startswith("Influenza can be checked with Rapid influenza test")
+    # a long list is cut to what the model's words name, else to its first facts
+    long = evidence_item("N3", "", *[("Influenza", "need_medical_test", f"Test {n}") for n in range(1, 8)])
+    named = evidence_sentence(long, "Influenza", "checked with test 5")
+    assert named == "Influenza can be checked with Test 5."
+    cut = evidence_sentence(long, "Influenza", "can be checked with")
+    assert cut == "Influenza can be checked with Test 1, Test 2 and Test 3."
 
 
 @pytest.mark.parametrize(

@@ -30,6 +30,7 @@ from kgmind.retrievers.aggregate.render import render_evidence
 from kgmind.text import CJK, has_cjk
 
 __all__ = [
+    "MAX_SENTENCE_FACTS",
     "MIN_STEP_CJK",
     "MIN_STEP_WORDS",
     "consistent_summary",
@@ -43,6 +44,9 @@ __all__ = [
 MIN_STEP_WORDS = 3
 #: Fewest CJK characters of a Chinese step that can be a sentence (``流感可致发热``).
 MIN_STEP_CJK = 4
+
+#: Most facts (triples) of an evidence sentence shown for a fragment step.
+MAX_SENTENCE_FACTS = 3
 
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
 
@@ -74,17 +78,26 @@ def is_fragment(text: str, cited: Sequence[Evidence]) -> bool:
     return not any(mention_position(text, h) >= 0 and mention_position(text, t) >= 0 for h, _r, t in triples)
 
 
-def evidence_sentence(ev: Evidence, about: str = "") -> str:
-    """The evidence item as a template sentence, of its triples that name ``about`` when some do.
+def evidence_sentence(ev: Evidence, about: str = "", said: str = "") -> str:
+    """The evidence item as a template sentence of the facts the step used.
 
-    The full item can be a long path; the triples about the step's entity say what the step
-    used. Notes (descriptions, KGCoT knowledge) are left out: the step is one fact.
+    The full item can be a long path or a list of every test of a disease; the step is
+    about one entity. So the sentence renders the item's triples that name ``about`` (all
+    when none does), of those the ones whose other end the model's words ``said`` name when
+    some do, else the first :data:`MAX_SENTENCE_FACTS`. Notes (descriptions, KGCoT
+    knowledge) are left out.
     """
-    key = normalize_name(about)
-    triples = [t for t in ev.triples if key and key in (normalize_name(t[0]), normalize_name(t[2]))]
     if not ev.triples:
         return ev.text.strip()
-    return render_evidence(Evidence(kind="path", triples=triples or list(ev.triples)))
+    key = normalize_name(about)
+    triples = [t for t in ev.triples if key and key in (normalize_name(t[0]), normalize_name(t[2]))]
+    triples = triples or list(ev.triples)
+    named = [
+        t
+        for t in triples
+        if any(mention_position(said, n) >= 0 for n in (t[0], t[2]) if normalize_name(n) != key)
+    ]
+    return render_evidence(Evidence(kind="path", triples=named or triples[:MAX_SENTENCE_FACTS]))
 
 
 def readable_steps(chain: Sequence[Mapping[str, Any]], evidence: Sequence[Evidence]) -> list[dict[str, Any]]:
@@ -101,7 +114,7 @@ def readable_steps(chain: Sequence[Mapping[str, Any]], evidence: Sequence[Eviden
             about = str(step.get("about") or "")
             key = normalize_name(about)
             naming = [ev for ev in cited if key in {normalize_name(n) for n in evidence_names(ev)}] or cited
-            text = evidence_sentence(naming[0], about)
+            text = evidence_sentence(naming[0], about, text)
         out.append({**step, "step": text})
     return out
 
