@@ -62,6 +62,7 @@ def _ask(mode: str, question: str = QUESTION, *extra: str) -> dict[str, Any]:
 
 
 def _check(out: dict[str, Any], question: str = QUESTION) -> None:
+    from kgmind.graphs.check_grounding import names_in
     from kgmind.graphs.reason_mindmap import root_label
 
     assert out["answer"].strip()
@@ -84,6 +85,15 @@ def _check(out: dict[str, Any], question: str = QUESTION) -> None:
     assert out["inference_chain"] and all(s["evidence_ids"] for s in out["inference_chain"])
     assert all(c["evidence_ids"] for c in mind_map.get("children") or [])
     assert out["grounding"]["citation_rate"] == 1.0 and out["flags"]["fallback_parse"] is False
+    # the mind map is the reasoning: diagnoses first, each with what supports it and what to do about it
+    branches = mind_map["children"]
+    assert branches[0]["kind"] == "diagnosis" and any(b.get("children") for b in branches)
+    assert out["grounding"]["citation_support"] == 1.0, out["grounding"]["unsupported_citations"]
+    # every step is a sentence naming an entity of an item it cites
+    by_id = {e["id"]: e for e in out["selected_evidence"]}
+    for step in out["inference_chain"]:
+        names = [n for i in step["evidence_ids"] for h, _r, t in by_id[i]["triples"] for n in (h, t)]
+        assert names_in([step["step"]], names), step
 
 
 def _rate(run_id: str) -> dict[str, Any]:

@@ -58,6 +58,12 @@ def test_show_text_prints_answer_and_mind_map(
     assert res.exit_code == 0, res.output
     assert "Answer" in res.stdout and "Mind map" in res.stdout and stored_run["run_id"] in res.stdout
     assert stored_run["selected_evidence"][0]["id"] in res.stdout
+    # the tree of the reasoning: a diagnosis with its tests (or findings, medications) under it
+    diagnosis = stored_run["mind_map"]["children"][0]
+    assert diagnosis["kind"] == "diagnosis" and diagnosis["children"]
+    under = diagnosis["children"][0]
+    assert f"diagnosis {diagnosis['label']}" in res.stdout
+    assert f"{under['kind']} {under['label']}" in res.stdout
 
 
 def test_show_writes_html_and_mermaid(

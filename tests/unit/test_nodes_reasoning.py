@@ -104,7 +104,7 @@ def test_texts_the_decoder_cut_end_where_a_reader_can_stop(monkeypatch: pytest.M
     written = {
         "inference_chain": [
             {"evidence_ids": ["P1"], "about": "Influenza", "step": cut_step},
-            {"evidence_ids": ["N1"], "about": "Oseltamivir", "step": "Oseltamivir treats it"},
+            {"evidence_ids": ["N1"], "about": "Oseltamivir", "step": "Oseltamivir treats Influenza"},
         ],
         "mind_map": {"label": "x", "children": [{"label": "Influenza", "evidence_ids": ["P1"]}]},
         "diagnoses": [{"disease": "Influenza", "medications": ["Oseltamivir"]}],
@@ -122,7 +122,7 @@ def test_texts_the_decoder_cut_end_where_a_reader_can_stop(monkeypatch: pytest.M
     assert out["answer"].startswith(said + "\nLikely diagnoses: Influenza.")
     assert [s["step"] for s in out["inference_chain"]] == [
         "Fever may be a sign of Influenza, which spreads in…",
-        "Oseltamivir treats it",  # ended by the model: kept as written
+        "Oseltamivir treats Influenza",  # ended by the model: kept as written
     ]
     assert out["own_knowledge"] == ["Fluids…"]
     assert out["mind_map"]["children"][0]["label"] == "Influenza"

@@ -72,10 +72,15 @@ def result_dict(values: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def mind_map_tree(node: Mapping[str, Any] | None, tree: Tree | None = None) -> Tree:
-    """Return the mind map as a rich :class:`~rich.tree.Tree` (evidence ids in magenta)."""
+    """Return the mind map as a rich :class:`~rich.tree.Tree` (node kinds dimmed, evidence ids in magenta)."""
+    from kgmind.graphs.mind_map import kind_word
+
     node = node or {"label": "answer"}
+    label = str(node.get("label", ""))
     cites = " ".join(str(i) for i in node.get("evidence_ids") or [])
-    text = escape(str(node.get("label", ""))) + (f" [magenta]({escape(cites)})[/]" if cites else "")
+    kind = kind_word(str(node.get("kind") or ""), label)
+    text = (f"[dim]{escape(kind)}[/] " if kind else "") + escape(label)
+    text += f" [magenta]({escape(cites)})[/]" if cites else ""
     branch = Tree(text) if tree is None else tree.add(text)
     for child in node.get("children") or []:
         mind_map_tree(child, branch)

@@ -36,6 +36,7 @@ __all__ = [
     "drop_unknown_ids",
     "grounding_report",
     "iter_mind_map",
+    "mention_position",
     "names_in",
 ]
 
@@ -82,22 +83,25 @@ def citing_items(
     return items
 
 
-def names_in(texts: Sequence[str], names: Sequence[str]) -> bool:
-    """Whether one of ``texts`` names one of ``names``.
+def mention_position(text: str, name: str) -> int:
+    """Where ``text`` names ``name``: the offset of its first occurrence (normalised), ``-1`` if none.
 
     A text names an entity when, normalised, it equals the name or contains it; a name
     must have at least :data:`MIN_NAME_CHARS` characters to count inside a longer text
     (two for Chinese, whose names are often two characters).
     """
-    lows = [normalize_name(t) for t in texts]
-    for name in names:
-        key = normalize_name(name)
-        if not key:
-            continue
-        shortest = 2 if has_cjk(key) else MIN_NAME_CHARS
-        if any(key == low or (len(key) >= shortest and key in low) for low in lows):
-            return True
-    return False
+    low, key = normalize_name(text), normalize_name(name)
+    if not key:
+        return -1
+    if key == low:
+        return 0
+    shortest = 2 if has_cjk(key) else MIN_NAME_CHARS
+    return low.find(key) if len(key) >= shortest else -1
+
+
+def names_in(texts: Sequence[str], names: Sequence[str]) -> bool:
+    """Whether one of ``texts`` names one of ``names`` (by :func:`mention_position`)."""
+    return any(mention_position(text, name) >= 0 for text in texts for name in names)
 
 
 def grounding_report(

@@ -64,4 +64,5 @@ def reason_kgcot(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     evidence = list(state.get("selected_evidence") or [])
     chains = [(ev.id, chain_text(ev), knowledge_text(ev)) for ev in evidence]
     messages = build_kgcot_messages(state["question"], chains, language)
-    return run_reasoning("reason_kgcot", messages, evidence, ctx, state["question"])
+    linked = list(state.get("linked_entities") or [])
+    return run_reasoning("reason_kgcot", messages, evidence, ctx, state["question"], linked)

@@ -13,7 +13,7 @@ and the answer comes from the LLM alone.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import BaseMessage
@@ -22,16 +22,20 @@ from langgraph.runtime import Runtime
 from kgmind.graphs import services
 from kgmind.graphs.aggregate_evidence import evidence_block
 from kgmind.graphs.context import Context, context_of
+from kgmind.graphs.mind_map import build_mind_map, question_findings
+from kgmind.graphs.readable import consistent_summary, readable_steps
 from kgmind.graphs.state import State
 from kgmind.llm import invoke_structured
-from kgmind.models import Evidence, evidence_entity_types, normalize_name
+from kgmind.models import Evidence, LinkedEntity, evidence_entity_types, normalize_name
 from kgmind.prompts.grounded import (
     CONCLUSION_CHARS,
+    MEDICAL_CONCLUSIONS,
     NODE_CHARS,
     OWN_CHARS,
     STEP_CHARS,
     SUMMARY_CHARS,
     build_answer_schema,
+    evidence_names,
     grounded_prompt,
     render_conclusions,
 )
@@ -42,9 +46,11 @@ from kgmind.text import end_cut, shorten
 
 __all__ = [
     "answer_schema",
+    "answer_types",
     "answer_with_evidence",
     "derive_structure",
     "end_cut_texts",
+    "present_grounded",
     "reason_mindmap",
     "root_label",
     "run_reasoning",
@@ -156,10 +162,10 @@ def end_cut_texts(answer: GroundedAnswer, evidence: bool, cut: Collection[str] =
     return answer.model_copy(update=update)
 
 
-def answer_schema(evidence: Sequence[Evidence], ctx: Context) -> dict[str, Any]:
-    """The per-question JSON schema of a grounded answer.
+def answer_types(evidence: Sequence[Evidence], ctx: Context) -> dict[str, str]:
+    """``normalize_name(name) -> entity type`` of the evidence entities.
 
-    Entity types are the ones the evidence carries (the exploration had them); only items
+    The types are the ones the evidence carries (the exploration had them); only items
     that carry none while naming entities (a checkpoint written before ``Evidence`` had
     types) send the run's store a lookup.
     """
@@ -167,22 +173,75 @@ def answer_schema(evidence: Sequence[Evidence], ctx: Context) -> dict[str, Any]:
     untyped = [ev for ev in evidence if ev.entity_ids and not ev.entity_types]
     if untyped:
         types = {**services.entity_types(ctx.store, untyped), **types}
-    return build_answer_schema(evidence, types)
+    return types
+
+
+def answer_schema(evidence: Sequence[Evidence], ctx: Context) -> dict[str, Any]:
+    """The per-question JSON schema of a grounded answer (entity types by :func:`answer_types`)."""
+    return build_answer_schema(evidence, answer_types(evidence, ctx))
+
+
+def present_grounded(
+    out: GroundedAnswer,
+    question: str,
+    evidence: Sequence[Evidence],
+    types: Mapping[str, str],
+    linked: Sequence[LinkedEntity] = (),
+    language: str = "en",
+) -> tuple[str, list[dict[str, Any]], dict[str, Any]]:
+    """What a reader is shown of a grounded answer: summary, inference chain and mind map.
+
+    Derived from the model's choices and the evidence, with no further model call: fragment
+    steps show their cited evidence sentence and the summary names the chosen first diagnosis
+    first (:mod:`kgmind.graphs.readable`); the mind map is the reasoning tree
+    (:mod:`kgmind.graphs.mind_map`), or the model's own tree where the answer chose nothing
+    the evidence names (no evidence, a reply the fallback parser read).
+
+    Args:
+        out: The model's answer (its root already the patient's input).
+        question: The question (its findings).
+        evidence: The evidence shown.
+        types: ``normalize_name(name) -> entity type`` (:func:`answer_types`).
+        linked: The run's linked entities (a lay word of the question reaching a KG name).
+        language: ``zh`` or English (the summary's added sentence).
+
+    Returns:
+        ``(summary, inference_chain as dicts, mind_map as a dict)``.
+
+    """
+    chain = [s.model_dump(exclude=None if s.about else {"about"}) for s in out.inference_chain]
+    conclusions = out.conclusion_map()
+    tree = None
+    if evidence:
+        chain = readable_steps(chain, evidence)
+        findings = question_findings(question, evidence, linked)
+        tree = build_mind_map(out.mind_map.label, conclusions, evidence, findings, types)
+    disease = MEDICAL_CONCLUSIONS["diagnoses"]
+    diseases = [n for ev in evidence for n in evidence_names(ev) if types.get(normalize_name(n)) == disease]
+    summary = consistent_summary(out.summary.strip(), out.diagnoses, diseases, language)
+    return summary, chain, tree or out.mind_map.model_dump()
 
 
 def run_reasoning(
-    node: str, messages: Sequence[BaseMessage], evidence: Sequence[Evidence], ctx: Context, question: str = ""
+    node: str,
+    messages: Sequence[BaseMessage],
+    evidence: Sequence[Evidence],
+    ctx: Context,
+    question: str = "",
+    linked: Sequence[LinkedEntity] = (),
 ) -> dict[str, Any]:
     """Make the reasoning call and turn its output into state updates (shared by both reasoners).
 
-    With ``ctx.answer_schema == "grounded"`` the model is held to :func:`answer_schema`.
+    With ``ctx.answer_schema == "grounded"`` the model is held to :func:`answer_schema`, and
+    what a reader sees is derived by :func:`present_grounded`.
 
     Args:
         node: Node name (timings, run names).
         messages: The prompt.
         evidence: The evidence shown (its ids go into the LLM run's metadata).
         ctx: Run settings.
-        question: The question (root of a derived mind map).
+        question: The question (root of the mind map, its findings).
+        linked: The run's linked entities (a lay word in the question reaching a KG name).
 
     Returns:
         ``answer``, ``inference_chain``, ``mind_map``, ``conclusions``, ``own_knowledge``,
@@ -192,6 +251,7 @@ def run_reasoning(
     timings: dict[str, float] = {}
     ids = [e.id for e in evidence]
     grounded = ctx.answer_schema == "grounded"
+    types = answer_types(evidence, ctx) if grounded else {}
     with services.timed(node, timings):
         result = invoke_structured(
             services.get_llm(ctx, "reason"),
@@ -199,7 +259,7 @@ def run_reasoning(
             messages,
             _parse_grounded if grounded else parse_mindmap_answer,
             config={"run_name": f"{node}_llm", "metadata": {"kgmind_evidence_ids": ids}},
-            json_schema=answer_schema(evidence, ctx) if grounded else None,
+            json_schema=build_answer_schema(evidence, types) if grounded else None,
         )
     out: MindMapAnswer = result.value
     if result.used_fallback:
@@ -218,19 +278,21 @@ def run_reasoning(
         root = out.mind_map.model_copy(update={"label": root_label(question) or out.mind_map.label})
         out = out.model_copy(update={"mind_map": root})
     answer = out.summary.strip()
+    chain = [s.model_dump(exclude=None if s.about else {"about"}) for s in out.inference_chain]
+    mind_map = out.mind_map.model_dump()
     conclusions: dict[str, list[str]] = {}
     own: list[str] = []
     if isinstance(out, GroundedAnswer):
+        language = services.resolve_language(ctx, question)
+        answer, chain, mind_map = present_grounded(out, question, evidence, types, linked, language)
         conclusions = out.conclusion_map()
         own = [p.strip() for p in out.own_knowledge if p.strip()]
-        chosen = render_conclusions(conclusions, services.resolve_language(ctx, question))
+        chosen = render_conclusions(conclusions, language)
         answer = f"{answer}\n{chosen}".strip() if chosen else answer
     return {
         "answer": answer,
-        "inference_chain": [
-            s.model_dump(exclude=None if s.about else {"about"}) for s in out.inference_chain
-        ],
-        "mind_map": out.mind_map.model_dump(),
+        "inference_chain": chain,
+        "mind_map": mind_map,
         "conclusions": conclusions,
         "own_knowledge": own,
         "llm_calls": 1,
@@ -240,7 +302,11 @@ def run_reasoning(
 
 
 def answer_with_evidence(
-    question: str, evidence: Sequence[Evidence], ctx: Context, language: str | None = None
+    question: str,
+    evidence: Sequence[Evidence],
+    ctx: Context,
+    language: str | None = None,
+    linked: Sequence[LinkedEntity] = (),
 ) -> dict[str, Any]:
     """MindMap's reasoning call over ``evidence``: the node's work, callable outside the graph.
 
@@ -252,6 +318,7 @@ def answer_with_evidence(
         evidence: Numbered evidence to show (may be empty).
         ctx: Run settings (model, generation limit).
         language: Prompt language; detected from the question when ``None``.
+        linked: The run's linked entities (findings of the mind map).
 
     Returns:
         See :func:`run_reasoning`.
@@ -261,14 +328,14 @@ def answer_with_evidence(
     block = evidence_block(evidence) or (NO_EVIDENCE_ZH if language == "zh" else NO_EVIDENCE_EN)
     prompt = grounded_prompt(language) if ctx.answer_schema == "grounded" else mindmap_prompt(language)
     messages = prompt.format_messages(question=question, evidence=block)
-    return run_reasoning("reason_mindmap", messages, evidence, ctx, question)
+    return run_reasoning("reason_mindmap", messages, evidence, ctx, question, linked)
 
 
 def reason_mindmap(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Answer with MindMap's prompt over the selected evidence.
 
     Args:
-        state: ``question``, ``language`` and ``selected_evidence``.
+        state: ``question``, ``language``, ``selected_evidence`` and ``linked_entities``.
         runtime: LangGraph runtime with the :class:`Context`.
 
     Returns:
@@ -277,4 +344,5 @@ def reason_mindmap(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """
     ctx = context_of(runtime)
     evidence = [] if ctx.mode == "llm_only" else list(state.get("selected_evidence") or [])
-    return answer_with_evidence(state["question"], evidence, ctx, state.get("language"))
+    linked = list(state.get("linked_entities") or [])
+    return answer_with_evidence(state["question"], evidence, ctx, state.get("language"), linked)

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kgmind.graphs.check_grounding import iter_mind_map
+from kgmind.graphs.mind_map import kind_word
 from kgmind.models import Evidence
 
 __all__ = [
@@ -31,7 +32,7 @@ def _label(text: str, limit: int = 80) -> str:
 
 
 def mind_map_mermaid(mind_map: Mapping[str, Any] | None) -> str:
-    """Return the mind map as a Mermaid ``flowchart LR``; evidence ids follow each label in parentheses."""
+    """Return the mind map as a Mermaid ``flowchart LR``: ``kind: label (ids)`` per node, kind where known."""
     lines = ["flowchart LR"]
     ids: dict[int, str] = {}
     parents: list[str] = []
@@ -39,7 +40,9 @@ def mind_map_mermaid(mind_map: Mapping[str, Any] | None) -> str:
         nid = f"m{n}"
         ids[id(node)] = nid
         cites = [str(i) for i in node.get("evidence_ids") or []]
-        text = _label(node.get("label", "")) + (f" ({', '.join(cites)})" if cites else "")
+        kind = kind_word(str(node.get("kind") or ""), str(node.get("label", "")))
+        text = (f"{kind}: " if kind else "") + _label(node.get("label", ""))
+        text += f" ({', '.join(cites)})" if cites else ""
         lines.append(f'    {nid}["{text}"]')
         del parents[depth:]
         if parents:
@@ -147,12 +150,12 @@ def wrap_cells(text: str, width: int = _WRAP_CELLS, max_lines: int = _MAX_LINES)
 class _Box:
     """A labelled box of an SVG diagram: its wrapped lines, size and (once laid out) position."""
 
-    def __init__(self, label: str, cites: Sequence[str] = (), flagged: bool = False) -> None:
+    def __init__(self, label: str, cites: Sequence[str] = (), flagged: bool = False, kind: str = "") -> None:
         from rich.cells import cell_len
 
         self.label = str(label)
         self.lines = wrap_cells(self.label)
-        self.cites = " ".join(cites)
+        self.cites = " · ".join(x for x in (kind, " ".join(cites)) if x)
         cells = max([cell_len(line) for line in self.lines] + [cell_len(self.cites)])
         self.w = round(cells * _CELL_PX + 2 * _PAD)
         self.h = (len(self.lines) + bool(self.cites)) * _LINE_PX + 2 * _PAD - 4
@@ -210,8 +213,9 @@ def mind_map_svg(mind_map: Mapping[str, Any] | None, grounding: Mapping[str, Any
     """Return the mind map as an inline SVG: a layered tree, root on the left, one column per depth.
 
     Each subtree gets a band as tall as its leaves need and its root is centred on that band,
-    so edges never cross. Evidence ids are printed under each label; nodes the grounding
-    report flags as not grounded get a red dashed border, explained by a legend.
+    so edges never cross. What a node is (its ``kind``: diagnosis, finding, test…) and the
+    evidence ids it cites are printed under each label; nodes the grounding report flags as
+    not grounded get a red dashed border, explained by a legend.
 
     Args:
         mind_map: ``{label, evidence_ids, children}`` tree (None: a lone "answer" node).
@@ -228,7 +232,8 @@ def mind_map_svg(mind_map: Mapping[str, Any] | None, grounding: Mapping[str, Any
     for depth, node in iter_mind_map(root):
         label = str(node.get("label", "")).strip()
         is_flagged = depth > 0 and _CONTROL.sub("", label) in flagged
-        box = _Box(label, [str(i) for i in node.get("evidence_ids") or []], is_flagged)
+        kind = kind_word(str(node.get("kind") or ""), label)
+        box = _Box(label, [str(i) for i in node.get("evidence_ids") or []], is_flagged, kind)
         boxes[id(node)] = box
         depth_w[depth] = max(depth_w.get(depth, 0), box.w)
     col_gap, row_gap, margin = 48, 10, 12

@@ -15,7 +15,9 @@ shown (style note 13, "let the schema do the enforcing"):
   medical KG without such ties gets flat ``diagnoses``, ``tests`` and ``medications`` by
   entity type, any other KG generic ``conclusions``;
 - the mind map's nodes below the root are evidence entities, each citing at least one
-  item that names it;
+  item that names it (what a reader is shown is the tree derived from the answer's
+  choices, :mod:`kgmind.graphs.mind_map`; the field stays because leaving it out of the
+  schema cost answer recall);
 - points from the model's own knowledge go into ``own_knowledge``, never into the
   cited fields;
 - the free-text ``summary`` comes last, so it is written after, and from, the choices.

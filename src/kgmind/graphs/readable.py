@@ -1,0 +1,167 @@
+"""Reasoning a person can read: inference steps as sentences, a summary that agrees with the chosen diagnoses.
+
+The 0.5B model's step texts are often fragments ("present with fever and cough", "诊断",
+"1") and its summary sometimes names another disease first than its own list ("a sign of
+influenza … would be pneumonia"). Both are repaired after the model answers, without
+another call:
+
+- a step is a *fragment* (:func:`is_fragment`) when it is shorter than
+  :data:`MIN_STEP_WORDS` words (:data:`MIN_STEP_CJK` characters in Chinese), or when its
+  cited items state facts (triples) and the text names the two ends of none of them — a
+  sentence that infers something names what it relates. A fragment is replaced by the
+  cited evidence sentence (:func:`evidence_sentence`, the aggregation's template sentence
+  of the triples about the step's entity), which names its entities and keeps the ids;
+- the summary must name the list's first diagnosis before any other disease
+  (:func:`first_named`); when it names another one first, its first sentence naming a
+  disease is replaced by one naming the chosen diagnosis, and when it names none, that
+  sentence is put first (:func:`consistent_summary`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kgmind.graphs.check_grounding import mention_position
+from kgmind.models import Evidence, normalize_name
+from kgmind.prompts.grounded import evidence_names
+from kgmind.retrievers.aggregate.render import render_evidence
+from kgmind.text import CJK, has_cjk
+
+__all__ = [
+    "MAX_SENTENCE_FACTS",
+    "MIN_STEP_CJK",
+    "MIN_STEP_WORDS",
+    "consistent_summary",
+    "evidence_sentence",
+    "first_named",
+    "is_fragment",
+    "readable_steps",
+]
+
+#: Fewest words of an English step that can be a sentence (subject, verb, object).
+MIN_STEP_WORDS = 3
+#: Fewest CJK characters of a Chinese step that can be a sentence (``流感可致发热``).
+MIN_STEP_CJK = 4
+
+#: Most facts (triples) of an evidence sentence shown for a fragment step.
+MAX_SENTENCE_FACTS = 3
+
+_SENTENCES = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
+
+
+def _too_short(text: str) -> bool:
+    if has_cjk(text):
+        return len(CJK.findall(text)) < MIN_STEP_CJK
+    return len(re.findall(r"\w+", text)) < MIN_STEP_WORDS
+
+
+def is_fragment(text: str, cited: Sequence[Evidence]) -> bool:
+    """Whether a step's text is a fragment rather than a sentence naming what it relates.
+
+    Args:
+        text: The step as the model wrote it.
+        cited: The evidence items the step cites.
+
+    Returns:
+        True when the text is too short (:data:`MIN_STEP_WORDS` words, :data:`MIN_STEP_CJK`
+        CJK characters), or when the cited items have triples and the text names both the
+        head and the tail of none of them.
+
+    """
+    if _too_short(text):
+        return True
+    triples = [t for ev in cited for t in ev.triples]
+    if not triples:
+        return False
+    return not any(mention_position(text, h) >= 0 and mention_position(text, t) >= 0 for h, _r, t in triples)
+
+
+def evidence_sentence(ev: Evidence, about: str = "", said: str = "") -> str:
+    """The evidence item as a template sentence of the facts the step used.
+
+    The full item can be a long path or a list of every test of a disease; the step is
+    about one entity. So the sentence renders the item's triples that name ``about`` (all
+    when none does), of those the ones whose other end the model's words ``said`` name when
+    some do, else the first :data:`MAX_SENTENCE_FACTS`. Notes (descriptions, KGCoT
+    knowledge) are left out.
+    """
+    if not ev.triples:
+        return ev.text.strip()
+    key = normalize_name(about)
+    triples = [t for t in ev.triples if key and key in (normalize_name(t[0]), normalize_name(t[2]))]
+    triples = triples or list(ev.triples)
+    named = [
+        t
+        for t in triples
+        if any(mention_position(said, n) >= 0 for n in (t[0], t[2]) if normalize_name(n) != key)
+    ]
+    return render_evidence(Evidence(kind="path", triples=named or triples[:MAX_SENTENCE_FACTS]))
+
+
+def readable_steps(chain: Sequence[Mapping[str, Any]], evidence: Sequence[Evidence]) -> list[dict[str, Any]]:
+    """The inference chain with each fragment step replaced by its cited evidence sentence.
+
+    Steps that cite nothing shown (an answer without evidence) are kept as written.
+    """
+    by_id = {ev.id: ev for ev in evidence if ev.id}
+    out: list[dict[str, Any]] = []
+    for step in chain:
+        cited = [by_id[str(i)] for i in step.get("evidence_ids") or [] if str(i) in by_id]
+        text = str(step.get("step") or "").strip()
+        if cited and is_fragment(text, cited):
+            about = str(step.get("about") or "")
+            key = normalize_name(about)
+            naming = [ev for ev in cited if key in {normalize_name(n) for n in evidence_names(ev)}] or cited
+            text = evidence_sentence(naming[0], about, text)
+        out.append({**step, "step": text})
+    return out
+
+
+def first_named(text: str, names: Sequence[str]) -> str | None:
+    """Of ``names``, the one ``text`` names first (earliest position; the longer name on a tie)."""
+    found = [(pos, -len(name), name) for name in names if (pos := mention_position(text, name)) >= 0]
+    return min(found)[2] if found else None
+
+
+def _lead(diagnosis: str, language: str) -> str:
+    """The sentence that names the chosen diagnosis first."""
+    if language == "zh":
+        return f"最可能的诊断是{diagnosis}。"
+    return f"The most likely diagnosis is {diagnosis}."
+
+
+def consistent_summary(
+    summary: str, diagnoses: Sequence[str], diseases: Sequence[str] = (), language: str = "en"
+) -> str:
+    """The summary made to name the list's first diagnosis before any other disease.
+
+    Args:
+        summary: The model's summary.
+        diagnoses: The answer's chosen diagnoses, in order (nothing to do when empty).
+        diseases: Every disease the evidence shows (the other names the summary may put first).
+        language: ``zh`` or English, for the sentence naming the diagnosis.
+
+    Returns:
+        ``summary`` when it names ``diagnoses[0]`` first; else the summary with its first
+        sentence naming a disease replaced by "The most likely diagnosis is X." (when it names
+        none, that sentence goes first).
+
+    """
+    if not diagnoses:
+        return summary
+    first = diagnoses[0]
+    names = list(dict.fromkeys([*diagnoses, *diseases]))
+    named = first_named(summary, names)
+    if named is not None and normalize_name(named) == normalize_name(first):
+        return summary
+    lead = _lead(first, language)
+    sentences = [s for s in _SENTENCES.split(summary.strip()) if s.strip()]
+    for n, sentence in enumerate(sentences):
+        if first_named(sentence, names) is not None:
+            sentences[n] = lead
+            break
+    else:
+        sentences.insert(0, lead)
+    return ("" if language == "zh" else " ").join(sentences)
