@@ -242,8 +242,9 @@ def test_each_data_set_gets_its_own_default_kg(
     imported: list[tuple[str, str]] = []
 
     class EmptyStore:
-        def __init__(self, uri: str) -> None:
+        def __init__(self, uri: str, *, create: bool | None = None) -> None:
             self.uri = uri
+            assert create is True  # prepare_store imports a KG here, so it may create the store
 
         def stats(self) -> Any:
             return type("Stats", (), {"entities_total": 0})()
