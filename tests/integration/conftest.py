@@ -4,8 +4,24 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+
+
+@pytest.fixture(scope="module")
+def fresh_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A fresh ``KGMIND_HOME`` for one test module; its stores are closed when the module ends."""
+    from kgmind.stores.factory import close_all_stores
+
+    mp = pytest.MonkeyPatch()
+    path = tmp_path_factory.mktemp("kgmind_home")
+    mp.setenv("KGMIND_HOME", str(path))
+    try:
+        yield path
+    finally:
+        close_all_stores()
+        mp.undo()
 
 
 @pytest.fixture(scope="module")

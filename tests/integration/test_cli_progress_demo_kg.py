@@ -9,7 +9,6 @@ what is said, not of the answer).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,18 +21,9 @@ runner = CliRunner()
 
 
 @pytest.fixture(scope="module")
-def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def home(fresh_home: Path) -> Path:
     pytest.importorskip("sentence_transformers", reason="needs the local embedding model (kgmind[local])")
-    from kgmind.stores.factory import close_all_stores
-
-    mp = pytest.MonkeyPatch()
-    path = tmp_path_factory.mktemp("progress_home")
-    mp.setenv("KGMIND_HOME", str(path))
-    try:
-        yield path
-    finally:
-        close_all_stores()
-        mp.undo()
+    return fresh_home
 
 
 def _ask(*extra: str) -> list[str]:
