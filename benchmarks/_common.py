@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+from typing import Any
 
 from kgmind.eval.environment import machine_info
 
@@ -23,3 +24,23 @@ def cpu_model() -> str:
     info = machine_info()
     isa = info["isa"]
     return f"{info['cpu']} ({', '.join(isa) if isa else 'no AVX-512/AMX'})"
+
+
+def answer_eval_config(methods: str, model: str, split: str, limit: int, seed: int, **extra: Any) -> Any:
+    """The ``kgmind eval genmedgpt5k`` settings of the answer benchmarks: a seeded sample, no BERTScore,
+    no LLM cache, methods interleaved per question (so drift hits every method alike)."""
+    from kgmind.eval.config import EvalConfig
+
+    return EvalConfig(
+        dataset="genmedgpt5k",
+        methods=methods,
+        llm=model,
+        split=split,
+        limit=limit,
+        seed=seed,
+        memory_sample=0,
+        bertscore=False,
+        llm_cache="off",
+        interleave=True,
+        **extra,
+    )

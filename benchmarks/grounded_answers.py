@@ -29,7 +29,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from _common import git_commit
+from _common import answer_eval_config, git_commit
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -67,22 +67,11 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
 
-    from kgmind.eval.config import EvalConfig
     from kgmind.eval.report import write_results
     from kgmind.eval.runner import run_eval
 
-    cfg = EvalConfig(
-        dataset="genmedgpt5k",
-        methods=args.methods,
-        llm=args.model,
-        split=args.split,
-        limit=args.limit,
-        seed=args.seed,
-        memory_sample=0,
-        bertscore=False,
-        llm_cache="off",
-        interleave=True,
-        max_tokens=args.max_tokens,
+    cfg = answer_eval_config(
+        args.methods, args.model, args.split, args.limit, args.seed, max_tokens=args.max_tokens
     )
 
     def progress(name: str) -> None:

@@ -34,7 +34,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from _common import cpu_model, git_commit
+from _common import answer_eval_config, cpu_model, git_commit
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -160,24 +160,12 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
 
-    from kgmind.eval.config import EvalConfig
     from kgmind.eval.report import write_results
     from kgmind.eval.runner import run_eval
 
     outs: list[dict[str, Any]] = []
     _recording(outs)
-    cfg = EvalConfig(
-        dataset="genmedgpt5k",
-        methods="kgmind",
-        llm=args.model,
-        split=args.split,
-        limit=args.limit,
-        seed=args.seed,
-        memory_sample=0,
-        bertscore=False,
-        llm_cache="off",
-        interleave=True,
-    )
+    cfg = answer_eval_config("kgmind", args.model, args.split, args.limit, args.seed)
     results = run_eval(cfg, on_advance=lambda name: print(f"  {name}", file=sys.stderr, flush=True))
     scored = outs[1:]  # the first invoke is the eval's warm-up run
     results["benchmark"] = "readable_answers"
