@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from kgmind.models import Entity, normalize_name
+from kgmind.relations import RelationSchema, schema_from_graph
 
 
 class EntityListStore:
@@ -32,6 +33,10 @@ class EntityListStore:
     def weights_version(self) -> int:
         """No relations, so weights never move."""
         return 0
+
+    def relation_schema(self) -> RelationSchema:
+        """Roles inferred from the relations a subclass holds (none here), as a real store infers them."""
+        return schema_from_graph(self.entities, list(getattr(self, "relations", [])))
 
     def get_entities(self, ids: Sequence[str]) -> list[Entity]:
         by_id = {e.id: e for e in self.entities}

@@ -10,13 +10,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from evidence_roles import FITTED_READINGS
 from kgmind.models import Evidence
 
 KIND_OF_LETTER = {"P": "path", "N": "neighbor", "C": "chain", "K": "kgcot", "D": "doc"}
 
 
 def evidence_item(ev_id: str, text: str, *triples: tuple[str, str, str], **fields: Any) -> Evidence:
-    """One numbered evidence item; its kind follows from the id's letter."""
+    """One numbered evidence item: its kind from the id's letter, its readings as a tool gives them."""
+    readings = {r: FITTED_READINGS[r] for _, r, _ in triples if r in FITTED_READINGS}
+    fields = {"readings": readings, **fields}
     return Evidence(id=ev_id, kind=KIND_OF_LETTER[ev_id[0]], text=text, triples=list(triples), **fields)
 
 

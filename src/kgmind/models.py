@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field, field_validator
 __all__ = [
     "COMMON_ENTITY_TYPES",
     "EVIDENCE_PREFIX",
+    "MAX_RELATION_TYPE_LENGTH",
     "TYPE_PRIORITY",
     "Entity",
     "Evidence",
@@ -36,7 +37,9 @@ __all__ = [
     "evidence_entity_types",
     "merge_entities",
     "normalize_name",
+    "normalize_relation_type",
     "relation_id",
+    "valid_relation_type",
 ]
 
 #: Entity types the importers produce. Other strings are allowed (non-medical KGs).
@@ -115,7 +118,25 @@ def doc_id(entity: str, text: str) -> str:
     return "d" + _digest(entity, text)
 
 
-_REL_TYPE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: Longest relation type accepted (a type becomes a Neo4j relationship type).
+MAX_RELATION_TYPE_LENGTH = 64
+
+
+def normalize_relation_type(name: str) -> str:
+    """A relation type as stored: trimmed, spaces as ``_``, lower-case (``Has Symptom``: ``has_symptom``)."""
+    return name.strip().replace(" ", "_").lower()
+
+
+def valid_relation_type(name: str) -> bool:
+    """Whether ``name`` is an identifier in any script: a letter or ``_``, then letters, digits, marks, ``_``.
+
+    Why not ASCII only: a Chinese KG names its relations ``症状``. What stays out is what
+    could break out of a Cypher identifier or clash with a reading: spaces, quotes,
+    backticks, punctuation, ``~`` (:data:`kgmind.relations.REVERSE_MARK`).
+    """
+    if not name or len(name) > MAX_RELATION_TYPE_LENGTH or not (name[0].isalpha() or name[0] == "_"):
+        return False
+    return all(c.isalnum() or c == "_" or unicodedata.category(c) in ("Mn", "Mc") for c in name)
 
 
 class Entity(BaseModel):
@@ -182,9 +203,12 @@ class Relation(BaseModel):
     @field_validator("type")
     @classmethod
     def _type_ok(cls, v: str) -> str:
-        v = v.strip().replace(" ", "_").lower()
-        if not _REL_TYPE.match(v):
-            raise ValueError(f"relation type must be snake_case letters/digits/_: {v!r}")
+        v = normalize_relation_type(v)
+        if not valid_relation_type(v):
+            raise ValueError(
+                f"relation type must be a letter or _ then letters, digits or _ (any script, at most "
+                f"{MAX_RELATION_TYPE_LENGTH}): {v!r}"
+            )
         return v
 
     @field_validator("weight")
@@ -340,6 +364,11 @@ class Evidence(BaseModel):
             that built the item (it had them at hand), so no later stage asks the store again;
             empty for items built without them (documents, checkpoints written before the
             field existed). A cut item keeps the types of the entities it no longer shows.
+        readings: ``relation (as in triples) -> "from>to"`` entity types of its medical
+            role (``disease>symptom``, ``symptom>disease`` …), filled by the tool that built
+            the item from the KG's relation roles (:mod:`kgmind.relations`), so its sentence
+            reads right whatever the user named the relation; relations without a medical
+            role are absent.
         score: Ranking score (higher is better).
         source: The tool that produced it.
         meta: Extra data (e.g. ``{"knowledge": …}`` for KGCoT edges, ``chain_type``).
@@ -352,6 +381,7 @@ class Evidence(BaseModel):
     relation_ids: list[str] = Field(default_factory=list)
     entity_ids: list[str] = Field(default_factory=list)
     entity_types: dict[str, str] = Field(default_factory=dict)
+    readings: dict[str, str] = Field(default_factory=dict)
     score: float = 0.0
     source: str = ""
     meta: dict[str, Any] = Field(default_factory=dict)

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
+from evidence_roles import FITTED_READINGS
 from kgmind.models import Evidence
 from kgmind.retrievers.aggregate import (
     ID_OVERHEAD,
@@ -27,6 +28,7 @@ from kgmind.retrievers.aggregate import (
 
 def line(head: str, rel: str, tails: Sequence[str], score: float = 1.0, rid: str = "") -> Evidence:
     return Evidence(
+        readings=FITTED_READINGS,
         kind="neighbor",
         triples=[(head, rel, t) for t in tails],
         relation_ids=[f"{rid or head}-{rel}-{t}" for t in tails],
@@ -80,29 +82,39 @@ def test_render_neighbor_line_lists_every_tail() -> None:
 
 def test_render_path_and_support_and_unknown_relation() -> None:
     path = Evidence(
-        kind="path", triples=[("Fever", "possible_disease", "Flu"), ("Flu", "has_symptom", "Cough")]
+        readings=FITTED_READINGS,
+        kind="path",
+        triples=[("Fever", "possible_disease", "Flu"), ("Flu", "has_symptom", "Cough")],
     )
     assert render_evidence(path) == "Fever may be a sign of Flu, and Flu may present with Cough."
     support = Evidence(
+        readings=FITTED_READINGS,
         kind="neighbor",
         triples=[("Fever", "possible_disease", "Measles"), ("Rash", "possible_disease", "Measles")],
     )
     assert render_evidence(support) == "Fever and Rash may be a sign of Measles."
     odd = Evidence(
-        kind="kgcot", triples=[("x ray", "made_by_lab", "Lab A")], meta={"knowledge": ["From a study.", ""]}
+        readings=FITTED_READINGS,
+        kind="kgcot",
+        triples=[("x ray", "made_by_lab", "Lab A")],
+        meta={"knowledge": ["From a study.", ""]},
     )
     assert render_evidence(odd) == "x ray made by lab Lab A. Source: From a study."
 
 
 def test_render_chinese_and_descriptions() -> None:
     ev = Evidence(
+        readings=FITTED_READINGS,
         kind="chain",
         triples=[("感冒", "has_symptom", "发烧"), ("感冒", "has_symptom", "咳嗽")],
         meta={"descriptions": {"感冒": "一种常见的上呼吸道感染。"}},
     )
     assert render_evidence(ev) == "感冒的症状包括发烧、咳嗽。感冒：一种常见的上呼吸道感染。"
     long_desc = Evidence(
-        kind="chain", triples=[("A", "r", "B")], meta={"descriptions": {"A": " ".join(["word"] * 100)}}
+        readings=FITTED_READINGS,
+        kind="chain",
+        triples=[("A", "r", "B")],
+        meta={"descriptions": {"A": " ".join(["word"] * 100)}},
     )
     assert count_tokens(render_evidence(long_desc)) < 70  # cut to 40 words
 
@@ -115,8 +127,8 @@ def test_render_doc_keeps_text() -> None:
 def test_dedupe_by_relation_ids_and_text() -> None:
     a = line("Flu", "need_medication", ["X", "Y"])
     b = a.model_copy(update={"text": "other"})  # same relation ids
-    c = Evidence(kind="path", text="Same   text", relation_ids=["r9"])
-    d = Evidence(kind="chain", text="same text", relation_ids=["r10"])
+    c = Evidence(readings=FITTED_READINGS, kind="path", text="Same   text", relation_ids=["r9"])
+    d = Evidence(readings=FITTED_READINGS, kind="chain", text="same text", relation_ids=["r10"])
     got = dedupe_evidence([a, b, c, d])
     assert got == [a, c]
 
@@ -124,7 +136,10 @@ def test_dedupe_by_relation_ids_and_text() -> None:
 def test_prune_subset_of_kept_item() -> None:
     big = line("Flu", "need_medication", ["X", "Y", "Z"])
     sub = Evidence(
-        kind="chain", triples=[("Flu", "need_medication", "Y")], relation_ids=["Flu-need_medication-Y"]
+        readings=FITTED_READINGS,
+        kind="chain",
+        triples=[("Flu", "need_medication", "Y")],
+        relation_ids=["Flu-need_medication-Y"],
     )
     other = line("Flu", "need_medical_test", ["T"])
     assert prune_redundant([big, sub, other]) == [big, other]
@@ -146,8 +161,8 @@ def test_fit_budget_skips_and_truncates_lines() -> None:
 
 
 def test_fit_budget_lets_later_short_items_in() -> None:
-    long = Evidence(kind="path", text=" ".join(["w"] * 50))
-    short = Evidence(kind="path", text="tiny")
+    long = Evidence(readings=FITTED_READINGS, kind="path", text=" ".join(["w"] * 50))
+    short = Evidence(readings=FITTED_READINGS, kind="path", text="tiny")
     assert fit_budget([long, short], budget_tokens=10) == [short]
 
 
@@ -165,7 +180,10 @@ def test_fit_budget_leading_run_with_whitespace_tokens() -> None:
 
 
 def test_fit_budget_counts_what_render_shows() -> None:
-    evs = [Evidence(kind="doc", text="x"), Evidence(kind="doc", text="y")]
+    evs = [
+        Evidence(kind="doc", text="x"),
+        Evidence(kind="doc", text="y"),
+    ]
     got = fit_budget(evs, 6, render=lambda ev: ev.text * 3, tokenizer=list, id_overhead=0)
     assert got == evs
     assert fit_budget(evs, 5, render=lambda ev: ev.text * 3, tokenizer=list, id_overhead=0) == evs[:1]
@@ -173,7 +191,7 @@ def test_fit_budget_counts_what_render_shows() -> None:
 
 def test_number_evidence_per_kind_in_order() -> None:
     kinds = ["neighbor", "path", "neighbor", "chain", "kgcot", "doc", "path"]
-    got = number_evidence([Evidence(kind=k) for k in kinds])  # type: ignore[arg-type]
+    got = number_evidence([Evidence(readings=FITTED_READINGS, kind=k) for k in kinds])  # type: ignore[arg-type]
     assert [ev.id for ev in got] == ["N1", "P1", "N2", "C1", "K1", "D1", "P2"]
 
 
@@ -221,7 +239,11 @@ def test_aggregate_orders_by_rerank_plus_prior_and_numbers() -> None:
         line("Flu", "need_medication", ["Oseltamivir"], score=1.0),
         line("Measles", "has_symptom", ["Rash", "Fever"], score=1.0),
         Evidence(
-            kind="path", triples=[("Rash", "possible_disease", "Measles")], relation_ids=["p1"], score=1.0
+            readings=FITTED_READINGS,
+            kind="path",
+            triples=[("Rash", "possible_disease", "Measles")],
+            relation_ids=["p1"],
+            score=1.0,
         ),
     ]
     rr = KeywordReranker()
@@ -242,7 +264,11 @@ def test_aggregate_orders_by_rerank_plus_prior_and_numbers() -> None:
 
 def test_aggregate_without_reranker_keeps_prior_order_and_budget() -> None:
     evs = [line(f"D{i}", "need_medical_test", [f"T{i}"], score=1.0 - i / 10) for i in range(5)]
-    evs.append(Evidence(kind="path", triples=[("A", "r", "B")], relation_ids=["x"], score=0.2))
+    evs.append(
+        Evidence(
+            readings=FITTED_READINGS, kind="path", triples=[("A", "r", "B")], relation_ids=["x"], score=0.2
+        )
+    )
     out = aggregate_evidence(evs, "q", budget_tokens=10_000)
     assert [ev.id for ev in out][:5] == ["N1", "P1", "N2", "N3", "N4"]  # path prior normalised per kind = 1.0
     small = aggregate_evidence(evs, "q", budget_tokens=20)
@@ -300,6 +326,7 @@ def _vector_index(names: Sequence[str]):  # type: ignore[no-untyped-def]
 
 def _ent_line(head: str, tails: Sequence[str], score: float = 1.0) -> Evidence:
     return Evidence(
+        readings=FITTED_READINGS,
         kind="neighbor",
         triples=[(head, "has_symptom", t) for t in tails],
         relation_ids=[f"{head}-{t}" for t in tails],
@@ -441,6 +468,7 @@ def test_find_cached_index_needs_coverage() -> None:
 # -- each fact paid for once ---------------------------------------------------------
 def _chain(triples: list[tuple[str, str, str]], **meta: object) -> Evidence:
     return Evidence(
+        readings=FITTED_READINGS,
         kind="kgcot" if "knowledge" in meta else "chain",
         triples=triples,
         relation_ids=[f"{h}-{t}" for h, _r, t in triples],
@@ -494,7 +522,11 @@ def test_fit_budget_shares_facts_only_when_asked() -> None:
     assert [ev.triples for ev in shared] == [evs[0].triples, [("Cough", "possible_disease", "Cold")]]
     # a fact shown by an item that did not fit the budget is not counted as shown
     big = Evidence(
-        kind="path", triples=[("Flu", "has_symptom", "Cough")], relation_ids=["x"], text="x " * 200
+        readings=FITTED_READINGS,
+        kind="path",
+        triples=[("Flu", "has_symptom", "Cough")],
+        relation_ids=["x"],
+        text="x " * 200,
     )
     tight = fit_budget([big, evs[1]], 20, share_facts=True)
     assert [ev.triples for ev in tight] == [evs[1].triples]
@@ -514,6 +546,7 @@ def test_shared_lines_keep_their_entity_ids_and_can_still_be_cut_at_the_budget_e
         "Sore throat",
     ]
     votes = Evidence(
+        readings=FITTED_READINGS,
         kind="neighbor",
         triples=[("Cough", "possible_disease", "Flu"), ("Fever", "possible_disease", "Flu")],
         relation_ids=["a", "b"],

@@ -59,7 +59,7 @@ def test_one_store_building_its_index_does_not_block_another() -> None:
     builder = threading.Thread(target=graph_index_cache.get_graph_index, args=(slow,))
     builder.start()
     assert slow.entered.wait(timeout=10)  # the slow build is under way, holding its own lock
-    assert graph_index_cache.get_graph_index(fast).num_edges == 1  # served while the other build waits
+    assert graph_index_cache.get_graph_index(fast).num_relations == 1  # served while the other build waits
     gate.set()
     builder.join()
     assert slow.gate_opened is True  # had the fast lookup queued behind it, the gate would have timed out

@@ -26,10 +26,15 @@ def ids(*names: str) -> list[str]:
     return [eid(n) for n in names]
 
 
-def abstract(edges: list[tuple[str, str]], extra: Sequence[str] = (), typ: str = "r") -> GraphIndex:
+def abstract(
+    edges: list[tuple[str, str]], extra: Sequence[str] = (), typ: str = "r", *, both_ways: bool = False
+) -> GraphIndex:
+    """A graph of one relation type, walked in its stored direction only unless ``both_ways``."""
     names = list(dict.fromkeys([n for e in edges for n in e] + list(extra)))
     return GraphIndex(
-        [Entity(name=n) for n in names], [Relation(head=eid(h), type=typ, tail=eid(t)) for h, t in edges]
+        [Entity(name=n) for n in names],
+        [Relation(head=eid(h), type=typ, tail=eid(t)) for h, t in edges],
+        reverse_readings=both_ways,
     )
 
 
@@ -489,6 +494,11 @@ def test_dfs_dead_end_start_gives_nothing() -> None:
     gi = abstract([("A", "B")])
     assert weighted_dfs_chains(gi, ids("B")) == []
     assert weighted_dfs_chains(gi, ["unknown"]) == []
+    # walked both ways (the default), B is no dead end: its chain reads the stored edge back
+    (back,) = weighted_dfs_chains(abstract([("A", "B")], both_ways=True), ids("B"), n_chains=1)
+    assert back.triples == [("B", "~r", "A")] and back.relation_ids == [
+        Relation(head=eid("A"), type="r", tail=eid("B")).id
+    ]
 
 
 def test_ranked_neighbors_offer_only_lines_with_a_tail_of_the_wanted_types() -> None:

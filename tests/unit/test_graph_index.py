@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from kgmind.models import Entity, Relation, WeightChange, entity_id
+from kgmind.relations import RelationSchema, schema_from_graph
 from kgmind.retrievers.graph_index import GraphIndex
 from kgmind.retrievers.graph_index_cache import (
     clear_graph_index_cache,
@@ -42,6 +43,9 @@ class FakeStore:
     def weights_version(self) -> int:
         return self.weights
 
+    def relation_schema(self) -> RelationSchema:
+        return schema_from_graph(self.entities, self.relations)
+
     def commit_weight(self, index: int, weight: float) -> WeightChange:
         """What another process's feedback does: change a weight and bump the version."""
         old = self.relations[index]
@@ -67,7 +71,8 @@ def rel(h: str, t: str, typ: str = "r", w: float = 1.0) -> Relation:
 
 
 def make(names: list[str], edges: list[tuple[str, str]]) -> GraphIndex:
-    return GraphIndex(ents(*names), [rel(h, t) for h, t in edges])
+    """The path machinery on the stored directions only (both-way walking: test_reverse_readings.py)."""
+    return GraphIndex(ents(*names), [rel(h, t) for h, t in edges], reverse_readings=False)
 
 
 def named(gi: GraphIndex, nodes: tuple[int, ...]) -> list[str]:
@@ -88,7 +93,7 @@ def test_lookups_and_edge_order() -> None:
         rel("Flu", "Cough", "has_symptom", 2.0),  # Cough is not an entity: placeholder node
         rel("Fever", "Flu", "possible_disease"),
     ]
-    gi = GraphIndex(es, rs, uri="u", fingerprint="f")
+    gi = GraphIndex(es, rs, uri="u", fingerprint="f", reverse_readings=False)
     flu, fever, cough = entity_id("Flu"), entity_id("Fever"), entity_id("Cough")
     assert gi.name(flu) == "Flu" and gi.type(flu) == "disease"
     assert gi.description(flu) == "A viral infection."
@@ -102,7 +107,7 @@ def test_lookups_and_edge_order() -> None:
 
 
 def test_duplicate_relations_and_entities_are_kept_once() -> None:
-    gi = GraphIndex(ents("A", "A", "B"), [rel("A", "B"), rel("A", "B")])
+    gi = GraphIndex(ents("A", "A", "B"), [rel("A", "B"), rel("A", "B")], reverse_readings=False)
     assert gi.num_nodes == 2 and gi.num_edges == 1
 
 
@@ -250,7 +255,7 @@ def test_cache_by_uri_and_fingerprint() -> None:
     store.entities.append(Entity(name="C"))
     store.relations.append(rel("B", "C"))
     gi2 = get_graph_index(store)
-    assert gi2 is not gi1 and store.builds == 2 and gi2.num_edges == 2
+    assert gi2 is not gi1 and store.builds == 2 and gi2.num_relations == 2
     other = FakeStore("mem:2", ents("A"), [])
     assert get_graph_index(other) is not gi2
 
@@ -385,7 +390,7 @@ def test_out_weight_totals_follow_weight_updates() -> None:
     import numpy as np
 
     rels = [rel("A", "B"), rel("A", "C"), rel("B", "C"), rel("C", "A")]
-    gi = GraphIndex(ents("A", "B", "C"), rels)
+    gi = GraphIndex(ents("A", "B", "C"), rels, reverse_readings=False)
 
     def recomputed() -> list[float]:
         return [float(gi.weights[gi.out_adj[n]].sum()) if gi.out_adj[n] else 0.0 for n in range(gi.num_nodes)]
@@ -402,7 +407,9 @@ def test_relation_ids_survive_the_compact_index_whether_derived_or_not() -> None
     a, b, c = (Entity(name=n) for n in ("A", "B", "C"))
     derived = Relation(head=a.id, type="r", tail=b.id)
     custom = Relation(id="my-edge-7", head=b.id, type="r", tail=c.id, weight=2.0)
-    gi = GraphIndex([a, b, c], [derived, custom, derived])  # a repeated relation is indexed once
+    gi = GraphIndex(
+        [a, b, c], [derived, custom, derived], reverse_readings=False
+    )  # a repeated relation is indexed once
     assert gi.num_edges == 2
     assert [gi.edge_id[e] for e in range(2)] == [derived.id, "my-edge-7"]
     assert gi.edge_index_of[derived.id] == 0 and gi.edge_index_of.get("my-edge-7") == 1

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from kgmind.models import Entity, Relation, entity_id
+from kgmind.relations import RelationSchema
 from kgmind.retrievers.graph_index import GraphIndex
 
 
@@ -26,9 +27,12 @@ class _HoodStore:
     def neighbors(self, ids: list[str], direction: str) -> list[Relation]:
         return [r for r in self.relations if r.head in ids or r.tail in ids]
 
+    def relation_schema(self) -> RelationSchema:
+        return RelationSchema()  # one untyped relation "r": role other
+
 
 def test_a_snapshot_keeps_its_weights_while_updates_are_published() -> None:
-    gi = GraphIndex([], [_rel("A", "B", 1.0), _rel("A", "C", 3.0)])
+    gi = GraphIndex([], [_rel("A", "B", 1.0), _rel("A", "C", 3.0)], reverse_readings=False)
     snap = gi.weight_snapshot()
     a = gi.idx(entity_id("A"))
     assert gi.set_weights([(_rel("A", "B").id, 2.0), ("unknown", 9.0)]) == 1
@@ -41,7 +45,7 @@ def test_a_snapshot_keeps_its_weights_while_updates_are_published() -> None:
 
 def test_a_snapshot_of_a_pushed_down_index_takes_the_edges_loaded_later() -> None:
     store = _HoodStore([_rel("A", "B", 1.0), _rel("B", "C", 2.0), _rel("C", "D", 4.0), _rel("C", "E", 1.0)])
-    gi = GraphIndex.neighborhood(store, [entity_id("A")], complete_depth=0)  # type: ignore[arg-type]
+    gi = GraphIndex.neighborhood(store, [entity_id("A")], complete_depth=0, reverse_readings=False)  # type: ignore[arg-type]
     snap = gi.weight_snapshot()
     loaded = gi.num_edges
     gi.set_weights([(_rel("A", "B").id, 5.0)])  # published while the call runs

@@ -16,6 +16,7 @@ from langgraph.runtime import Runtime
 from rich.console import Console
 
 from evidence_fixtures import evidence_item
+from evidence_roles import FITTED_READINGS
 from kgmind.cli.ask import mind_map_tree
 from kgmind.graphs import services
 from kgmind.graphs.check_grounding import grounding_report, iter_mind_map, names_in
@@ -286,7 +287,7 @@ def test_fragment_rule(text: str, fragment: bool) -> None:
 
 
 def test_a_fragment_citing_a_document_is_judged_by_length_only() -> None:
-    doc = [Evidence(id="D1", kind="doc", text="Influenza is a viral infection.")]
+    doc = [Evidence(readings=FITTED_READINGS, id="D1", kind="doc", text="Influenza is a viral infection.")]
     assert is_fragment("flu", doc) and not is_fragment("A viral infection is likely.", doc)
     assert evidence_sentence(doc[0]) == "Influenza is a viral infection."
 

@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import subprocess
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -786,8 +787,16 @@ def test_pushed_down_index_reads_neighbourhoods_from_readers_only(h: Harness) ->
     ]
 
     def answer(query: str, params: Any = None, **kwargs: Any) -> neo4j.EagerResult:
-        ids = set(params["ids"])
-        if query == q.NEIGHBORS_BOTH:
+        if query == q.RELATION_PROFILE:  # role inference: type x end types, one aggregate read
+            profile = Counter((r.type, ents[r.head].type, ents[r.tail].type) for r in rels)
+            rows = [
+                {"type": t, "head_type": ht, "tail_type": tt, "count": n}
+                for (t, ht, tt), n in sorted(profile.items())
+            ]
+        elif query == q.GET_SCHEMA:
+            rows = [{"schema": ""}]
+        elif query == q.NEIGHBORS_BOTH:
+            ids = set(params["ids"])
             rows = [rel_rec(r) for r in sorted(rels, key=lambda r: r.id) if r.head in ids or r.tail in ids]
         elif query == q.GET_ENTITIES:
             rows = [ent_rec(ents[i]) for i in params["ids"] if i in ents]
@@ -797,8 +806,9 @@ def test_pushed_down_index_reads_neighbourhoods_from_readers_only(h: Harness) ->
 
     h.driver.execute_query.side_effect = answer
     part = GraphIndex.neighborhood(h.store, [COUGH.id])
+    assert part.schema.votes("possible_disease") and part.schema.lists_symptoms("has_symptom")
     for c in h.read_calls():
-        assert c.args[0] in (q.NEIGHBORS_BOTH, q.GET_ENTITIES)
+        assert c.args[0] in (q.NEIGHBORS_BOTH, q.GET_ENTITIES, q.RELATION_PROFILE, q.GET_SCHEMA)
         assert c.kwargs == {"database_": DB, "routing_": READ}
     # Cough and its neighbours (Flu, Cold) are complete; Fever and Rash are loaded, not yet complete
     assert {part.ids[n] for n in part._complete or ()} == {COUGH.id, FLU.id, cold.id}

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import pytest
 
+from evidence_roles import FITTED_READINGS
 from kgmind.models import Evidence
 from kgmind.retrievers.aggregate import (
     ID_OVERHEAD,
@@ -47,6 +48,7 @@ TYPES = {
 def line(head: str, rel: str, tails: Sequence[str], rank: int | None = None, relation: str = "") -> Evidence:
     meta = {"disease": head, "disease_rank": rank, "relation": relation or rel} if rank else {}
     ev = Evidence(
+        readings=FITTED_READINGS,
         kind="neighbor",
         triples=[(head, rel, t) for t in tails],
         relation_ids=[f"{head}-{rel}-{t}" for t in tails],
@@ -58,6 +60,7 @@ def line(head: str, rel: str, tails: Sequence[str], rank: int | None = None, rel
 
 def support(disease: str, symptoms: Sequence[str], rank: int) -> Evidence:
     ev = Evidence(
+        readings=FITTED_READINGS,
         kind="neighbor",
         triples=[(s, "possible_disease", disease) for s in symptoms],
         relation_ids=[f"{s}-pd-{disease}" for s in symptoms],
@@ -97,7 +100,9 @@ def test_item_value_weights_each_new_answer_entity_by_its_disease() -> None:
     rest, new = item_value(items[3], VALUE, TYPES, ranks, shown)
     assert rest == pytest.approx(2 * 0.5 * 0.2) and new == {"blood culture", "sputum culture"}
     path = Evidence(
-        kind="path", triples=[("Cough", "possible_disease", "Pneumonia"), ("Pneumonia", "x", "Spirometry")]
+        readings=FITTED_READINGS,
+        kind="path",
+        triples=[("Cough", "possible_disease", "Pneumonia"), ("Pneumonia", "x", "Spirometry")],
     )
     assert item_value(path, VALUE, TYPES, ranks)[0] == pytest.approx(0.5 + 0.01)  # a test off a line: `other`
 
@@ -150,6 +155,7 @@ def test_only_the_last_group_is_cut_at_a_tail_boundary() -> None:
 
 def test_each_fact_is_paid_for_once_across_kinds() -> None:
     path = Evidence(
+        readings=FITTED_READINGS,
         kind="path",
         triples=[
             ("Cough", "possible_disease", "Pneumonia"),

@@ -44,7 +44,8 @@ from kgmind.eval.kg import default_kg, prepare_store
 from kgmind.eval.methods import METHODS
 from kgmind.eval.resources import Resources
 from kgmind.models import Evidence, normalize_name
-from kgmind.retrievers.exploration import DISEASE_MARK, rank_diseases
+from kgmind.relations import DISEASE
+from kgmind.retrievers.exploration import rank_diseases
 from kgmind.retrievers.graph_index import GraphIndex
 from kgmind.stores.feedback import apply_feedback
 from kgmind.stores.weights import DEFAULT_BETA, check_rate
@@ -160,7 +161,7 @@ def _name_index(gi: GraphIndex) -> dict[str, list[int]]:
 
 
 def _disease_like(gi: GraphIndex, node: int) -> bool:
-    return gi.types[node] == "disease"
+    return gi.types[node] == DISEASE
 
 
 def credit_edges(
@@ -226,7 +227,7 @@ def credit_edges(
             above.add(d)
         for node in linked_nodes:
             bad.update(
-                e for e in gi.out_adj[node] if gi.edge_tail[e] in above and DISEASE_MARK in gi.edge_type[e]
+                e for e in gi.out_adj[node] if gi.edge_tail[e] in above and gi.schema.votes(gi.edge_type[e])
             )
         bad -= good
     return Credit(

@@ -97,7 +97,14 @@ def evidence_sentence(ev: Evidence, about: str = "", said: str = "") -> str:
         for t in triples
         if any(mention_position(said, n) >= 0 for n in (t[0], t[2]) if normalize_name(n) != key)
     ]
-    return render_evidence(Evidence(kind="path", triples=named or triples[:MAX_SENTENCE_FACTS]))
+    return render_evidence(
+        Evidence(
+            kind="path",
+            triples=named or triples[:MAX_SENTENCE_FACTS],
+            readings=ev.readings,
+            entity_types=ev.entity_types,
+        )
+    )
 
 
 def readable_steps(chain: Sequence[Mapping[str, Any]], evidence: Sequence[Evidence]) -> list[dict[str, Any]]:

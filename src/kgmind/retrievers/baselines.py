@@ -20,11 +20,12 @@ the reference for the latency benchmark and for checking that the index-based
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from kgmind.models import Entity, Evidence, Relation
 from kgmind.retrievers.exploration import chain_segments, mindmap_neighbor_lines, pick_segment, select_diverse
+from kgmind.retrievers.graph_index_cache import relation_schema_of
 from kgmind.stores.protocol import GraphPath, GraphStore
 
 __all__ = ["kg_shortest_path", "mindmap_neighbors", "mindmap_paths", "mindmap_retrieve"]
@@ -37,6 +38,12 @@ class _Names:
         self.store = store
         self.names: dict[str, str] = {}
         self.types: dict[str, str] = {}
+        self.schema = relation_schema_of(store)
+
+    def readings(self, relations: Iterable[str]) -> dict[str, str]:
+        """``relation -> from>to`` of the medical ones among ``relations`` (:attr:`Evidence.readings`)."""
+        keys = {r: self.schema.reading(r).phrase_key for r in relations}
+        return {r: k for r, k in keys.items() if k}
 
     def fetch(self, ids: Sequence[str]) -> None:
         missing = [i for i in dict.fromkeys(ids) if i not in self.names]
@@ -89,6 +96,7 @@ def _path_ev(names: _Names, segs: Sequence[GraphPath], **meta: Any) -> Evidence:
         kind="path",
         text=_arrow(names, nodes, rels),
         triples=[(names[r.head], r.type, names[r.tail]) for r in rels],
+        readings=names.readings(r.type for r in rels),
         relation_ids=[r.id for r in rels],
         entity_ids=nodes,
         entity_types=names.types_of(nodes),
@@ -137,11 +145,10 @@ def mindmap_paths(
     ]
 
 
-def _grouped(store: GraphStore, entity: str, skip: str | None = None) -> list[tuple[str, list[Relation]]]:
+def _grouped(store: GraphStore, entity: str) -> list[tuple[str, list[Relation]]]:
     groups: dict[str, list[Relation]] = {}
     for r in store.neighbors([entity], "out"):
-        if r.type != skip:
-            groups.setdefault(r.type, []).append(r)
+        groups.setdefault(r.type, []).append(r)
     return list(groups.items())
 
 
@@ -151,6 +158,7 @@ def _line(names: _Names, entity: str, rtype: str, rels: Sequence[Relation], **me
         kind="neighbor",
         text="->".join([names[entity], rtype.replace("_", " "), ",".join(names[r.tail] for r in rels)]),
         triples=[(names[entity], rtype, names[r.tail]) for r in rels],
+        readings=names.readings([rtype]),
         relation_ids=[r.id for r in rels],
         entity_ids=[entity, *(r.tail for r in rels)],
         entity_types=names.types_of([entity, *(r.tail for r in rels)]),
@@ -180,7 +188,13 @@ def mindmap_neighbors(store: GraphStore, entity_ids: Sequence[str], *, max_lines
         return _line(names, entity, rtype, rels, **({"expansion": True} if expansion else {}))
 
     return mindmap_neighbor_lines(
-        nodes, lambda e, skip: _grouped(store, e, skip), lambda r: r.tail, line, max_lines, expand_all=True
+        nodes,
+        lambda e: _grouped(store, e),
+        lambda r: r.tail,
+        line,
+        max_lines,
+        schema=names.schema,
+        expand_all=True,
     )
 
 

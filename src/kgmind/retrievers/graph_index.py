@@ -34,6 +34,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from kgmind.models import Entity, Relation, relation_id
+from kgmind.relations import REVERSE_MARK, RelationSchema, RelationStats, infer_schema, reverse_name
+from kgmind.retrievers.graph_edges import EdgeIds, EdgeLookup, csr_lists, missing_reverse, sort_key
 from kgmind.retrievers.graph_paths import PathSearch
 from kgmind.retrievers.graph_weights import WeightSnapshot, WeightState
 from kgmind.stores.protocol import GraphStore
@@ -54,6 +56,10 @@ class IndexableStore(Protocol):
         """Every relation with its current weight."""
         ...
 
+    def relation_schema(self) -> RelationSchema:
+        """The roles of the relation types (:mod:`kgmind.relations`)."""
+        ...
+
     def fingerprint(self) -> str:
         """Changes when entities or relations are added or removed."""
         ...
@@ -61,96 +67,6 @@ class IndexableStore(Protocol):
     def weights_version(self) -> int:
         """Changes when a transaction changes weights (feedback, reset)."""
         ...
-
-
-def _csr_lists(ends: np.ndarray, nodes: int) -> list[Any]:
-    """Per node, the indices of the edges whose endpoint (head or tail) it is, ascending, as int32 arrays."""
-    order = np.argsort(ends, kind="stable").astype(np.int32)
-    bounds = (
-        np.searchsorted(ends[order], np.arange(nodes + 1)) if len(ends) else np.zeros(nodes + 1, np.int64)
-    )
-    data = order.tobytes()
-    out: list[Any] = []
-    for i in range(nodes):
-        a = array("i")
-        a.frombytes(data[int(bounds[i]) * 4 : int(bounds[i + 1]) * 4])
-        out.append(a)
-    return out
-
-
-class _EdgeIds:
-    """``edge_id[e]``: a relation id, derived from the edge when the store used kgmind's ids.
-
-    Keeping one string per edge was about 75 bytes of the index's per-edge cost; an id
-    that is not :func:`kgmind.models.relation_id` of its edge is kept in ``explicit``.
-    """
-
-    def __init__(self, gi: GraphIndex) -> None:
-        self._gi = gi
-        self.explicit: dict[int, str] = {}
-
-    def __getitem__(self, e: int) -> str:
-        rid = self.explicit.get(e)
-        if rid is not None:
-            return rid
-        gi = self._gi
-        return relation_id(gi.ids[gi.edge_head[e]], gi.edge_type[e], gi.ids[gi.edge_tail[e]])
-
-    def __len__(self) -> int:
-        return len(self._gi.edge_head)
-
-    def __iter__(self) -> Iterator[str]:
-        return (self[e] for e in range(len(self)))
-
-
-class _EdgeLookup:
-    """``edge_index_of``: relation id → edge index, through a sorted array of id hashes.
-
-    Ids added after the build (a pushed-down index grows) sit in ``pending``, a dict.
-    """
-
-    def __init__(self, gi: GraphIndex) -> None:
-        self._gi = gi
-        self.pending: dict[str, int] = {}
-        self._hashes = np.zeros(0, dtype=np.int64)
-        self._edges = np.zeros(0, dtype=np.int32)
-
-    def freeze(self, hashes: Sequence[int]) -> None:
-        """Move the build's ids from ``pending`` into the hash arrays (``hashes[e]`` = ``hash(id of e)``)."""
-        h = np.asarray(hashes, dtype=np.int64)
-        order = np.argsort(h, kind="stable")  # stable: a hash collision keeps edge order
-        self._hashes = h[order]
-        self._edges = order.astype(np.int32)
-        self.pending = {}
-
-    def get(self, rid: str, default: int | None = None) -> int | None:
-        e = self.pending.get(rid)
-        if e is not None:
-            return e
-        h = hash(rid)
-        i = int(np.searchsorted(self._hashes, h))
-        ids = self._gi.edge_id
-        while i < len(self._hashes) and int(self._hashes[i]) == h:
-            e = int(self._edges[i])
-            if ids[e] == rid:
-                return e
-            i += 1
-        return default
-
-    def __getitem__(self, rid: str) -> int:
-        e = self.get(rid)
-        if e is None:
-            raise KeyError(rid)
-        return e
-
-    def __contains__(self, rid: object) -> bool:
-        return isinstance(rid, str) and self.get(rid) is not None
-
-    def __setitem__(self, rid: str, e: int) -> None:
-        self.pending[rid] = e
-
-    def __len__(self) -> int:
-        return len(self._hashes) + len(self.pending)
 
 
 class _LazyAdjacency(list[list[int]]):
@@ -201,6 +117,9 @@ class GraphIndex(PathSearch):
     ``edge_tail``, ``edge_type``, ``edge_id``, ``edge_source`` per edge; ``out_adj`` /
     ``in_adj`` (edge indices per node). Weights: :meth:`weight_snapshot` (one per
     exploration call); ``weights`` and ``out_weight_total`` read the current state.
+    Every edge is walkable both ways: where the KG stores no way back, a reverse reading
+    ``~type`` is added (:mod:`kgmind.retrievers.graph_edges`); ``edge_twin[e]`` links a
+    stored edge and its reading (``-1``: none). ``schema`` gives each reading its role.
     """
 
     def __init__(
@@ -211,6 +130,8 @@ class GraphIndex(PathSearch):
         uri: str = "",
         fingerprint: str = "",
         weights_version: int = 0,
+        schema: RelationSchema | None = None,
+        reverse_readings: bool = True,
     ) -> None:
         """Build the index.
 
@@ -221,6 +142,10 @@ class GraphIndex(PathSearch):
             uri: The store URI the index was built from.
             fingerprint: The store fingerprint at build time.
             weights_version: The store's weights version, read before ``relations``.
+            schema: The relation roles (:meth:`GraphStore.relation_schema`); ``None``: inferred
+                from the entity types and names of ``relations``.
+            reverse_readings: Add the way back of every edge the KG stores one way only
+                (the default); ``False`` walks the stored directions only, as MindMap does.
         """
         self.uri = uri
         self.fingerprint = fingerprint
@@ -246,18 +171,23 @@ class GraphIndex(PathSearch):
         self.edge_tail: Any = array("i")
         self.edge_type: list[str] = []
         self.edge_source: list[str] = []
-        self.edge_id: _EdgeIds = _EdgeIds(self)
-        self.edge_index_of: _EdgeLookup = _EdgeLookup(self)
+        self.edge_twin: Any = array("i")
+        self.edge_id: EdgeIds = EdgeIds(self)
+        self.edge_index_of: EdgeLookup = EdgeLookup(self)
         weights, hashes = self._read_relations(relations)
         self.edge_index_of.freeze(hashes)
+        self.schema = schema if schema is not None else self._own_schema()
+        self.reverse_readings = reverse_readings
+        if reverse_readings:
+            self._add_reverse_readings(weights)
         heads = (
             np.frombuffer(self.edge_head, dtype=np.int32) if len(self.edge_head) else np.zeros(0, np.int32)
         )
         tails = (
             np.frombuffer(self.edge_tail, dtype=np.int32) if len(self.edge_tail) else np.zeros(0, np.int32)
         )
-        self.out_adj = _csr_lists(heads, len(self.ids))
-        self.in_adj = _csr_lists(tails, len(self.ids))
+        self.out_adj = csr_lists(heads, len(self.ids))
+        self.in_adj = csr_lists(tails, len(self.ids))
         # the published weights and Σ out-weights per node (KGCoT's normaliser), swapped whole
         self._weights = WeightState.build(np.asarray(weights, dtype=np.float64), heads, len(self.ids))
         self._lock = threading.Lock()  # orders writers (updates, pushed-down growth); readers take none
@@ -267,6 +197,7 @@ class GraphIndex(PathSearch):
         # nodes whose every edge is loaded; None = a full index, where every node is complete
         self._source: GraphStore | None = None
         self._complete: set[int] | None = None
+        self._pairs: set[tuple[int, int]] = set()  # pushed down: (head, tail) of every loaded stored edge
 
     def _read_relations(self, relations: Iterable[Relation]) -> tuple[Any, Any]:
         """Append the edges of ``relations`` (each id once); return their weights and id hashes."""
@@ -290,7 +221,41 @@ class GraphIndex(PathSearch):
             pending[rel.id] = e
             hashes.append(hash(rel.id))
             weights.append(rel.weight)
+        self.edge_twin.extend([-1] * (len(self.edge_head) - len(self.edge_twin)))
         return weights, hashes
+
+    def _own_schema(self) -> RelationSchema:
+        """The relation roles read from this index's own edges (an index built without a store)."""
+        types = self.types
+        return infer_schema(
+            RelationStats.from_edges(
+                (
+                    (str(h), self.edge_type[e], str(t), types[h], types[t])
+                    for e, (h, t) in enumerate(zip(self.edge_head, self.edge_tail, strict=True))
+                ),
+                keep_names=False,
+            )
+        )
+
+    def _add_reverse_readings(self, weights: Any) -> None:
+        """Append a reverse reading of every stored edge whose way back the KG lacks (module docstring)."""
+        heads = np.array(self.edge_head, dtype=np.int32)  # copies: the arrays grow below
+        tails = np.array(self.edge_tail, dtype=np.int32)
+        need = missing_reverse(heads, tails, len(self.ids))
+        if not len(need):
+            return
+        first = len(self.edge_head)
+        names: dict[str, str] = {}
+        types, sources = self.edge_type, self.edge_source
+        self.edge_head.extend(array("i", tails[need].tobytes()))
+        self.edge_tail.extend(array("i", heads[need].tobytes()))
+        self.edge_type.extend([names.setdefault(types[e], reverse_name(types[e])) for e in need.tolist()])
+        self.edge_source.extend([sources[e] for e in need.tolist()])
+        self.edge_twin.extend(array("i", need.astype(np.int32).tobytes()))
+        twin = self.edge_twin
+        for e, v in zip(need.tolist(), range(first, first + len(need)), strict=True):
+            twin[e] = v
+        weights.extend(array("d", np.asarray(weights, dtype=np.float64)[need].tobytes()))
 
     @classmethod
     def neighborhood(
@@ -301,6 +266,8 @@ class GraphIndex(PathSearch):
         complete_depth: int = 1,
         fingerprint: str = "",
         weights_version: int = 0,
+        schema: RelationSchema | None = None,
+        reverse_readings: bool = True,
     ) -> GraphIndex:
         """An index of the part of ``store`` around ``seeds``, read with bounded id-keyed queries.
 
@@ -318,13 +285,26 @@ class GraphIndex(PathSearch):
                 chains of up to 3 hops, the ranked neighbour lines and the disease votes.
             fingerprint: The store fingerprint (cache keys).
             weights_version: The store's weights version, read before the edges.
+            schema: The relation roles (``None``: :meth:`GraphStore.relation_schema`, one
+                aggregate read; the cache passes the one it keeps per fingerprint).
+            reverse_readings: As for the full index.
 
         Returns:
             The partial index.
         """
-        gi = cls([], [], uri=store.uri, fingerprint=fingerprint, weights_version=weights_version)
+        schema = store.relation_schema() if schema is None else schema
+        gi = cls(
+            [],
+            [],
+            uri=store.uri,
+            fingerprint=fingerprint,
+            weights_version=weights_version,
+            schema=schema,
+            reverse_readings=reverse_readings,
+        )
         gi._source = store
         gi._complete = set()
+        gi._pairs = set()
         gi.out_adj = _LazyAdjacency(gi)
         gi.in_adj = _LazyAdjacency(gi)
         frontier = gi._add_entities(store.get_entities(sorted(set(seeds))))
@@ -376,31 +356,48 @@ class GraphIndex(PathSearch):
             touched: set[int] = set()
             new_weights: list[float] = []
             new_heads: list[int] = []
+            pairs = self._pairs
+            loaded: list[int] = []
             for rel in sorted(rels, key=lambda r: r.id):
                 h, t = self.index_of[rel.head], self.index_of[rel.tail]
-                e = len(self.edge_id)
+                e = self._append_edge(h, t, rel.type, rel.source, -1)
                 self.edge_index_of[rel.id] = e
-                self.edge_head.append(h)
-                self.edge_tail.append(t)
-                self.edge_type.append(rel.type)
                 if rel.id != relation_id(rel.head, rel.type, rel.tail):
                     self.edge_id.explicit[e] = rel.id
-                self.edge_source.append(rel.source)
                 new_weights.append(rel.weight)
                 new_heads.append(h)
-                list.__getitem__(self.out_adj, h).append(e)
-                list.__getitem__(self.in_adj, t).append(e)
+                pairs.add((h, t))
+                loaded.append(e)
                 touched.update((h, t))
+            for i, e in enumerate(loaded):  # the way back the KG lacks, as on the full index
+                h, t = self.edge_head[e], self.edge_tail[e]
+                if self.reverse_readings and h != t and (t, h) not in pairs:
+                    rtype = reverse_name(self.edge_type[e])
+                    self.edge_twin[e] = self._append_edge(t, h, rtype, self.edge_source[e], e)
+                    new_weights.append(new_weights[i])
+                    new_heads.append(t)
             if new_weights:
                 self._weights = self._weights.grown(new_weights, new_heads, len(self.ids))
                 self.edge_tail_array = np.asarray(self.edge_tail, dtype=np.int64)
-            ids = self.edge_id
-            for n in touched:  # the full index lists a node's edges in relation-id order
-                list.__getitem__(self.out_adj, n).sort(key=ids.__getitem__)
-                list.__getitem__(self.in_adj, n).sort(key=ids.__getitem__)
+            key = sort_key(self)
+            for n in touched:  # the full index's order: stored edges by relation id, then reverse readings
+                list.__getitem__(self.out_adj, n).sort(key=key)
+                list.__getitem__(self.in_adj, n).sort(key=key)
                 self._out_arrays.pop(n, None)
             self._complete.update(todo)
             return added
+
+    def _append_edge(self, h: int, t: int, rtype: str, source: str, twin: int) -> int:
+        """Append one edge to the columns and both adjacency lists (pushed-down growth); return its index."""
+        e = len(self.edge_head)
+        self.edge_head.append(h)
+        self.edge_tail.append(t)
+        self.edge_type.append(rtype)
+        self.edge_source.append(source)
+        self.edge_twin.append(twin)
+        list.__getitem__(self.out_adj, h).append(e)
+        list.__getitem__(self.in_adj, t).append(e)
+        return e
 
     def uniform_weights(self) -> bool:
         """Whether every edge has the same weight (nothing learnt: every learnt lift is 0), cached."""
@@ -475,8 +472,13 @@ class GraphIndex(PathSearch):
 
     @property
     def num_edges(self) -> int:
-        """Number of relations."""
+        """Number of edges the explorations walk: the stored relations and their reverse readings."""
         return len(self.edge_head)
+
+    @property
+    def num_relations(self) -> int:
+        """Number of stored relations (reverse readings not counted)."""
+        return sum(1 for t in self.edge_type if not t.startswith(REVERSE_MARK))
 
     def __contains__(self, entity_id: object) -> bool:
         return entity_id in self.index_of
@@ -538,8 +540,12 @@ class GraphIndex(PathSearch):
         """
         with self._lock:
             changes = [(e, float(w)) for rid, w in updates if (e := self.edge_index_of.get(rid)) is not None]
+            twin = self.edge_twin
+            readings = [
+                (twin[e], w) for e, w in changes if twin[e] >= 0
+            ]  # a reverse reading moves with its edge
             if changes:
-                self._weights = self._weights.updated(changes, self.edge_head, self._out_list)
+                self._weights = self._weights.updated(changes + readings, self.edge_head, self._out_list)
         return len(changes)
 
     def reload_weights(self, relations: Iterable[Relation], weights_version: int) -> int:
@@ -558,6 +564,8 @@ class GraphIndex(PathSearch):
             e = self.edge_index_of.get(rel.id)
             if e is not None:
                 fresh[e] = rel.weight
+                if self.edge_twin[e] >= 0:
+                    fresh[self.edge_twin[e]] = rel.weight
         state = WeightState.build(fresh, np.asarray(self.edge_head, dtype=np.int64), len(self.ids))
         with self._lock:
             before = self._weights

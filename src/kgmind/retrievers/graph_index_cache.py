@@ -30,6 +30,7 @@ from typing import Any
 from cachetools import LRUCache, cached
 
 from kgmind.models import WeightChange
+from kgmind.relations import RelationSchema
 from kgmind.retrievers.graph_index import GraphIndex, IndexableStore
 from kgmind.stores.feedback import on_weight_changes
 from kgmind.stores.protocol import GraphStore
@@ -41,6 +42,7 @@ __all__ = [
     "get_neighborhood_index",
     "notify_weight_changes",
     "pushdown_wanted",
+    "relation_schema_of",
 ]
 
 #: Guards every cache below; waiters for a key being built wait on it.
@@ -77,6 +79,7 @@ def _built(store: IndexableStore, fingerprint: str, weights_version: int) -> _Ke
             uri=store.uri,
             fingerprint=fingerprint,
             weights_version=weights_version,
+            schema=store.relation_schema(),
         )
     )
 
@@ -158,7 +161,19 @@ _NeighborhoodKey = tuple[str, str, int, tuple[str, ...]]
 
 @cached(LRUCache(maxsize=_HOOD_CACHE_SIZE), key=lambda store, key: key, condition=_cond)
 def _neighborhood(store: GraphStore, key: _NeighborhoodKey) -> GraphIndex:
-    return GraphIndex.neighborhood(store, key[3], fingerprint=key[1], weights_version=key[2])
+    schema = _schema(store, key[1])
+    return GraphIndex.neighborhood(store, key[3], fingerprint=key[1], weights_version=key[2], schema=schema)
+
+
+@cached(LRUCache(maxsize=8), key=lambda store, fingerprint: (store.uri, fingerprint), lock=threading.Lock())
+def _schema(store: GraphStore, fingerprint: str) -> RelationSchema:
+    """The store's relation roles, read once per content version (one aggregate query over the KG)."""
+    return store.relation_schema()
+
+
+def relation_schema_of(store: GraphStore) -> RelationSchema:
+    """The store's relation roles (:meth:`GraphStore.relation_schema`), cached per content version."""
+    return _schema(store, store.fingerprint())
 
 
 def get_neighborhood_index(store: GraphStore, seeds: Sequence[str]) -> GraphIndex:

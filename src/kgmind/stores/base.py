@@ -12,6 +12,7 @@ the contract suite's rules, and a third backend writes only the database half.
 
 from __future__ import annotations
 
+import json
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -27,6 +28,7 @@ from kgmind.models import (
     merge_entities,
     normalize_name,
 )
+from kgmind.relations import RelationSchema, RelationStats, infer_schema
 from kgmind.stores.protocol import (
     Direction,
     GraphPath,
@@ -409,3 +411,39 @@ class StoreBase(ABC):
     @abstractmethod
     def _counts(self) -> tuple[dict[str, int], dict[str, int], int]:
         """Entities per type, relations per type and the number of documents."""
+
+    # -- relation roles ------------------------------------------------------------------
+    def relation_schema(self) -> RelationSchema:
+        """The roles of this KG's relation types: the stored schema file, else inferred.
+
+        One aggregate read (relation type × entity types of its ends) plus the schema a
+        user gave at import; see :mod:`kgmind.relations`.
+        """
+        stats: dict[str, RelationStats] = {}
+        for rtype, head_type, tail_type, count in self._relation_profile():
+            st = stats.setdefault(rtype, RelationStats(rtype))
+            st.count += count
+            st.head_types[head_type or "entity"] += count
+            st.tail_types[tail_type or "entity"] += count
+        return infer_schema([stats[k] for k in sorted(stats)], self.schema_overrides())
+
+    @abstractmethod
+    def _relation_profile(self) -> Iterable[tuple[str, str, str, int]]:
+        """``(relation type, head entity type, tail entity type, edges)`` over the whole KG."""
+
+    def schema_overrides(self) -> dict[str, dict[str, str]]:
+        """The relation roles a user gave (``kg import --schema``), ``{}`` when none."""
+        raw = self._read_schema()
+        return json.loads(raw) if raw else {}
+
+    def set_schema_overrides(self, overrides: Mapping[str, Mapping[str, str]]) -> None:
+        """Keep the relation roles a user gave; bumps the content version, so indexes rebuild with them."""
+        self._write_schema(json.dumps({k: dict(v) for k, v in sorted(overrides.items())}, ensure_ascii=False))
+
+    @abstractmethod
+    def _read_schema(self) -> str:
+        """The stored schema JSON, ``""`` when none."""
+
+    @abstractmethod
+    def _write_schema(self, text: str) -> None:
+        """Store the schema JSON and bump the content version, in one transaction."""

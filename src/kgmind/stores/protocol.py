@@ -16,6 +16,7 @@ from typing import Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, Field
 
 from kgmind.models import Entity, KnowledgeDoc, Relation, WeightChange
+from kgmind.relations import RelationSchema
 
 __all__ = [
     "Direction",
@@ -182,6 +183,18 @@ class GraphStore(Protocol):
 
     def stats(self) -> StoreStats:
         """Counts per entity type and relation type."""
+        ...
+
+    def relation_schema(self) -> RelationSchema:
+        """The roles of the KG's relation types (:mod:`kgmind.relations`): given at import, else inferred."""
+        ...
+
+    def schema_overrides(self) -> dict[str, dict[str, str]]:
+        """The relation roles a user gave at import (``kg import --schema``), ``{}`` when none."""
+        ...
+
+    def set_schema_overrides(self, overrides: Mapping[str, Mapping[str, str]]) -> None:
+        """Keep the relation roles a user gave; changes the fingerprint."""
         ...
 
     def fingerprint(self) -> str:

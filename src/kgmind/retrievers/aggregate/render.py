@@ -13,15 +13,19 @@ model's tokenizer (:func:`kgmind.llm.local_tokenizer`).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from importlib import resources
 from typing import Any
 
 from kgmind.models import Evidence
+from kgmind.relations import stored_name
 from kgmind.text import CJK, detect_language
 
 __all__ = [
     "EN_PHRASES",
+    "EN_ROLE_PHRASES",
     "MAX_NOTE_WORDS",
+    "ZH_ROLE_TEMPLATES",
     "ZH_TEMPLATES",
     "Tokenizer",
     "chunk_text",
@@ -33,39 +37,43 @@ __all__ = [
 #: An exact tokenizer: text in, its tokens out (only their number is used).
 Tokenizer = Callable[[str], Sequence[Any]]
 
-#: English clause per relation type: ``{h} <phrase> {t}``.
-EN_PHRASES: dict[str, str] = {
-    "has_symptom": "may present with",
-    "possible_disease": "may be a sign of",
-    "need_medical_test": "can be checked with",
-    "can_check_disease": "can help diagnose",
-    "need_medication": "can be treated with",
-    "possible_cure_disease": "may be used to treat",
-    "has_complication": "may lead to the complication",
-    "belongs_to_department": "is treated in",
-    "department_of_disease": "treats",
-    "good_food": "is helped by eating",
-    "food_good_for": "is good for",
-    "avoid_food": "should avoid eating",
-    "food_avoided_by": "should be avoided with",
+#: English clause per medical reading (:attr:`kgmind.relations.Reading.phrase_key`): ``{h} <phrase> {t}``.
+#: By role and direction, not by name, so every KG's symptom relation reads the same.
+EN_ROLE_PHRASES: dict[str, str] = {
+    "disease>symptom": "may present with",
+    "symptom>disease": "may be a sign of",
+    "disease>test": "can be checked with",
+    "test>disease": "can help diagnose",
+    "disease>medication": "can be treated with",
+    "medication>disease": "may be used to treat",
 }
 
-#: Chinese clause per relation type (``{h}``/``{t}`` placeholders).
-ZH_TEMPLATES: dict[str, str] = {
-    "has_symptom": "{h}的症状包括{t}",
-    "possible_disease": "{h}可能提示{t}",
-    "need_medical_test": "{h}可做的检查包括{t}",
-    "can_check_disease": "{h}可用于检查{t}",
-    "need_medication": "{h}的常用药物包括{t}",
-    "possible_cure_disease": "{h}可用于治疗{t}",
-    "has_complication": "{h}的并发症包括{t}",
-    "belongs_to_department": "{h}的就诊科室是{t}",
-    "department_of_disease": "{t}在{h}就诊",
-    "good_food": "{h}宜吃{t}",
-    "food_good_for": "{h}适合{t}患者食用",
-    "avoid_food": "{h}忌吃{t}",
-    "food_avoided_by": "{t}患者应忌食{h}",
+#: Chinese clause per medical reading (``{h}``/``{t}`` placeholders).
+ZH_ROLE_TEMPLATES: dict[str, str] = {
+    "disease>symptom": "{h}的症状包括{t}",
+    "symptom>disease": "{h}可能提示{t}",
+    "disease>test": "{h}可做的检查包括{t}",
+    "test>disease": "{h}可用于检查{t}",
+    "disease>medication": "{h}的常用药物包括{t}",
+    "medication>disease": "{h}可用于治疗{t}",
 }
+
+
+def _load_named_phrases() -> tuple[dict[str, str], dict[str, str]]:
+    """Phrases of common relations without a medical role, by name (``data/relation_phrases.tsv``)."""
+    en: dict[str, str] = {}
+    zh: dict[str, str] = {}
+    text = resources.files("kgmind.data").joinpath("relation_phrases.tsv").read_text(encoding="utf-8")
+    for line in text.splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        name, en_phrase, zh_template = line.split("\t")
+        en[name], zh[name] = en_phrase, zh_template
+    return en, zh
+
+
+#: English clause (``{h} <phrase> {t}``) and Chinese template of named relations without a role.
+EN_PHRASES, ZH_TEMPLATES = _load_named_phrases()
 
 #: Longest description / knowledge text attached to a rendered item, in words (CJK: characters).
 MAX_NOTE_WORDS = 40
@@ -144,16 +152,22 @@ def _join_names(names: Sequence[str], zh: bool) -> str:
     return ", ".join(names[:-1]) + " and " + names[-1]
 
 
-def _clause(head: str, rel: str, tails: Sequence[str], zh: bool) -> str:
+def _clause(head: str, rel: str, tails: Sequence[str], zh: bool, key: str = "") -> str:
+    """One clause: by the reading's medical role, else by name; a reverse walk with no role reads forward."""
+    relation, reverse = stored_name(rel)
+    if zh:
+        tpl = ZH_ROLE_TEMPLATES.get(key) or ZH_TEMPLATES.get(relation)
+    else:
+        phrase = EN_ROLE_PHRASES.get(key) or EN_PHRASES.get(relation, relation.replace("_", " "))
+    if reverse and not key:  # no role: say the stored fact, ``tails <relation> head``
+        head, tails = _join_names(tails, zh), [head]
     t = _join_names(tails, zh)
     if zh:
-        tpl = ZH_TEMPLATES.get(rel)
-        return tpl.format(h=head, t=t) if tpl else f"{head} {rel.replace('_', ' ')} {t}"
-    phrase = EN_PHRASES.get(rel, rel.replace("_", " "))
+        return tpl.format(h=head, t=t) if tpl else f"{head} {relation.replace('_', ' ')} {t}"
     return f"{head} {phrase} {t}"
 
 
-def _clauses(triples: Sequence[tuple[str, str, str]], zh: bool) -> list[str]:
+def _clauses(triples: Sequence[tuple[str, str, str]], zh: bool, readings: Mapping[str, str]) -> list[str]:
     """One clause per run of triples sharing head and relation; shared tail → joined heads."""
     if not triples:
         return []
@@ -163,25 +177,41 @@ def _clauses(triples: Sequence[tuple[str, str, str]], zh: bool) -> list[str]:
     if len(rels) == 1 and len(tails) == 1 and len(heads) > 1:
         rel = next(iter(rels))
         tail = next(iter(tails))
-        if zh:
-            return [_clause(_join_names(heads, zh), rel, [tail], zh)]
-        return [f"{_join_names(heads, zh)} {EN_PHRASES.get(rel, rel.replace('_', ' '))} {tail}"]
+        if zh or not stored_name(rel)[1] or readings.get(rel):
+            return [_clause(_join_names(heads, zh), rel, [tail], zh, readings.get(rel, ""))]
     out: list[str] = []
     group: list[tuple[str, str, str]] = []
     for tr in triples:
         if group and (tr[0], tr[1]) != (group[0][0], group[0][1]):
-            out.append(_clause(group[0][0], group[0][1], [g[2] for g in group], zh))
+            out.append(
+                _clause(group[0][0], group[0][1], [g[2] for g in group], zh, readings.get(group[0][1], ""))
+            )
             group = []
         group.append(tr)
-    out.append(_clause(group[0][0], group[0][1], [g[2] for g in group], zh))
+    out.append(_clause(group[0][0], group[0][1], [g[2] for g in group], zh, readings.get(group[0][1], "")))
     return out
+
+
+def _readings_by_type(ev: Evidence) -> dict[str, str]:
+    """Readings from the entity types an item carries, for items built without roles (older checkpoints).
+
+    A relation whose triples all join a disease and a symptom, test or drug (either way)
+    reads by that role; others by name.
+    """
+    types = ev.entity_types
+    keys: dict[str, set[str]] = {}
+    for h, r, t in ev.triples:
+        keys.setdefault(r, set()).add(f"{types.get(h, '')}>{types.get(t, '')}")
+    return {r: k.pop() for r, k in keys.items() if len(k) == 1 and next(iter(k)) in EN_ROLE_PHRASES}
 
 
 def render_evidence(ev: Evidence) -> str:
     """One natural-language sentence for an evidence item, by template (no LLM).
 
-    Relation types with a template (``has_symptom``, ``need_medication`` …) read
-    naturally; others fall back to ``head relation words tail``. Chinese names get
+    Relations with a medical role read by role and direction (``Fever may be a sign of
+    Measles`` for any symptom relation walked toward the disease, however it is named);
+    named relations without a role use ``data/relation_phrases.tsv``; others fall back to
+    ``head relation words tail`` (a reverse walk says the stored fact). Chinese names get
     Chinese templates. HyKGE chains append the end entities' descriptions and KGCoT
     chains the knowledge behind their edges, each cut to :data:`MAX_NOTE_WORDS`.
     Items without triples (documents) keep their text.
@@ -195,7 +225,7 @@ def render_evidence(ev: Evidence) -> str:
     if not ev.triples:
         return ev.text.strip()
     zh = is_zh("".join(h + t for h, _, t in ev.triples))
-    clauses = _clauses(ev.triples, zh)
+    clauses = _clauses(ev.triples, zh, ev.readings or _readings_by_type(ev))
     sentence = "；".join(clauses) + "。" if zh else ", and ".join(clauses) + "."  # names keep their case
     notes: list[str] = []
     if ev.kind == "chain":

@@ -21,15 +21,13 @@ per method:
 from __future__ import annotations
 
 from kgmind.retrievers.exploration.chains import hykge_chains
-from kgmind.retrievers.exploration.items import DISEASE_MARK, PATHS_PER_SEGMENT, SYMPTOM_RELATION
+from kgmind.retrievers.exploration.items import PATHS_PER_SEGMENT
 from kgmind.retrievers.exploration.kgcot import DocSource, weighted_dfs_chains
 from kgmind.retrievers.exploration.neighbors import mindmap_neighbor_lines, neighbor_evidence, rank_diseases
 from kgmind.retrievers.exploration.paths import chain_segments, path_evidence, pick_segment, select_diverse
 
 __all__ = [
-    "DISEASE_MARK",
     "PATHS_PER_SEGMENT",
-    "SYMPTOM_RELATION",
     "DocSource",
     "chain_segments",
     "hykge_chains",

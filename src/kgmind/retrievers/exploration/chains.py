@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kgmind.models import Evidence
+from kgmind.relations import REVERSE_MARK
 from kgmind.retrievers.exploration.items import evidence_item, resolve, triple_text
 from kgmind.retrievers.graph_index import GraphIndex
 from kgmind.retrievers.graph_paths import BfsMemo
@@ -48,11 +49,16 @@ def _meetings(
     return out
 
 
-def _first_edges(adj: list[int], other: list[int]) -> dict[int, int]:
-    """First edge (insertion order) to each neighbor, keyed by that neighbor."""
+def _first_edges(adj: list[int], other: list[int], types: list[str]) -> dict[int, int]:
+    """First stored edge (insertion order) to each neighbor, keyed by that neighbor.
+
+    Reverse readings are left out: HyKGE names its chains by the stored directions
+    (``a → x ← b`` is a co-ancestor), and the undirected paths already walk both ways.
+    """
     out: dict[int, int] = {}
     for e in adj:
-        out.setdefault(other[e], e)
+        if not types[e].startswith(REVERSE_MARK):
+            out.setdefault(other[e], e)
     return out
 
 
@@ -91,8 +97,8 @@ def hykge_chains(
     if len(nodes) < 2 or max_chains <= 0:
         return []
     # candidates stay (edges, nodes, type, pair) tuples; only the selected ones become Evidence
-    outs = {n: _first_edges(gi.out_adj[n], gi.edge_tail) for n in nodes}
-    ins = {n: _first_edges(gi.in_adj[n], gi.edge_head) for n in nodes}
+    outs = {n: _first_edges(gi.out_adj[n], gi.edge_tail, gi.edge_type) for n in nodes}
+    ins = {n: _first_edges(gi.in_adj[n], gi.edge_head, gi.edge_type) for n in nodes}
     queues: list[list[_Cand]] = []
     memo: BfsMemo = {}  # each entity's BFS levels, expanded once for all of its pairs
     for a, b in itertools.combinations(nodes, 2):

@@ -11,14 +11,13 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from kgmind.models import Evidence, EvidenceKind
+from kgmind.relations import reading_words
 from kgmind.retrievers.graph_index import GraphIndex
 from kgmind.retrievers.graph_paths import IndexPath
 from kgmind.retrievers.graph_weights import WeightSnapshot
 
 __all__ = [
-    "DISEASE_MARK",
     "PATHS_PER_SEGMENT",
-    "SYMPTOM_RELATION",
     "arrow_path",
     "edge_prob",
     "evidence_item",
@@ -28,10 +27,6 @@ __all__ = [
     "triple_text",
 ]
 
-#: MindMap: a relation whose type contains this word leads to diseases.
-DISEASE_MARK = "disease"
-#: MindMap skips this relation when it expands a disease.
-SYMPTOM_RELATION = "has_symptom"
 #: MindMap keeps at most this many shortest paths per segment.
 PATHS_PER_SEGMENT = 5
 
@@ -54,17 +49,18 @@ def triple(gi: GraphIndex, e: int) -> tuple[str, str, str]:
 
 
 def arrow_path(gi: GraphIndex, nodes: Sequence[int], edges: Sequence[int]) -> str:
-    """MindMap's ``A->rel->B->rel->C`` form (``_`` shown as spaces)."""
+    """MindMap's ``A->rel->B->rel->C`` form (:func:`~kgmind.relations.reading_words` for each relation)."""
     parts = [gi.names[nodes[0]]]
     for e, n in zip(edges, nodes[1:], strict=True):
-        parts.append(gi.edge_type[e].replace("_", " "))
+        parts.append(reading_words(gi.schema.reading(gi.edge_type[e])))
         parts.append(gi.names[n])
     return "->".join(parts)
 
 
 def triple_text(gi: GraphIndex, edges: Sequence[int]) -> str:
-    """The edges as ``A->rel->B; C->rel->D`` (``_`` in relation types shown as spaces)."""
-    return "; ".join("->".join((h, r.replace("_", " "), t)) for h, r, t in (triple(gi, e) for e in edges))
+    """The edges as ``A->rel->B; C->rel->D`` (:func:`~kgmind.relations.reading_words` for each relation)."""
+    words = gi.schema.reading
+    return "; ".join("->".join((h, reading_words(words(r)), t)) for h, r, t in (triple(gi, e) for e in edges))
 
 
 def edge_prob(gi: GraphIndex, weights: WeightSnapshot, e: int) -> float:
@@ -94,10 +90,13 @@ def evidence_item(
 ) -> Evidence:
     """An evidence item over ``edges`` naming ``nodes``, with their ids, display names and types."""
     node_list = list(nodes)
+    schema = gi.schema
+    keys = {r: schema.reading(r).phrase_key for r in {gi.edge_type[e] for e in edges}}
     return Evidence(
         kind=kind,
         text=text,
         triples=[triple(gi, e) for e in edges],
+        readings={r: k for r, k in keys.items() if k},
         relation_ids=[gi.edge_id[e] for e in edges],
         entity_ids=[gi.ids[n] for n in node_list],
         entity_types={gi.names[n]: gi.types[n] for n in node_list},

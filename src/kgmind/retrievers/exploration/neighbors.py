@@ -1,9 +1,10 @@
 """MindMap's neighbor-based evidence over a :class:`GraphIndex`, and kgmind's disease-ranked variant.
 
 Faithful (:func:`neighbor_evidence`): per linked entity one line per outgoing relation
-type listing every tail; relation types containing ``disease`` are not lines: the
-diseases they reach are expanded (``has_symptom`` skipped), only the linked ones when any
-reached disease is linked. A visited set stops the endless loop on entities that are
+type listing every tail; relations that lead to a disease (MindMap: types containing
+``disease``; here any reading that :attr:`~kgmind.relations.Reading.votes`) are not lines:
+the diseases they reach are expanded (their symptom lists skipped), only the linked ones
+when any reached disease is linked. A visited set stops the endless loop on entities that are
 both disease and symptom (MindMap loops forever there) and drops the duplicate lines
 MindMap emits when two linked entities reach the same disease. Entity lines come first;
 expansion lines are appended only when there are at most ``max_lines`` entity lines
@@ -22,13 +23,8 @@ from functools import partial
 from typing import Any, TypeVar
 
 from kgmind.models import Evidence
-from kgmind.retrievers.exploration.items import (
-    DISEASE_MARK,
-    SYMPTOM_RELATION,
-    evidence_item,
-    resolve,
-    triple_text,
-)
+from kgmind.relations import DISEASE, RelationSchema, reading_words
+from kgmind.retrievers.exploration.items import evidence_item, resolve, triple_text
 from kgmind.retrievers.graph_index import GraphIndex
 from kgmind.retrievers.graph_weights import WeightSnapshot
 from kgmind.tuning import PIPELINE, WEIGHT_VOTES
@@ -42,22 +38,24 @@ L = TypeVar("L")
 
 def mindmap_neighbor_lines(
     nodes: Sequence[N],
-    groups: Callable[[N, str | None], list[tuple[str, list[E]]]],
+    groups: Callable[[N], list[tuple[str, list[E]]]],
     tail: Callable[[E], N],
     line: Callable[[N, str, list[E], bool], L],
     max_lines: int,
     *,
+    schema: RelationSchema,
     expand_all: bool = False,
 ) -> list[L]:
     """MindMap's neighbor lines, whatever the graph is read from (see the module docstring).
 
     Args:
         nodes: Linked entities, in question order.
-        groups: ``(node, relation type to skip)`` -> the node's outgoing edges grouped by
-            relation type, in first-seen order.
+        groups: ``node`` -> the node's outgoing edges grouped by relation type (reading),
+            in first-seen order.
         tail: The node an edge leads to.
         line: ``(node, relation type, edges, expansion)`` -> the line (or a builder of it).
         max_lines: How many lines to return.
+        schema: The relation roles: which readings lead to a disease, which list symptoms.
         expand_all: Expand every reached disease (MindMap's cost) instead of stopping once
             ``max_lines`` expansion lines are found (only that prefix can be returned).
 
@@ -70,8 +68,8 @@ def mindmap_neighbor_lines(
     visited: set[N] = set()
     for i in nodes:
         diseases: list[N] = []
-        for rtype, edges in groups(i, None):
-            if DISEASE_MARK in rtype:
+        for rtype, edges in groups(i):
+            if schema.votes(rtype):
                 diseases.extend(tail(e) for e in edges)
             else:
                 entity_lines.append(line(i, rtype, edges, False))
@@ -83,8 +81,10 @@ def mindmap_neighbor_lines(
                     continue
                 visited.add(d)
                 nxt = []  # MindMap keeps the disease list of the last expansion only
-                for rtype, edges in groups(d, SYMPTOM_RELATION):
-                    if DISEASE_MARK in rtype:
+                for rtype, edges in groups(d):
+                    if schema.lists_symptoms(rtype):
+                        continue
+                    if schema.votes(rtype):
                         nxt.extend(tail(e) for e in edges)
                     else:
                         disease_lines.append(line(d, rtype, edges, True))
@@ -93,14 +93,11 @@ def mindmap_neighbor_lines(
     return lines[:max_lines]
 
 
-def _groups(gi: GraphIndex, node: int, skip: str | None = None) -> list[tuple[str, list[int]]]:
-    """Outgoing edges of ``node`` grouped by relation type, in first-seen order."""
+def _groups(gi: GraphIndex, node: int) -> list[tuple[str, list[int]]]:
+    """Outgoing edges of ``node`` grouped by relation type (reading), in first-seen order."""
     groups: dict[str, list[int]] = {}
     for e in gi.out_adj[node]:
-        t = gi.edge_type[e]
-        if t == skip:
-            continue
-        groups.setdefault(t, []).append(e)
+        groups.setdefault(gi.edge_type[e], []).append(e)
     return list(groups.items())
 
 
@@ -123,7 +120,8 @@ def _line(
     if max_tails is not None:
         es = es[:max_tails]
     tail_nodes = [gi.edge_tail[e] for e in es]
-    text = "->".join([gi.names[node], rtype.replace("_", " "), ",".join(gi.names[t] for t in tail_nodes)])
+    words = reading_words(gi.schema.reading(rtype))
+    text = "->".join([gi.names[node], words, ",".join(gi.names[t] for t in tail_nodes)])
     meta = {"entity": gi.names[node], "relation": rtype, **meta}
     return evidence_item(
         gi, "neighbor", es, [node, *tail_nodes], text=text, score=score, source="neighbor_evidence", meta=meta
@@ -131,7 +129,7 @@ def _line(
 
 
 def _reverse_lift(gi: GraphIndex, weights: WeightSnapshot, d: int, i: int) -> float:
-    """``log(p · n)`` of the disease's own edge back to the voter (``has_symptom``), 0 when it has none.
+    """``log(p · n)`` of the disease's own edge back to the voter (its symptom list), 0 when it has none.
 
     Learnt from the patients of the disease who reported the symptom: the likelihood side
     of the vote, where the voter's edge is the posterior side.
@@ -171,9 +169,10 @@ def _count_votes(
 ) -> _Votes:
     """Each linked entity's vote for every disease it reaches (and a disease's for itself)."""
     votes = _Votes()
+    schema = gi.schema
     for i in nodes:
-        dedges = [e for e in gi.out_adj[i] if DISEASE_MARK in gi.edge_type[e]]
-        if gi.types[i] == "disease" or any(gi.edge_type[e] == SYMPTOM_RELATION for e in gi.out_adj[i]):
+        dedges = [e for e in gi.out_adj[i] if schema.votes(gi.edge_type[e])]
+        if gi.types[i] == DISEASE or any(schema.lists_symptoms(gi.edge_type[e]) for e in gi.out_adj[i]):
             votes.add(i, 1.0, 1.0)
         if not dedges:
             continue
@@ -233,9 +232,9 @@ def rank_diseases(
 ) -> list[tuple[str, float, list[str]]]:
     """Candidate diseases ranked by the votes of the linked entities.
 
-    Each linked entity votes once for every disease it reaches through a relation
-    whose type contains ``disease`` (``possible_disease``, ``can_check_disease``,
-    ``possible_cure_disease``); a linked entity that is itself a disease votes for
+    Each linked entity votes once for every disease it reaches through a reading that
+    leads from a symptom, test or drug to a disease (:attr:`kgmind.relations.Reading.votes`,
+    whatever the relation's name or stored direction); a linked entity that is itself a disease votes for
     itself. Without ``weight_aware`` the order is by votes, then by specificity
     (``Σ 1 / n`` over the voters: a symptom shared by few diseases says more), then by
     first appearance. With ``weight_aware`` the learnt edge weights enter as ``votes``
@@ -301,7 +300,7 @@ def neighbor_evidence(
         ranked: kgmind's improvement: rank candidate diseases by the votes of all
             linked entities, then emit per disease (best first) a support line (the
             linked entities' edges to it), its non-symptom relation lines (tests,
-            medications, …) and, at a lower score, its ``has_symptom`` line; other
+            medications, …) and, at a lower score, its symptom line; other
             relation lines of linked non-disease entities come after at half score.
             Lines are sorted by score (disease share of the top score × line factor).
         max_tails: Cap on the tails listed per line (``None``: all, as MindMap).
@@ -325,7 +324,12 @@ def neighbor_evidence(
         return partial(_line, gi, node, rtype, edges, **extra, **opts)
 
     lines = mindmap_neighbor_lines(
-        resolve(gi, entity_ids), partial(_groups, gi), gi.edge_tail.__getitem__, builder, max_lines
+        resolve(gi, entity_ids),
+        partial(_groups, gi),
+        gi.edge_tail.__getitem__,
+        builder,
+        max_lines,
+        schema=gi.schema,
     )
     return [build() for build in lines]
 
@@ -368,9 +372,9 @@ def _ranked_neighbors(
         if support_ids:
             lines.append((share, partial(_support_line, gi, d, support_ids, share, **common)))
         for rtype, edges in _groups(gi, d):
-            if DISEASE_MARK in rtype or not wanted(edges):
+            if gi.schema.votes(rtype) or not wanted(edges):
                 continue
-            sc = share * (0.6 if rtype == SYMPTOM_RELATION else 1.0)
+            sc = share * (0.6 if gi.schema.lists_symptoms(rtype) else 1.0)
             lines.append(
                 (sc, partial(_line, gi, d, rtype, edges, score=sc, expansion=True, **common, **opts))
             )
@@ -378,7 +382,7 @@ def _ranked_neighbors(
         if i in disease_set:
             continue
         for rtype, edges in _groups(gi, i):
-            if DISEASE_MARK in rtype or not wanted(edges):
+            if gi.schema.votes(rtype) or not wanted(edges):
                 continue
             lines.append((0.5, partial(_line, gi, i, rtype, edges, score=0.5, **opts)))
     lines.sort(key=lambda x: -x[0])  # stable: ties keep disease rank order

@@ -51,6 +51,7 @@ __all__ = [
     "PATHS_DIRECTED",
     "PATHS_UNDIRECTED",
     "RELATION_HEADS",
+    "RELATION_PROFILE",
     "RESET_WEIGHTS",
     "ROLLBACK",
     "SCAN_DOC_IDS",
@@ -179,6 +180,11 @@ COUNT_RELATIONS = "MATCH (:Entity)-[r:REL]->(:Entity) RETURN count(r)"
 COUNT_DOCS = "MATCH (d:Doc) RETURN count(d)"
 COUNT_ENTITIES_BY_TYPE = "MATCH (e:Entity) RETURN e.type, count(e) ORDER BY e.type"
 COUNT_RELATIONS_BY_TYPE = "MATCH (:Entity)-[r:REL]->(:Entity) RETURN r.type, count(r) ORDER BY r.type"
+#: Relation type × entity types of its ends: what role inference reads (kgmind.relations).
+RELATION_PROFILE = (
+    "MATCH (h:Entity)-[r:REL]->(t:Entity) RETURN r.type, h.type, t.type, count(r) "
+    "ORDER BY r.type, h.type, t.type"
+)
 
 # -- feedback -----------------------------------------------------------------------
 FEEDBACK_SEEN = "MATCH (a:WeightAudit) WHERE a.feedback_id = $feedback_id RETURN count(a)"

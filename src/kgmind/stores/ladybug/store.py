@@ -62,6 +62,7 @@ MAX_PATH_HOPS = 30
 
 _SEP = "\x1f"  # never part of a normalised key (``\s`` in normalize_name folds it)
 _META_LOAD = "load"
+_META_SCHEMA = "relation_schema"  # the roles a user gave at import: JSON in Meta.version
 _META_WEIGHTS = "weights"  # the weights version: a decimal counter in Meta.version
 
 _ENTITY_SCHEMA = pa.schema([(c, pa.string()) for c in q.ENTITY_COLUMNS])
@@ -468,6 +469,18 @@ class LadybugStore(StoreBase):
         entities = {str(t): int(n) for t, n in self._rows(q.COUNT_ENTITIES_BY_TYPE)}
         relations = {str(t): int(n) for t, n in self._rows(q.COUNT_RELATIONS_BY_TYPE)}
         return entities, relations, int(self._scalar(q.COUNT_DOCS) or 0)
+
+    def _relation_profile(self) -> Iterable[tuple[str, str, str, int]]:
+        for rtype, htype, ttype, n in self._rows(q.RELATION_PROFILE):
+            yield str(rtype), str(htype or ""), str(ttype or ""), int(n)
+
+    def _read_schema(self) -> str:
+        return str(self._scalar(q.GET_META, {"key": _META_SCHEMA}) or "")
+
+    def _write_schema(self, text: str) -> None:
+        with self._transaction("set_schema_overrides") as conn:
+            conn.execute(q.SET_META, {"key": _META_SCHEMA, "version": text})
+            conn.execute(q.SET_META, {"key": _META_LOAD, "version": uuid.uuid4().hex})
 
     def fingerprint(self) -> str:
         """Load version plus entity and relation counts; weight changes leave it alone."""

@@ -232,6 +232,26 @@ MATCH (:Entity)-[r]->(:Entity)
 RETURN toLower(type(r)) AS type, count(*) AS count
 """
 
+#: Relation type × entity types of its ends: what role inference reads (kgmind.relations).
+RELATION_PROFILE = """
+MATCH (h:Entity)-[r]->(t:Entity)
+RETURN toLower(type(r)) AS type, h.type AS head_type, t.type AS tail_type, count(*) AS count
+ORDER BY type, head_type, tail_type
+"""
+
+#: The relation roles a user gave at import (JSON text), "" when none.
+GET_SCHEMA = """
+OPTIONAL MATCH (m:KgmindMeta {id: $meta_id})
+RETURN coalesce(m.relation_schema, "") AS schema
+"""
+
+#: Keep the relation roles a user gave and bump the content version, so indexes rebuild.
+SET_SCHEMA = """
+MERGE (m:KgmindMeta {id: $meta_id})
+SET m.relation_schema = $schema, m.version = coalesce(m.version, 0) + 1
+RETURN m.version AS version
+"""
+
 STATS_DOCS = """
 MATCH (d:Doc)
 RETURN count(d) AS count

@@ -387,6 +387,21 @@ class Neo4jStore(StoreBase):
         docs = self._read(q.STATS_DOCS, {}, "stats")
         return entities, relations, int(docs[0]["count"]) if docs else 0
 
+    def _relation_profile(self) -> Iterable[tuple[str, str, str, int]]:
+        for r in self._read(q.RELATION_PROFILE, {}, "relation_schema"):
+            yield str(r["type"]), str(r["head_type"] or ""), str(r["tail_type"] or ""), int(r["count"])
+
+    def _read_schema(self) -> str:
+        recs = self._read(q.GET_SCHEMA, {"meta_id": META_ID}, "relation_schema")
+        return str(recs[0]["schema"]) if recs else ""
+
+    def _write_schema(self, text: str) -> None:
+        def write(tx: neo4j.ManagedTransaction) -> None:
+            tx.run(q.SET_SCHEMA, {"meta_id": META_ID, "schema": text}).consume()
+
+        self.ensure_schema()
+        self._write(write, "set_schema_overrides")
+
     def fingerprint(self) -> str:
         """Content version plus entity and relation counts; weight changes leave it alone."""
         recs = self._read(q.FINGERPRINT, {"meta_id": META_ID}, "fingerprint")
