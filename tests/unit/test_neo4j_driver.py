@@ -821,3 +821,42 @@ def test_pushed_down_index_reads_neighbourhoods_from_readers_only(h: Harness) ->
     before = len(h.read_calls())
     part.out_adj[part.idx(rash.id)]  # reading an incomplete node's edges completes it: one more query
     assert len(h.read_calls()) == before + 1 and h.read_calls()[-1].args[0] == q.NEIGHBORS_BOTH
+
+
+def test_pushed_down_one_way_kg_is_walked_both_ways_through_the_driver(h: Harness) -> None:
+    """A KG stored disease → symptom only, read through the driver: symptoms still vote (reverse readings)."""
+    from kg_forms import eid, kg
+    from kgmind.retrievers.exploration import neighbor_evidence, rank_diseases
+    from kgmind.retrievers.graph_index import GraphIndex
+
+    ents_list, rels = kg("natural")
+    ents = {e.id: e for e in ents_list}
+
+    def answer(query: str, params: Any = None, **kwargs: Any) -> neo4j.EagerResult:
+        if query == q.RELATION_PROFILE:
+            profile = Counter((r.type, ents[r.head].type, ents[r.tail].type) for r in rels)
+            rows = [
+                {"type": t, "head_type": ht, "tail_type": tt, "count": n}
+                for (t, ht, tt), n in sorted(profile.items())
+            ]
+        elif query == q.GET_SCHEMA:
+            rows = [{"schema": ""}]
+        elif query == q.NEIGHBORS_BOTH:
+            ids = set(params["ids"])
+            rows = [rel_rec(r) for r in sorted(rels, key=lambda r: r.id) if r.head in ids or r.tail in ids]
+        elif query == q.GET_ENTITIES:
+            rows = [ent_rec(ents[i]) for i in params["ids"] if i in ents]
+        else:
+            raise AssertionError(f"unexpected read: {query}")
+        return neo4j.EagerResult(records=rows, summary=MagicMock(), keys=[])  # type: ignore[arg-type]
+
+    h.driver.execute_query.side_effect = answer
+    seeds = [eid("Fever"), eid("Rash"), eid("Red eyes")]
+    part = GraphIndex.neighborhood(h.store, seeds)
+    assert all(c.kwargs == {"database_": DB, "routing_": READ} for c in h.read_calls())
+    full = GraphIndex(ents_list, sorted(rels, key=lambda r: r.id))
+    ranking = rank_diseases(part, seeds)
+    assert ranking and ranking[0][0] == eid("Measles")
+    assert ranking == rank_diseases(full, seeds)
+    key = [(e.text, tuple(e.relation_ids)) for e in neighbor_evidence(full, seeds, ranked=True)]
+    assert [(e.text, tuple(e.relation_ids)) for e in neighbor_evidence(part, seeds, ranked=True)] == key
