@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kgmind.relations import schema_from_graph
 from kgmind.settings import data_dir
 
 __all__ = [
@@ -389,12 +390,12 @@ def load_medical_dialogue_zh(path: str | Path | None = None) -> list[DialogueQA]
     return out
 
 
-#: Relations a disease document lists, in order, with their English and Chinese labels: the
+#: The roles a disease document lists, in order, with their English and Chinese labels: the
 #: content of MindMap's English disease documents (symptoms, tests, medications).
-DOCUMENT_RELATIONS: tuple[tuple[str, str, str], ...] = (
-    ("has_symptom", "The symptoms of this disease include", "症状"),
-    ("need_medical_test", "Medical tests that can be conducted to diagnose this disease include", "检查"),
-    ("need_medication", "The medications that can be prescribed for the treatment include", "常用药物"),
+DOCUMENT_ROLES: tuple[tuple[str, str, str], ...] = (
+    ("symptom", "The symptoms of this disease include", "症状"),
+    ("test", "Medical tests that can be conducted to diagnose this disease include", "检查"),
+    ("treatment", "The medications that can be prescribed for the treatment include", "常用药物"),
 )
 
 
@@ -404,7 +405,9 @@ def kg_disease_documents(kg_path: str | Path, kg_format: str, language: str) -> 
     MindMap's document baselines (BM25, dense) search 100 English disease documents that
     state exactly these three lists; no such corpus exists for the Chinese KG, so this
     writes one from the KG's own triples, in the same shape, for every disease that has
-    any of them (the CMCKG re-crawl: ~8,800 documents).
+    any of them (the CMCKG re-crawl: ~8,800 documents). The lists follow the relations'
+    roles (:mod:`kgmind.relations`), whatever their names and stored direction: facts stored
+    from the disease come first, the same fact stored the other way is listed once.
 
     Args:
         kg_path: The KG file or folder (e.g. ``cmckg/recrawl_full``).
@@ -419,11 +422,22 @@ def kg_disease_documents(kg_path: str | Path, kg_format: str, language: str) -> 
 
     kg = parse(kg_path, kg_format)
     names = {e.id: e.name for e in kg.entities}
-    wanted = {rel for rel, _, _ in DOCUMENT_RELATIONS}
+    schema = schema_from_graph(kg.entities, kg.relations)
+    wanted = {role for role, _, _ in DOCUMENT_ROLES}
     tails: dict[str, dict[str, list[str]]] = {}
+    toward: list[tuple[str, str, str]] = []  # facts stored toward the disease, added after
     for rel in kg.relations:
-        if rel.type in wanted:
-            tails.setdefault(rel.head, {}).setdefault(rel.type, []).append(names[rel.tail])
+        r = schema.role(rel.type)
+        if r.role not in wanted:
+            continue
+        if r.disease_end == "head":
+            tails.setdefault(rel.head, {}).setdefault(r.role, []).append(names[rel.tail])
+        else:
+            toward.append((rel.tail, r.role, names[rel.head]))
+    for disease, role, name in toward:
+        listed = tails.setdefault(disease, {}).setdefault(role, [])
+        if name not in listed:
+            listed.append(name)
     out: list[tuple[str, str]] = []
     for ent in kg.entities:
         lists = tails.get(ent.id)
@@ -431,11 +445,11 @@ def kg_disease_documents(kg_path: str | Path, kg_format: str, language: str) -> 
             continue
         if language == "zh":
             parts = [ent.name]
-            parts += [f"{zh}：{'、'.join(lists[r])}" for r, _, zh in DOCUMENT_RELATIONS if r in lists]
+            parts += [f"{zh}：{'、'.join(lists[r])}" for r, _, zh in DOCUMENT_ROLES if r in lists]
             out.append((ent.name, "。".join(parts) + "。"))
         else:
             parts = [f"The given csv contains information about a disease called {ent.name}"] + [
-                f"{en} {', '.join(lists[r])}" for r, en, _ in DOCUMENT_RELATIONS if r in lists
+                f"{en} {', '.join(lists[r])}" for r, en, _ in DOCUMENT_ROLES if r in lists
             ]
             out.append((ent.name, ". ".join(parts) + "."))
     return out

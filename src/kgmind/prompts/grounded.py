@@ -128,8 +128,8 @@ def _object(properties: dict[str, Any]) -> dict[str, Any]:
 def workups(evidence: Sequence[Evidence], entity_types: Mapping[str, str]) -> dict[str, dict[str, list[str]]]:
     """Each evidence disease (evidence order) with the tests and medications its triples tie to it.
 
-    A triple joins a disease and a test or medication in either direction (``need_medical_test``
-    or ``can_check_disease``); names keep their first-seen spelling and order.
+    A triple joins a disease and a test or medication in either direction, whatever its
+    relation is named (entity types decide); names keep their first-seen spelling and order.
 
     Returns:
         ``{disease: {"tests": [...], "medications": [...]}}`` for every disease shown.
