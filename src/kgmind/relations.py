@@ -14,7 +14,10 @@ Roles are inferred, strongest evidence first:
 3. the words of the name, English and Chinese (``presents_with``, ``检查``), with the
    disease end read from the name (``symptom_of`` ends at the disease) or, when several
    relations have roles, from the graph itself: the disease end is the one whose entities
-   the relations of *other* roles share (diseases have symptoms *and* tests *and* drugs).
+   the relations of *other* roles share (diseases have symptoms *and* tests *and* drugs);
+4. at import, where every edge's ends are known: a relation none of the above reads whose
+   edges are another relation's edges reversed is that relation's inverse (same role, the
+   disease at the other end).
 
 A relation none of these reads is ``other``: it is still walked both ways and shown, but
 it never votes for a disease, which is the generic fallback of a KG that is not medical.
@@ -29,7 +32,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from kgmind.models import Entity, Relation, normalize_relation_type
+from kgmind.models import (
+    RELATION_TYPE_RULE,
+    Entity,
+    Relation,
+    normalize_relation_type,
+    valid_relation_type,
+)
 
 __all__ = [
     "DISEASE",
@@ -118,7 +127,9 @@ class RelationRole:
         head_type: Entity type of the head end (``disease`` at the disease end of a medical role).
         tail_type: Entity type of the tail end.
         how: What decided it, for the import report: ``schema``, ``types``, ``name``,
-            ``name+structure`` or ``none``.
+            ``name+structure``, ``inverse``, ``name+inverse`` or ``none``.
+        via: For ``inverse`` and ``name+inverse``: the relation whose edges this one holds
+            reversed.
     """
 
     relation: str
@@ -126,6 +137,7 @@ class RelationRole:
     head_type: str
     tail_type: str
     how: str = "none"
+    via: str = ""
 
     @property
     def disease_end(self) -> str | None:
@@ -193,6 +205,7 @@ class RelationStats:
         tail_types: Entity type → edges whose tail has it.
         heads: Keys of the head entities (import time only: the structure cue).
         tails: Keys of the tail entities.
+        pairs: ``(head key, tail key)`` of every edge (import time only: the inverse-pair cue).
     """
 
     relation: str
@@ -201,18 +214,30 @@ class RelationStats:
     tail_types: Counter[str] = field(default_factory=Counter)
     heads: set[str] | None = None
     tails: set[str] | None = None
+    pairs: set[tuple[str, str]] | None = None
 
     @classmethod
     def from_edges(
-        cls, edges: Iterable[tuple[str, str, str, str, str]], *, keep_names: bool = True
+        cls,
+        edges: Iterable[tuple[str, str, str, str, str]],
+        *,
+        keep_names: bool = True,
+        keep_pairs: bool = False,
     ) -> list[RelationStats]:
-        """Stats per relation type from ``(head key, type, tail key, head type, tail type)`` rows."""
+        """Stats per relation type from ``(head key, type, tail key, head type, tail type)`` rows.
+
+        ``keep_pairs`` keeps every edge's ends (an import holds its rows anyway; a store's
+        schema read does not pay for it).
+        """
         out: dict[str, RelationStats] = {}
         for head, rtype, tail, htype, ttype in edges:
             st = out.get(rtype)
             if st is None:
                 st = out[rtype] = cls(
-                    rtype, heads=set() if keep_names else None, tails=set() if keep_names else None
+                    rtype,
+                    heads=set() if keep_names else None,
+                    tails=set() if keep_names else None,
+                    pairs=set() if keep_pairs else None,
                 )
             st.count += 1
             st.head_types[htype] += 1
@@ -220,6 +245,8 @@ class RelationStats:
             if st.heads is not None and st.tails is not None:
                 st.heads.add(head)
                 st.tails.add(tail)
+            if st.pairs is not None:
+                st.pairs.add((head, tail))
         return [out[k] for k in sorted(out)]
 
 
@@ -331,9 +358,10 @@ def infer_schema(
             roles[st.relation] = typed
             continue
         by_name, end = role_from_name(st.relation)
-        if by_name is None:
+        if by_name is None:  # ``name``: the name says it is no medical role (``complication_of``)
+            how = "name" if any(w in st.relation.lower() for w in _OTHER_WORDS) else "none"
             roles[st.relation] = RelationRole(
-                st.relation, "other", _majority(st.head_types), _majority(st.tail_types), "none"
+                st.relation, "other", _majority(st.head_types), _majority(st.tail_types), how
             )
         else:
             named.append((st, by_name, end))
@@ -343,11 +371,57 @@ def infer_schema(
         for st in stats
         if st.relation in roles and roles[st.relation].role != "other"
     ]
+    unsure = [st for st in stats if st.relation in roles and roles[st.relation].how == "none"]
     for st, role, end in named:
         by_structure = _disease_end_by_structure(st, peers, role)
         how = "name+structure" if by_structure is not None else "name"
         roles[st.relation] = _medical(st.relation, role, by_structure or end or "head", how)
+        if by_structure is None and end is None:
+            unsure.append(st)
+    _add_inverses(unsure, stats, roles)
     return RelationSchema(roles)
+
+
+#: Share of a relation's flipped pairs another relation must hold for it to be read as its inverse.
+_INVERSE_SHARE = 0.5
+
+
+def _add_inverses(
+    unsure: Sequence[RelationStats], stats: Sequence[RelationStats], roles: dict[str, RelationRole]
+) -> None:
+    """Read a relation as the inverse of a relation with a role when it holds that relation's pairs flipped.
+
+    Form (e) of issue 44: both directions stored, one direction's name unreadable
+    (``Fever seen_in Measles`` beside ``Measles presents_with Fever``). Applies to relations
+    with no role (``none``) and to named ones whose disease end nothing said; the partner
+    must have a medical role whose disease end was decided (not assumed). Needs
+    :attr:`RelationStats.pairs` (an import's stats).
+    """
+    unsure_names = {st.relation for st in unsure}
+    decided = [
+        st
+        for st in stats
+        if st.pairs and roles[st.relation].role != "other" and st.relation not in unsure_names
+    ]
+    for st in unsure:
+        candidates = [d for d in decided if d.relation != st.relation]
+        if not st.pairs or not candidates:
+            continue
+        flipped = {(t, h) for h, t in st.pairs}
+        share, partner = max(
+            (len(flipped & cast(set[tuple[str, str]], d.pairs)) / len(flipped), d.relation)
+            for d in candidates
+        )
+        if share <= _INVERSE_SHARE:
+            continue
+        p, own = roles[partner], roles[st.relation]
+        if own.role not in ("other", p.role):  # the name gave another role: the pairs give no end for it
+            continue
+        end = "tail" if p.disease_end == "head" else "head"
+        other = ROLE_ENTITY_TYPE[p.role]
+        head, tail = (DISEASE, other) if end == "head" else (other, DISEASE)
+        how = "inverse" if own.role == "other" else "name+inverse"
+        roles[st.relation] = RelationRole(st.relation, p.role, head, tail, how, via=partner)
 
 
 #: MindMap's words for walking a medical relation from its far end to the disease.
@@ -423,6 +497,8 @@ def _override(relation: str, role: str, end: str, where: str) -> dict[str, str]:
         raise SchemaFileError(f"{where}: disease_end must be head or tail for role {role!r}, not {end!r}")
     if not relation.strip():
         raise SchemaFileError(f"{where}: blank relation name")
+    if not valid_relation_type(normalize_relation_type(relation)):
+        raise SchemaFileError(f"{where}: bad relation type {relation!r}: {RELATION_TYPE_RULE}")
     return {"role": role, "disease_end": end if role != "other" else ""}
 
 
