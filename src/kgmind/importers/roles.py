@@ -29,16 +29,16 @@ __all__ = ["relation_stats", "type_by_roles"]
 _MAX_PASSES = 3
 
 
-def relation_stats(result: ImportResult, *, keep_pairs: bool = True) -> list[RelationStats]:
-    """Per relation type: counts, the ends' types, and (import time) the ends' ids and pairs."""
+def relation_stats(result: ImportResult, *, cues: bool = True) -> list[RelationStats]:
+    """Per relation type: counts, the ends' types and, with ``cues``, the ends' ids and pairs."""
     types = {e.id: e.type for e in result.entities}
     return RelationStats.from_edges(
         (
             (r.head, r.type, r.tail, types.get(r.head, "entity"), types.get(r.tail, "entity"))
             for r in result.relations
         ),
-        keep_names=True,
-        keep_pairs=keep_pairs,
+        keep_names=cues,
+        keep_pairs=cues,
     )
 
 
@@ -117,7 +117,7 @@ def type_by_roles(
 
 def _with_types(stats: list[RelationStats], result: ImportResult) -> list[RelationStats]:
     """``stats`` with the ends' type counts read again (names and pairs kept)."""
-    fresh = {st.relation: st for st in relation_stats(result, keep_pairs=False)}
+    fresh = {st.relation: st for st in relation_stats(result, cues=False)}
     out = []
     for st in stats:
         new = fresh[st.relation]
