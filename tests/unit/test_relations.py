@@ -316,3 +316,20 @@ def test_a_bad_schema_file_names_the_line(tmp_path: Path, text: str, where: str,
 def test_a_missing_schema_file_is_file_not_found(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         load_schema_file(tmp_path / "nope.csv")
+
+
+def test_a_name_that_only_names_diseases_is_a_symptom_relation_only_if_it_shares_symptoms() -> None:
+    zh = edges(FACTS_ZH, {"symptom": "症状", "test": "检查", "treatment": "药物"})
+    # departments that treat diseases, named only by "disease": their far ends are no symptoms
+    depts = [("儿科", "诊治疾病", "麻疹"), ("儿科", "诊治疾病", "流感"), ("感染科", "诊治疾病", "登革热")]
+    schema = infer_schema(stats(zh + depts))
+    assert (schema.role("诊治疾病").role, schema.role("诊治疾病").how) == ("other", "none")
+    # a symptom → disease relation named the same way shares the symptoms: it keeps the role
+    back = [(s, "可能疾病", d) for d, by_role in FACTS_ZH.items() for s in by_role["symptom"]]
+    schema = infer_schema(stats(zh + back))
+    assert ends(schema)["可能疾病"] == ("symptom", "tail")
+    en = edges(FACTS_EN, {"symptom": "presents_with", "test": "diagnosed_by", "treatment": "treated_with"})
+    back_en = [(s, "possible_disease", d) for d, by_role in FACTS_EN.items() for s in by_role["symptom"]]
+    assert ends(infer_schema(stats(en + back_en)))["possible_disease"] == ("symptom", "tail")
+    # alone (no other symptom relation to compare with) the name still reads as a symptom relation
+    assert infer_schema(stats(depts)).role("诊治疾病").role == "symptom"
