@@ -16,7 +16,7 @@ from kgmind.cli import app
 from kgmind.importers import import_kg, parse, parse_chatdoctor, type_by_roles
 from kgmind.importers.report import build_report
 from kgmind.models import entity_id
-from kgmind.relations import RelationSchema, infer_schema
+from kgmind.relations import RelationRole, RelationSchema, RelationStats, infer_schema
 from kgmind.stores.factory import close_all_stores, open_store
 
 FIX = Path(__file__).parents[1] / "fixtures" / "importers"
@@ -283,12 +283,27 @@ def test_report_warns_where_the_store_reads_a_relation_otherwise() -> None:
     store = RelationSchema({})
     report = build_report({"disease": 1}, {"aaa": 2}, schema, store_schema=store)
     assert report.relations[0].store_role == ""  # both read it as `other`: nothing to say
-    from kgmind.relations import RelationRole
-
     store = RelationSchema({"aaa": RelationRole("aaa", "symptom", "disease", "symptom", "types")})
     report = build_report({"disease": 1}, {"aaa": 2}, schema, store_schema=store)
     assert report.relations[0].store_role == "symptom/head"
-    assert any("reads as symptom/head there" in w for w in report.warnings)
+    assert any("the store reads it as symptom/head" in w for w in report.warnings)
+
+
+def test_report_warns_of_a_reverse_only_kg_an_assumed_end_and_unused_schema_names() -> None:
+    rows = [("Fever", "symptom_of", "Measles"), ("IgM", "test_for", "Measles"), ("Q", "symptomatic", "R")]
+    schema = infer_schema(
+        RelationStats.from_edges(((h, r, t, "entity", "entity") for h, r, t in rows), keep_names=False)
+    )
+    counts = {"symptom_of": 1, "test_for": 1, "symptomatic": 1}
+    given = {"nosuch": {"role": "other", "disease_end": ""}}
+    report = build_report({"entity": 6}, counts, schema, overrides=given)
+    text = "\n".join(report.warnings)
+    # symptom_of ends at the disease, symptomatic is assumed to start there: no one-side warning for
+    # symptoms; tests are stored from the test side only
+    assert "diseases have no test edges of their own" in text and "`test_for`" in text
+    assert "relation `symptomatic` reads as a symptom relation by its name" in text
+    assert "the head was assumed" in text and "`symptomatic,symptom,tail`" in text
+    assert "--schema names relations this file does not have: `nosuch`" in text
 
 
 def test_report_after_every_format(tmp_path: Path) -> None:

@@ -34,8 +34,8 @@ class RelationLine(BaseModel):
         disease_end: ``head`` or ``tail`` for a medical role, ``""`` for ``other``.
         how: What decided the role (:attr:`kgmind.relations.RelationRole.how`).
         via: For an inverse: the relation it reverses.
-        store_role: ``role/disease end`` the store reads after the load, where that differs
-            (its other relations or earlier imports changed the reading); ``""`` otherwise.
+        store_role: ``role/disease end`` the store reads after the load (by entity types,
+            over everything it holds), where that differs; ``""`` otherwise.
     """
 
     relation: str
@@ -153,9 +153,9 @@ def _relation_warnings(ln: RelationLine) -> list[str]:
         )
     if ln.store_role:
         out.append(
-            f"{rel}: with the relations the store already held, it reads as {ln.store_role} there, "
-            f"not {ln.role}{'/' + ln.disease_end if ln.disease_end else ''}; questions use the store's "
-            "reading: give the role with --schema to fix it"
+            f"{rel}: the store reads it as {ln.store_role} (by the entity types at its ends, over all "
+            f"it holds), not {ln.role}{'/' + ln.disease_end if ln.disease_end else ''}; questions use "
+            "the store's reading: give the role with --schema to fix it"
         )
     return out
 
