@@ -86,6 +86,8 @@ def test_an_untyped_triples_file_gets_types_from_roles(tmp_path: Path) -> None:
     assert types["Fever"] == types["Joint pain"] == "symptom"
     assert types["NS1 antigen test"] == "test" and types["Oseltamivir"] == "medication"
     assert types["Aedes mosquito"] == "entity"  # `zz_link` has no role: its far end stays untyped
+    link = res.roles_schema.role("zz_link") if res.roles_schema else None
+    assert link is not None and (link.head_type, link.tail_type) == ("disease", "entity")  # as typed now
     schema = res.roles_schema
     assert schema is not None and schema.role("presents_with").role == "symptom"
 

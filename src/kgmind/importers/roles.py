@@ -16,6 +16,7 @@ file names them.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from kgmind.importers.base import ImportResult
 from kgmind.importers.vocab import RELATION_TYPES
@@ -104,15 +105,25 @@ def type_by_roles(
             break
         # what the store will read from the new types: the roles no cue gave, and their ends
         retyped = infer_schema(_with_types(stats, result), given)
-        roles = {
-            rel: role if role.role != "other" or role.how != "none" else retyped.role(rel)
-            for rel, role in schema.roles.items()
-        }
+        roles = {rel: _after_retyping(role, retyped.role(rel)) for rel, role in schema.roles.items()}
         if roles == schema.roles:
             break
         schema = RelationSchema(roles)
     result.roles_schema, result.roles_overrides = schema, given
     return schema
+
+
+def _after_retyping(role: RelationRole, new: RelationRole) -> RelationRole:
+    """A relation's role once its ends are retyped.
+
+    A medical role stays; one no cue read takes what the types now say; another ``other``
+    keeps its reason, with its ends' types as they are now.
+    """
+    if role.role != "other":
+        return role
+    if role.how == "none":
+        return new
+    return replace(role, head_type=new.head_type, tail_type=new.tail_type)
 
 
 def _with_types(stats: list[RelationStats], result: ImportResult) -> list[RelationStats]:
