@@ -22,6 +22,7 @@ __all__ = [
     "COMMON_ENTITY_TYPES",
     "EVIDENCE_PREFIX",
     "MAX_RELATION_TYPE_LENGTH",
+    "RELATION_TYPE_RULE",
     "TYPE_PRIORITY",
     "Entity",
     "Evidence",
@@ -122,6 +123,13 @@ def doc_id(entity: str, text: str) -> str:
 MAX_RELATION_TYPE_LENGTH = 64
 
 
+#: The rule :func:`valid_relation_type` checks, in words (import errors quote it).
+RELATION_TYPE_RULE = (
+    f"a relation type is a letter or _ then letters, digits or _ in any script, at most "
+    f"{MAX_RELATION_TYPE_LENGTH} characters (spaces become _; no quotes, backticks, -, ., ~ or emoji)"
+)
+
+
 def normalize_relation_type(name: str) -> str:
     """A relation type as stored: trimmed, spaces as ``_``, lower-case (``Has Symptom``: ``has_symptom``)."""
     return name.strip().replace(" ", "_").lower()
@@ -186,7 +194,7 @@ class Relation(BaseModel):
     Attributes:
         id: Stable id, by default :func:`relation_id` of head, type and tail.
         head: Head entity id.
-        type: Relation type, snake_case (``has_symptom``, ``need_medication`` …).
+        type: Relation type, an identifier in any script (``has_symptom``, ``症状`` …).
         tail: Tail entity id.
         weight: KGCoT edge weight; starts at 1.0, always > 0.
         source: Reference to the knowledge behind the edge (a document id or a
@@ -205,10 +213,7 @@ class Relation(BaseModel):
     def _type_ok(cls, v: str) -> str:
         v = normalize_relation_type(v)
         if not valid_relation_type(v):
-            raise ValueError(
-                f"relation type must be a letter or _ then letters, digits or _ (any script, at most "
-                f"{MAX_RELATION_TYPE_LENGTH}): {v!r}"
-            )
+            raise ValueError(f"bad relation type {v!r}: {RELATION_TYPE_RULE}")
         return v
 
     @field_validator("weight")

@@ -11,10 +11,14 @@ Roles are inferred, strongest evidence first:
 
 1. a schema file the user gave (``kg import --schema FILE``), kept in the store;
 2. the entity types at the two ends (a disease and a symptom: a symptom relation);
-3. the words of the name, English and Chinese (``presents_with``, ``检查``), with the
+3. the words of the name, English and Chinese (``presents_with``, ``检查``;
+   :mod:`kgmind.relation_names`), with the
    disease end read from the name (``symptom_of`` ends at the disease) or, when several
    relations have roles, from the graph itself: the disease end is the one whose entities
-   the relations of *other* roles share (diseases have symptoms *and* tests *and* drugs).
+   the relations of *other* roles share (diseases have symptoms *and* tests *and* drugs);
+4. at import, where every edge's ends are known: a relation none of the above reads whose
+   edges are another relation's edges reversed is that relation's inverse (same role, the
+   disease at the other end).
 
 A relation none of these reads is ``other``: it is still walked both ways and shown, but
 it never votes for a disease, which is the generic fallback of a KG that is not medical.
@@ -27,9 +31,16 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, cast
 
-from kgmind.models import Entity, Relation, normalize_relation_type
+from kgmind.models import (
+    RELATION_TYPE_RULE,
+    Entity,
+    Relation,
+    normalize_relation_type,
+    valid_relation_type,
+)
+from kgmind.relation_names import Role, names_other, role_from_name, weak_symptom_name
 
 __all__ = [
     "DISEASE",
@@ -51,7 +62,6 @@ __all__ = [
     "stored_name",
 ]
 
-Role = Literal["symptom", "test", "treatment", "other"]
 #: Every role, in the order reports list them.
 ROLES: tuple[Role, ...] = ("symptom", "test", "treatment", "other")
 #: The entity type of a disease: the end every role but ``other`` has.
@@ -62,34 +72,6 @@ _TYPE_ROLE: dict[str, Role] = {"symptom": "symptom", "test": "test", "medication
 #: Prefix of a reading against the stored direction; stored types are identifiers, so never clash.
 REVERSE_MARK = "~"
 _UNTYPED = "entity"
-
-# Words of a relation name that give its role (lower-case substrings; Chinese as written).
-_ROLE_WORDS: tuple[tuple[Role, tuple[str, ...]], ...] = (
-    (
-        "treatment",
-        ("treat", "medicat", "medicin", "drug", "cure", "therap", "prescri", "remed", "pharma", "relieve"),
-    ),
-    ("treatment", ("药", "治疗", "疗法", "处方")),
-    (
-        "test",
-        ("test", "check", "diagnos", "exam", "screen", "lab_", "procedure", "detect", "imaging", "assay"),
-    ),
-    ("test", ("检查", "检验", "化验", "诊断", "筛查", "检测")),
-    ("symptom", ("symptom", "sign", "present", "manifest", "feature", "complain", "characteri", "exhibit")),
-    ("symptom", ("症状", "表现", "症候", "体征", "征象", "见于")),
-)
-# Words of relations between a disease and something that is not a symptom, test or drug: never a
-# medical role, even when the name also says "disease" (``department_of_disease``, ``food_good_for``).
-_OTHER_WORDS = ("department", "food", "recipe", "diet", "complication", "cause", "科室", "食", "并发", "病因")
-# Words that name the disease end itself: with no role word, a relation toward a disease is read as
-# a symptom relation, the commonest kind (``possible_disease``, ``可能疾病``).
-_DISEASE_WORDS = ("disease", "疾病")
-# Words that put the disease at the tail (``symptom_of``, ``treats``, ``可见于``); else the head.
-_TAIL_DISEASE_EN = ("disease", "_of", "_for", "indicat", "suggest", "treats", "cures", "diagnoses", "detects")
-_TAIL_DISEASE_ZH = ("见于", "提示", "用于", "可治", "主治", "疾病")
-_TAIL_DISEASE_ZH_START = ("治疗", "诊断", "检查出")
-_ZH_NOUN_ENDS = ("药物", "检查", "症状")
-_HEAD_DISEASE_EN = ("has_", "need", "_with", "_by", "presents", "shows", "requires")
 
 
 class SchemaFileError(ValueError):
@@ -118,7 +100,9 @@ class RelationRole:
         head_type: Entity type of the head end (``disease`` at the disease end of a medical role).
         tail_type: Entity type of the tail end.
         how: What decided it, for the import report: ``schema``, ``types``, ``name``,
-            ``name+structure`` or ``none``.
+            ``name+structure``, ``inverse``, ``name+inverse`` or ``none``.
+        via: For ``inverse`` and ``name+inverse``: the relation whose edges this one holds
+            reversed.
     """
 
     relation: str
@@ -126,6 +110,7 @@ class RelationRole:
     head_type: str
     tail_type: str
     how: str = "none"
+    via: str = ""
 
     @property
     def disease_end(self) -> str | None:
@@ -193,6 +178,7 @@ class RelationStats:
         tail_types: Entity type → edges whose tail has it.
         heads: Keys of the head entities (import time only: the structure cue).
         tails: Keys of the tail entities.
+        pairs: ``(head key, tail key)`` of every edge (import time only: the inverse-pair cue).
     """
 
     relation: str
@@ -201,18 +187,30 @@ class RelationStats:
     tail_types: Counter[str] = field(default_factory=Counter)
     heads: set[str] | None = None
     tails: set[str] | None = None
+    pairs: set[tuple[str, str]] | None = None
 
     @classmethod
     def from_edges(
-        cls, edges: Iterable[tuple[str, str, str, str, str]], *, keep_names: bool = True
+        cls,
+        edges: Iterable[tuple[str, str, str, str, str]],
+        *,
+        keep_names: bool = True,
+        keep_pairs: bool = False,
     ) -> list[RelationStats]:
-        """Stats per relation type from ``(head key, type, tail key, head type, tail type)`` rows."""
+        """Stats per relation type from ``(head key, type, tail key, head type, tail type)`` rows.
+
+        ``keep_pairs`` keeps every edge's ends (an import holds its rows anyway; a store's
+        schema read does not pay for it).
+        """
         out: dict[str, RelationStats] = {}
         for head, rtype, tail, htype, ttype in edges:
             st = out.get(rtype)
             if st is None:
                 st = out[rtype] = cls(
-                    rtype, heads=set() if keep_names else None, tails=set() if keep_names else None
+                    rtype,
+                    heads=set() if keep_names else None,
+                    tails=set() if keep_names else None,
+                    pairs=set() if keep_pairs else None,
                 )
             st.count += 1
             st.head_types[htype] += 1
@@ -220,32 +218,9 @@ class RelationStats:
             if st.heads is not None and st.tails is not None:
                 st.heads.add(head)
                 st.tails.add(tail)
+            if st.pairs is not None:
+                st.pairs.add((head, tail))
         return [out[k] for k in sorted(out)]
-
-
-def role_from_name(relation: str) -> tuple[Role | None, str | None]:
-    """The role the words of a name give, and the disease end they give (``None``: not said).
-
-    >>> role_from_name("presents_with")
-    ('symptom', 'head')
-    >>> role_from_name("symptom_of")
-    ('symptom', 'tail')
-    """
-    low = relation.lower()
-    if any(w in low for w in _OTHER_WORDS):
-        return None, None
-    role: Role | None = next((r for r, words in _ROLE_WORDS if any(w in low for w in words)), None)
-    if role is None and any(w in low for w in _DISEASE_WORDS):
-        role = "symptom"
-    end: str | None = None
-    zh_tail = any(w in low for w in _TAIL_DISEASE_ZH) or (
-        low.startswith(_TAIL_DISEASE_ZH_START) and not low.endswith(_ZH_NOUN_ENDS)
-    )
-    if zh_tail or any(w in low for w in _TAIL_DISEASE_EN):
-        end = "tail"
-    elif any(w in low for w in _HEAD_DISEASE_EN):
-        end = "head"
-    return role, end
 
 
 def _majority(types: Counter[str]) -> str:
@@ -331,9 +306,10 @@ def infer_schema(
             roles[st.relation] = typed
             continue
         by_name, end = role_from_name(st.relation)
-        if by_name is None:
+        if by_name is None:  # ``name``: the name says it is no medical role (``complication_of``)
+            how = "name" if names_other(st.relation) else "none"
             roles[st.relation] = RelationRole(
-                st.relation, "other", _majority(st.head_types), _majority(st.tail_types), "none"
+                st.relation, "other", _majority(st.head_types), _majority(st.tail_types), how
             )
         else:
             named.append((st, by_name, end))
@@ -343,11 +319,93 @@ def infer_schema(
         for st in stats
         if st.relation in roles and roles[st.relation].role != "other"
     ]
+    unsure = [st for st in stats if st.relation in roles and roles[st.relation].how == "none"]
     for st, role, end in named:
         by_structure = _disease_end_by_structure(st, peers, role)
         how = "name+structure" if by_structure is not None else "name"
         roles[st.relation] = _medical(st.relation, role, by_structure or end or "head", how)
+        if by_structure is None and end is None:
+            unsure.append(st)
+    unsure += _drop_weak_symptoms(stats, {st.relation for st, _, _ in named}, roles)
+    _add_inverses(unsure, stats, roles)
     return RelationSchema(roles)
+
+
+#: Share of a weakly named symptom relation's far ends that other symptom relations must also hold.
+_WEAK_SHARE = 0.05
+
+
+def _far_end(st: RelationStats, role: RelationRole) -> set[str]:
+    return cast(set[str], st.tails if role.disease_end == "head" else st.heads)
+
+
+def _drop_weak_symptoms(
+    stats: Sequence[RelationStats], named: set[str], roles: dict[str, RelationRole]
+) -> list[RelationStats]:
+    """Unread the relations read as symptom relations only because they name diseases (import time).
+
+    A name with no role word but a disease word (``possible_disease``, ``诊治疾病``) is read
+    as a symptom relation, the commonest kind. When the KG has other symptom relations and
+    (almost) none of this one's far ends is a symptom of theirs, the far ends are something
+    else (departments that treat a disease): the relation becomes ``other`` with no role
+    read (``none``), so its ends are not typed as symptoms and the report asks for it.
+    Returns the relations unread.
+    """
+    known = [st for st in stats if st.heads is not None and roles[st.relation].role == "symptom"]
+    weak = {st.relation for st in known if st.relation in named and weak_symptom_name(st.relation)}
+    strong = [_far_end(st, roles[st.relation]) for st in known if st.relation not in weak]
+    symptoms: set[str] = set().union(*strong)
+    out: list[RelationStats] = []
+    for st in known:
+        far = _far_end(st, roles[st.relation])
+        if st.relation in weak and symptoms and far and len(far & symptoms) / len(far) < _WEAK_SHARE:
+            roles[st.relation] = RelationRole(
+                st.relation, "other", _majority(st.head_types), _majority(st.tail_types), "none"
+            )
+            out.append(st)
+    return out
+
+
+#: Share of a relation's flipped pairs another relation must hold for it to be read as its inverse.
+_INVERSE_SHARE = 0.5
+
+
+def _add_inverses(
+    unsure: Sequence[RelationStats], stats: Sequence[RelationStats], roles: dict[str, RelationRole]
+) -> None:
+    """Read a relation as the inverse of a relation with a role when it holds that relation's pairs flipped.
+
+    Form (e) of issue 44: both directions stored, one direction's name unreadable
+    (``Fever seen_in Measles`` beside ``Measles presents_with Fever``). Applies to relations
+    with no role (``none``) and to named ones whose disease end nothing said; the partner
+    must have a medical role whose disease end was decided (not assumed). Needs
+    :attr:`RelationStats.pairs` (an import's stats).
+    """
+    unsure_names = {st.relation for st in unsure}
+    decided = [
+        st
+        for st in stats
+        if st.pairs and roles[st.relation].role != "other" and st.relation not in unsure_names
+    ]
+    for st in unsure:
+        candidates = [d for d in decided if d.relation != st.relation]
+        if not st.pairs or not candidates:
+            continue
+        flipped = {(t, h) for h, t in st.pairs}
+        share, partner = max(
+            (len(flipped & cast(set[tuple[str, str]], d.pairs)) / len(flipped), d.relation)
+            for d in candidates
+        )
+        if share <= _INVERSE_SHARE:
+            continue
+        p, own = roles[partner], roles[st.relation]
+        if own.role not in ("other", p.role):  # the name gave another role: the pairs give no end for it
+            continue
+        end = "tail" if p.disease_end == "head" else "head"
+        other = ROLE_ENTITY_TYPE[p.role]
+        head, tail = (DISEASE, other) if end == "head" else (other, DISEASE)
+        how = "inverse" if own.role == "other" else "name+inverse"
+        roles[st.relation] = RelationRole(st.relation, p.role, head, tail, how, via=partner)
 
 
 #: MindMap's words for walking a medical relation from its far end to the disease.
@@ -423,6 +481,8 @@ def _override(relation: str, role: str, end: str, where: str) -> dict[str, str]:
         raise SchemaFileError(f"{where}: disease_end must be head or tail for role {role!r}, not {end!r}")
     if not relation.strip():
         raise SchemaFileError(f"{where}: blank relation name")
+    if not valid_relation_type(normalize_relation_type(relation)):
+        raise SchemaFileError(f"{where}: bad relation type {relation!r}: {RELATION_TYPE_RULE}")
     return {"role": role, "disease_end": end if role != "other" else ""}
 
 

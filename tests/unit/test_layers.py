@@ -18,7 +18,9 @@ import pytest
 SRC = Path(__file__).resolve().parents[2] / "src" / "kgmind"
 
 #: The shared base: plain modules (no package) that every layer may import.
-BASE_MODULES = frozenset({"models", "text", "settings", "tuning", "machine", "scoring", "relations"})
+BASE_MODULES = frozenset(
+    {"models", "text", "settings", "tuning", "machine", "scoring", "relations", "relation_names"}
+)
 
 #: One package per layer, lowest first: a module may import its own layer, a lower one, or the base.
 PACKAGE_ORDER: tuple[str, ...] = (

@@ -343,6 +343,27 @@ def test_bulk_load_unknown_endpoint_raises_before_writing_relations(h: Harness) 
     assert q.BUMP_VERSION not in h.tx_queries()
 
 
+def test_bulk_load_sends_a_chinese_relation_type_only_as_a_parameter(h: Harness) -> None:
+    measles, fever = ent("麻疹", "disease"), ent("发热", "symptom")
+    rel = Relation(head=measles.id, type="症状", tail=fever.id)
+    h.store.bulk_load([measles, fever], [rel])
+    sent = [c for c in h.tx.run.call_args_list if c.args[0] == q.MERGE_RELATIONS]
+    assert len(sent) == 1 and h.session.execute_write.call_count == 1
+    assert [r["rel_type"] for r in sent[0].args[1]["rows"]] == ["症状"]
+    assert "$(row.rel_type)" in q.MERGE_RELATIONS
+    assert all("症状" not in c.args[0] for c in h.tx.run.call_args_list)  # never in query text
+
+
+def test_set_schema_overrides_runs_set_schema_in_one_write_transaction(h: Harness) -> None:
+    h.store.set_schema_overrides({"症状": {"role": "symptom", "disease_end": "head"}, "a": {"role": "other"}})
+    assert h.session.execute_write.call_count == 1
+    text = '{"a": {"role": "other"}, "症状": {"role": "symptom", "disease_end": "head"}}'
+    assert h.tx.run.call_args_list == [call(q.SET_SCHEMA, {"meta_id": store_mod.META_ID, "schema": text})]
+    h.read_answers[q.GET_SCHEMA] = [{"schema": text}]
+    assert h.store.schema_overrides()["症状"] == {"role": "symptom", "disease_end": "head"}
+    assert h.read_calls()[-1] == read_call(q.GET_SCHEMA, {"meta_id": store_mod.META_ID})
+
+
 def test_bulk_load_of_nothing_sends_nothing(h: Harness) -> None:
     report = h.store.bulk_load([], [], [])
     assert report.entities == report.relations == report.docs == 0

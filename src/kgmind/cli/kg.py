@@ -1,6 +1,7 @@
 """``kgmind kg``: import, inspect and reset knowledge graphs.
 
-Commands: ``import`` (parse a public KG file and bulk-load it), ``stats`` (counts per
+Commands: ``import`` (parse a KG file, bulk-load it and report the roles and directions it
+read, :mod:`kgmind.importers.report`), ``stats`` (counts per
 entity and relation type, and the conditions a small KG covers), ``demo`` ((re)load the
 shipped demo KG). Other modules add
 commands to :data:`app` (``kg weights``, ``kg reset-weights``).
@@ -23,9 +24,17 @@ from kgmind.cli._common import console, handle_errors, pick_store
 from kgmind.settings import default_store_uri
 
 if TYPE_CHECKING:
+    from kgmind.importers.report import ImportReport
     from kgmind.stores.protocol import GraphStore, StoreStats
 
-__all__ = ["MAX_LISTED_CONDITIONS", "app", "condition_names", "demo_notice", "resolve_store_uri"]
+__all__ = [
+    "MAX_LISTED_CONDITIONS",
+    "MAX_REPORT_WARNINGS",
+    "app",
+    "condition_names",
+    "demo_notice",
+    "resolve_store_uri",
+]
 
 #: ``kg stats`` names the conditions (disease-typed entities) of a KG that has at most this many:
 #: the demo KG's 54 fit on a screen; a real KG's thousands are a count.
@@ -114,22 +123,32 @@ def import_cmd(
     ],
     store: StoreOpt = None,
     name: NameOpt = None,
+    schema: Annotated[
+        Path | None,
+        typer.Option(
+            "--schema",
+            help="Relation roles where names cannot be read: JSON, or `relation,role[,disease_end]` lines "
+            "(role symptom/test/treatment/other; disease_end head/tail).",
+        ),
+    ] = None,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show progress bars.")] = True,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the import summary as JSON.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary and report as JSON.")] = False,
 ) -> None:
-    """Parse a KG file fully, then load it into the store in one transaction."""
+    """Parse a KG file fully, load it into the store in one transaction, and report what it read."""
     from kgmind.importers import ProgressTracker, check_result, get_parser, import_result
+    from kgmind.relations import load_schema_file
     from kgmind.stores.factory import open_store
 
     parser = get_parser(fmt)
     uri = resolve_store_uri(store, name)
-    # parse everything first: a bad file never creates or touches the store
+    # read the schema file and parse everything first: bad input never creates or touches the store
+    overrides = load_schema_file(schema) if schema is not None else None
     with ProgressTracker(progress and not as_json) as tracker:
         t0 = time.perf_counter()
         result = parser(path, tracker)
         parse_seconds = time.perf_counter() - t0
         check_result(result)
-        summary = import_result(result, open_store(uri, create=True), tracker=tracker)
+        summary = import_result(result, open_store(uri, create=True), tracker=tracker, overrides=overrides)
     summary.parse_seconds = parse_seconds
     if as_json:
         typer.echo(summary.model_dump_json(indent=2))
@@ -153,6 +172,35 @@ def import_cmd(
         console.print(f"  skipped {err}", highlight=False, soft_wrap=True)
     if summary.skipped > 10:
         console.print(f"  … and {summary.skipped - 10:,} more", highlight=False)
+    if summary.report is not None:
+        _print_report(summary.report)
+
+
+#: Warnings the import report prints at most (the rest are counted; ``--json`` has them all).
+MAX_REPORT_WARNINGS = 12
+
+
+def _print_report(report: ImportReport) -> None:
+    """Render the import report: entity types, one row per relation, warnings and notes."""
+    from kgmind.importers.report import decided_by
+
+    types = ", ".join(f"{t} {n:,}" for t, n in report.entity_types.items())
+    console.print(f"entity types: {types}", highlight=False, markup=False, soft_wrap=True)
+    table = Table(title="relations", title_justify="left", box=None, pad_edge=False)
+    for title in ("relation", "count", "role", "direction", "decided by"):
+        table.add_column(title, justify="right" if title == "count" else "left", overflow="fold")
+    for ln in report.relations:
+        table.add_row(
+            ln.relation, f"{ln.count:,}", ln.role, f"{ln.head_type} → {ln.tail_type}", decided_by(ln)
+        )
+    console.print(table)
+    for text in report.warnings[:MAX_REPORT_WARNINGS]:
+        console.print(f"warning: {text}", highlight=False, markup=False, soft_wrap=True)
+    if len(report.warnings) > MAX_REPORT_WARNINGS:
+        more = len(report.warnings) - MAX_REPORT_WARNINGS
+        console.print(f"… and {more} more warnings (--json lists them all)", highlight=False)
+    for text in report.notes:
+        console.print(f"note: {text}", highlight=False, markup=False, soft_wrap=True)
 
 
 @app.command("stats")

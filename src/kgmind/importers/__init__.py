@@ -13,11 +13,17 @@ Formats (see each module's docstring for the exact mapping):
 Parsing is separate from writing: :func:`parse` reads everything (reporting, skipping and
 counting malformed rows) and :func:`import_kg` then calls ``store.bulk_load`` once, so an
 import lands entirely or not at all. An input with no valid row writes nothing.
+
+Between the two, every import infers its relations' roles and types the ends of relations
+outside the fixed vocabulary from them (:mod:`kgmind.importers.roles`), keeps the roles a
+user gave (``--schema``) in the store, and reports what it read
+(:mod:`kgmind.importers.report`).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from kgmind.importers import base as _base
@@ -26,6 +32,8 @@ from kgmind.importers.base import ImportResult, ImportSummary, NoValidRowsError,
 from kgmind.importers.chatdoctor import parse_chatdoctor
 from kgmind.importers.chinese import parse_qasystem_json, parse_recrawl_json
 from kgmind.importers.demo import demo_kg_path, parse_demo
+from kgmind.importers.report import ImportReport, build_report
+from kgmind.importers.roles import type_by_roles
 from kgmind.importers.triples import parse_mindmap_tsv, parse_triples
 from kgmind.importers.vocab import INVERSE, RELATION_TYPES
 from kgmind.stores.protocol import GraphStore
@@ -33,6 +41,7 @@ from kgmind.stores.protocol import GraphStore
 __all__ = [
     "FORMATS",
     "INVERSE",
+    "ImportReport",
     "RELATION_TYPES",
     *_base.__all__,
     "check_result",
@@ -47,6 +56,7 @@ __all__ = [
     "parse_qasystem_json",
     "parse_recrawl_json",
     "parse_triples",
+    "type_by_roles",
 ]
 
 #: format name -> parser
@@ -72,13 +82,20 @@ def get_parser(fmt: str) -> Parser:
     return parser
 
 
-def parse(path: str | Path, fmt: str, *, progress: bool = False) -> ImportResult:
-    """Parse ``path`` in format ``fmt`` without writing anything.
+def parse(
+    path: str | Path,
+    fmt: str,
+    *,
+    progress: bool = False,
+    overrides: Mapping[str, Mapping[str, str]] | None = None,
+) -> ImportResult:
+    """Parse ``path`` in format ``fmt`` and type entities by relation roles, without writing anything.
 
     Args:
         path: Input file (or directory for ``recrawl-json``).
         fmt: One of :data:`FORMATS`.
         progress: Show rich progress bars on stderr.
+        overrides: Relation roles a user gave (:func:`kgmind.relations.load_schema_file`).
 
     Raises:
         ValueError: Unknown format.
@@ -87,7 +104,9 @@ def parse(path: str | Path, fmt: str, *, progress: bool = False) -> ImportResult
     """
     parser = get_parser(fmt)
     with ProgressTracker(progress) as tracker:
-        return parser(Path(path), tracker)
+        result = parser(Path(path), tracker)
+    type_by_roles(result, overrides)
+    return result
 
 
 def check_result(result: ImportResult) -> None:
@@ -105,20 +124,43 @@ def check_result(result: ImportResult) -> None:
 
 
 def import_result(
-    result: ImportResult, store: GraphStore, *, tracker: ProgressTracker | None = None
+    result: ImportResult,
+    store: GraphStore,
+    *,
+    tracker: ProgressTracker | None = None,
+    overrides: Mapping[str, Mapping[str, str]] | None = None,
 ) -> ImportSummary:
-    """Write an already-parsed :class:`ImportResult` with one ``store.bulk_load`` call.
+    """Type ``result`` by relation roles, write it with one ``store.bulk_load`` call, and report.
+
+    The roles given in ``overrides`` are merged into those the store already keeps (a
+    relation named again takes the new role) and stored after the load, so the store's
+    schema (:meth:`~kgmind.stores.protocol.GraphStore.relation_schema`) reads them too.
+
+    Args:
+        result: The parsed KG (its entities are typed in place, once).
+        store: The store to write to.
+        tracker: Progress display.
+        overrides: Relation roles a user gave (:func:`kgmind.relations.load_schema_file`).
 
     Raises:
         NoValidRowsError: The result holds no valid row (nothing is written).
         StoreError: The store rejected the load (nothing is written).
+        ValueError: ``result`` was typed before with other overrides (nothing is written).
 
     """
     check_result(result)
+    schema = type_by_roles(result, overrides)
     tracker = tracker or ProgressTracker(enabled=False)
     t0 = time.perf_counter()
     with tracker.status(f"writing {len(result.relations):,} relations to the store"):
         report = store.bulk_load(result.entities, result.relations, result.docs)
+        if overrides:
+            store.set_schema_overrides({**store.schema_overrides(), **overrides})
+    load_seconds = time.perf_counter() - t0
+    entity_types, relation_types = result.entity_counts(), result.relation_counts()
+    import_report = build_report(
+        entity_types, relation_types, schema, overrides=overrides, store_schema=store.relation_schema()
+    )
     return ImportSummary(
         format=result.format,
         source=result.source,
@@ -130,13 +172,21 @@ def import_result(
         entities=report.entities,
         relations=report.relations,
         docs=report.docs,
-        entity_types=result.entity_counts(),
-        relation_types=result.relation_counts(),
-        load_seconds=time.perf_counter() - t0,
+        entity_types=entity_types,
+        relation_types=relation_types,
+        load_seconds=load_seconds,
+        report=import_report,
     )
 
 
-def import_kg(path: str | Path, fmt: str, store: GraphStore, progress: bool = True) -> ImportSummary:
+def import_kg(
+    path: str | Path,
+    fmt: str,
+    store: GraphStore,
+    progress: bool = True,
+    *,
+    overrides: Mapping[str, Mapping[str, str]] | None = None,
+) -> ImportSummary:
     """Parse ``path`` fully, then load it into ``store`` with a single ``bulk_load`` (all or nothing).
 
     Args:
@@ -144,6 +194,7 @@ def import_kg(path: str | Path, fmt: str, store: GraphStore, progress: bool = Tr
         fmt: One of :data:`FORMATS`.
         store: The store to write to.
         progress: Show rich progress bars on stderr.
+        overrides: Relation roles a user gave (:func:`kgmind.relations.load_schema_file`).
 
     Returns:
         Counts of what was parsed, skipped and written, with timings.
@@ -160,6 +211,6 @@ def import_kg(path: str | Path, fmt: str, store: GraphStore, progress: bool = Tr
         t0 = time.perf_counter()
         result = parser(Path(path), tracker)
         parse_seconds = time.perf_counter() - t0
-        summary = import_result(result, store, tracker=tracker)
+        summary = import_result(result, store, tracker=tracker, overrides=overrides)
     summary.parse_seconds = parse_seconds
     return summary

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -25,6 +25,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+from kgmind.importers.report import ImportReport
 from kgmind.models import (
     TYPE_PRIORITY,
     Entity,
@@ -34,6 +35,7 @@ from kgmind.models import (
     normalize_name,
     relation_id,
 )
+from kgmind.relations import RelationSchema
 from kgmind.text import repair_escapes
 
 __all__ = [
@@ -95,6 +97,26 @@ class ImportResult(BaseModel):
     rows: int = 0
     skipped: int = 0
     repaired: int = 0
+    _schema: RelationSchema | None = PrivateAttr(default=None)
+    _overrides: dict[str, dict[str, str]] = PrivateAttr(default_factory=dict)
+
+    @property
+    def roles_schema(self) -> RelationSchema | None:
+        """The relation roles the import typed entities by (:mod:`kgmind.importers.roles`); None before."""
+        return self._schema
+
+    @roles_schema.setter
+    def roles_schema(self, schema: RelationSchema | None) -> None:
+        self._schema = schema
+
+    @property
+    def roles_overrides(self) -> dict[str, dict[str, str]]:
+        """The ``--schema`` roles that typing used."""
+        return self._overrides
+
+    @roles_overrides.setter
+    def roles_overrides(self, overrides: dict[str, dict[str, str]]) -> None:
+        self._overrides = overrides
 
     def relation_counts(self) -> dict[str, int]:
         """Relations per type, sorted by type."""
@@ -129,6 +151,8 @@ class ImportSummary(BaseModel):
         relation_types: Relations parsed per type.
         parse_seconds: Wall time spent parsing.
         load_seconds: Wall time spent in ``bulk_load``.
+        report: What the import read: relation roles, directions, warnings
+            (:mod:`kgmind.importers.report`).
 
     """
 
@@ -146,6 +170,7 @@ class ImportSummary(BaseModel):
     relation_types: dict[str, int] = Field(default_factory=dict)
     parse_seconds: float = 0.0
     load_seconds: float = 0.0
+    report: ImportReport | None = None
 
 
 class NoValidRowsError(ValueError):

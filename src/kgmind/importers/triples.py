@@ -11,11 +11,16 @@ line (a tab anywhere → tab, else comma). A first row reading ``head,relation,t
 (or ``subject,predicate,object`` / ``source,relation,target`` / ``h,r,t``) is a header.
 Names are kept as written; no inverse is added.
 
-For both, entity types are inferred from the relation vocabulary of
+Relation types may be written in any script (``症状``, ``presents with``): a type is
+trimmed, lower-cased, its spaces become ``_``, and it must then be an identifier
+(:data:`kgmind.models.RELATION_TYPE_RULE`), so that it can never break out of a query.
+
+For both, the parser types entities from the relation vocabulary of
 :mod:`kgmind.importers.vocab` (the tail of ``has_symptom`` is a ``symptom`` …; unknown
-relations give ``entity``). Malformed rows (wrong column count, blank name, a relation
-type that is not snake_case, a weight that is not a finite number > 0) are reported and
-skipped.
+relations give ``entity``); the import then types the ends of the other relations from
+their inferred roles (:mod:`kgmind.importers.roles`). Malformed rows (wrong column count,
+blank name, a relation type that breaks the rule above, a weight that is not a finite
+number > 0) are reported and skipped.
 """
 
 from __future__ import annotations
@@ -24,11 +29,14 @@ import csv
 import math
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from kgmind.importers.base import GraphBuilder, ImportResult, ProgressTracker, RowError, check_path
 from kgmind.importers.vocab import infer_types
-from kgmind.models import Relation, normalize_name
+from kgmind.models import (
+    RELATION_TYPE_RULE,
+    normalize_name,
+    normalize_relation_type,
+    valid_relation_type,
+)
 
 __all__ = ["parse_mindmap_tsv", "parse_triples", "sniff_delimiter"]
 
@@ -76,7 +84,7 @@ def _parse_delimited(
         if first in _HEADERS:
             records = records[1:]
     ncols = (3, 4) if allow_weight else (3,)
-    types: dict[str, str] = {}  # relation type as written -> validated snake_case
+    types: dict[str, str] = {}  # relation type as written -> as stored (validated)
     for start, row in tracker.track(records, len(records), f"{fmt} {p.name}"):
         if not any(c.strip() for c in row):
             continue
@@ -104,11 +112,12 @@ def _parse_delimited(
                 continue
         rtype = types.get(rel_type)
         if rtype is None:
-            try:
-                rtype = types[rel_type] = Relation(head="h", type=rel_type, tail="t").type
-            except ValidationError:
-                errors.append(RowError(file=fname, line=start, reason=f"bad relation type {rel_type!r}"))
+            rtype = normalize_relation_type(rel_type)
+            if not valid_relation_type(rtype):
+                reason = f"bad relation type {rel_type!r}: {RELATION_TYPE_RULE}"
+                errors.append(RowError(file=fname, line=start, reason=reason))
                 continue
+            types[rel_type] = rtype
         head_type, tail_type = infer_types(rtype)
         hid = builder.entity(head, head_type)
         tid = builder.entity(tail, tail_type)
