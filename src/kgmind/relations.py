@@ -294,12 +294,13 @@ def infer_schema(
         given = overrides.get(st.relation)
         if given is not None:
             role = cast(Role, given["role"])
+            how = given.get("how") or "schema"
             if role == "other":
                 roles[st.relation] = RelationRole(
-                    st.relation, "other", _majority(st.head_types), _majority(st.tail_types), "schema"
+                    st.relation, "other", _majority(st.head_types), _majority(st.tail_types), how
                 )
             else:
-                roles[st.relation] = _medical(st.relation, role, given.get("disease_end") or "head", "schema")
+                roles[st.relation] = _medical(st.relation, role, given.get("disease_end") or "head", how)
             continue
         typed = _from_types(st)
         if typed is not None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -77,6 +78,16 @@ def types_of(uri: str) -> dict[str, str]:
 
 
 # -- entity types from roles ---------------------------------------------------------------------
+
+
+def given_roles(store: Any) -> dict[str, dict[str, str]]:
+    """The roles a user gave (``--schema``), without the ones the imports inferred."""
+    kept = store.schema_overrides().items()
+    return {
+        rel: {k: v for k, v in role.items() if k != "how"}
+        for rel, role in kept
+        if role.get("how") == "schema"
+    }
 
 
 def test_an_untyped_triples_file_gets_types_from_roles(tmp_path: Path) -> None:
@@ -151,7 +162,13 @@ def test_schema_file_overrides_inference_end_to_end(tmp_path: Path) -> None:
     line = next(ln for ln in report["relations"] if ln["relation"] == "zz_link")
     assert (line["role"], line["disease_end"], line["how"]) == ("treatment", "head", "schema")
     store = open_store(uri)
-    assert store.schema_overrides() == {"zz_link": {"role": "treatment", "disease_end": "head"}}
+    assert given_roles(store) == {"zz_link": {"role": "treatment", "disease_end": "head"}}
+    # the import's own reading is kept too, so the store reads every relation as the import did
+    assert store.schema_overrides()["presents_with"] == {
+        "role": "symptom",
+        "disease_end": "head",
+        "how": "import",
+    }
     assert store.relation_schema().role("zz_link").role == "treatment"  # the runtime schema agrees
     assert types_of(uri)["Aedes mosquito"] == "medication"
     assert not any("no inferred role" in w for w in report["warnings"])
@@ -166,7 +183,7 @@ def test_re_import_merges_the_stored_roles(tmp_path: Path) -> None:
     assert kg_import(str(first), "-f", "triples", "-s", uri, "--schema", str(r1)).exit_code == 0
     res = kg_import(str(second), "-f", "triples", "-s", uri, "--schema", str(r2))
     assert res.exit_code == 0, res.output
-    assert open_store(uri).schema_overrides() == {
+    assert given_roles(open_store(uri)) == {
         "aaa": {"role": "symptom", "disease_end": "tail"},  # named again: the new role
         "bbb": {"role": "test", "disease_end": "head"},  # kept from the first import
         "ccc": {"role": "treatment", "disease_end": "head"},
@@ -174,7 +191,8 @@ def test_re_import_merges_the_stored_roles(tmp_path: Path) -> None:
     # an import without --schema keeps the stored roles
     third = write(tmp_path, "c.csv", "head,relation,tail\nFlu,ddd,Cough\n")
     assert kg_import(str(third), "-f", "triples", "-s", uri).exit_code == 0
-    assert set(open_store(uri).schema_overrides()) == {"aaa", "bbb", "ccc"}
+    assert set(given_roles(open_store(uri))) == {"aaa", "bbb", "ccc"}
+    assert open_store(uri).schema_overrides()["ddd"]["how"] == "import"
 
 
 @pytest.mark.parametrize("existing", [False, True], ids=["new-store", "existing-store"])

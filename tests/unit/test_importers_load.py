@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,6 +41,12 @@ class FakeStore:
 
     def relation_schema(self) -> RelationSchema:  # the import report compares the store's reading
         return RelationSchema()
+
+    def schema_overrides(self) -> dict[str, dict[str, str]]:
+        return {}
+
+    def set_schema_overrides(self, roles: Any) -> None:
+        self.roles = dict(roles)  # the import keeps its reading with the store
 
 
 @pytest.mark.parametrize("progress", [True, False])

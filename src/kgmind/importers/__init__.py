@@ -36,6 +36,7 @@ from kgmind.importers.report import ImportReport, build_report
 from kgmind.importers.roles import type_by_roles
 from kgmind.importers.triples import parse_mindmap_tsv, parse_triples
 from kgmind.importers.vocab import INVERSE, RELATION_TYPES
+from kgmind.relations import RelationSchema
 from kgmind.stores.protocol import GraphStore
 
 __all__ = [
@@ -123,6 +124,26 @@ def check_result(result: ImportResult) -> None:
         )
 
 
+def stored_roles(
+    kept: Mapping[str, Mapping[str, str]],
+    schema: RelationSchema,
+    overrides: Mapping[str, Mapping[str, str]] | None,
+) -> dict[str, dict[str, str]]:
+    """The roles a store keeps after an import: its earlier ones, this import's reading, the user's.
+
+    A role a user gave (now or at an earlier import) wins over any inferred one; among
+    inferred ones the latest import's reading wins.
+    """
+    out = {k: dict(v) for k, v in kept.items()}
+    for rel, role in schema.roles.items():
+        if out.get(rel, {}).get("how", "schema") == "schema" and rel in out:
+            continue  # given by a user before
+        out[rel] = {"role": role.role, "disease_end": role.disease_end or "", "how": "import"}
+    for rel, given in (overrides or {}).items():
+        out[rel] = {**dict(given), "how": "schema"}
+    return out
+
+
 def import_result(
     result: ImportResult,
     store: GraphStore,
@@ -133,8 +154,11 @@ def import_result(
     """Type ``result`` by relation roles, write it with one ``store.bulk_load`` call, and report.
 
     The roles given in ``overrides`` are merged into those the store already keeps (a
-    relation named again takes the new role) and stored after the load, so the store's
-    schema (:meth:`~kgmind.stores.protocol.GraphStore.relation_schema`) reads them too.
+    relation named again takes the new role) and stored after the load, with the roles this
+    import inferred for its other relations (``how="import"``; a role a user gave earlier
+    stays), so the store's schema (:meth:`~kgmind.stores.protocol.GraphStore.relation_schema`)
+    reads every relation as the import did, even where the import used cues the store
+    cannot see (name sets, inverse pairs).
 
     Args:
         result: The parsed KG (its entities are typed in place, once).
@@ -154,8 +178,7 @@ def import_result(
     t0 = time.perf_counter()
     with tracker.status(f"writing {len(result.relations):,} relations to the store"):
         report = store.bulk_load(result.entities, result.relations, result.docs)
-        if overrides:
-            store.set_schema_overrides({**store.schema_overrides(), **overrides})
+        store.set_schema_overrides(stored_roles(store.schema_overrides(), schema, overrides))
     load_seconds = time.perf_counter() - t0
     entity_types, relation_types = result.entity_counts(), result.relation_counts()
     import_report = build_report(
