@@ -17,15 +17,42 @@ Role = Literal["symptom", "test", "treatment", "other"]
 _ROLE_WORDS: tuple[tuple[Role, tuple[str, ...]], ...] = (
     (
         "treatment",
-        ("treat", "medicat", "medicin", "drug", "cure", "therap", "prescri", "remed", "pharma", "relieve"),
+        (
+            "treat",
+            "medicat",
+            "medicin",
+            "drug",
+            "cure",
+            "therap",
+            "prescri",
+            "remed",
+            "pharma",
+            "relieve",
+            "manag",
+        ),
     ),
     ("treatment", ("药", "治疗", "疗法", "处方")),
     (
         "test",
-        ("test", "check", "diagnos", "exam", "screen", "lab_", "procedure", "detect", "imaging", "assay"),
+        (
+            "test",
+            "check",
+            "diagnos",
+            "exam",
+            "screen",
+            "lab_",
+            "procedure",
+            "detect",
+            "imaging",
+            "assay",
+            "confirm",
+        ),
     ),
     ("test", ("检查", "检验", "化验", "诊断", "筛查", "检测")),
-    ("symptom", ("symptom", "sign", "present", "manifest", "feature", "complain", "characteri", "exhibit")),
+    (
+        "symptom",
+        ("symptom", "sign", "present", "manifest", "feature", "complain", "characteri", "exhibit", "finding"),
+    ),
     ("symptom", ("症状", "表现", "症候", "体征", "征象", "见于")),
 )
 # Words of relations between a disease and something that is not a symptom, test or drug: never a
@@ -38,8 +65,11 @@ _DISEASE_WORDS = ("disease", "疾病")
 _TAIL_DISEASE_EN = ("disease", "_of", "_for", "indicat", "suggest", "treats", "cures", "diagnoses", "detects")
 _TAIL_DISEASE_ZH = ("见于", "提示", "用于", "可治", "主治", "疾病")
 _TAIL_DISEASE_ZH_START = ("治疗", "诊断", "检查出")
-_ZH_NOUN_ENDS = ("药物", "检查", "症状")
+_ZH_NOUN_ENDS = ("药物", "检查", "症状", "方法", "方案")
 _HEAD_DISEASE_EN = ("has_", "need", "_with", "_by", "presents", "shows", "requires")
+# The same cues at the ends of a name written without underscores (``hasSymptom`` is stored ``hassymptom``).
+_TAIL_END_EN = ("of", "for")
+_HEAD_END_EN = ("with", "by")
 
 
 def role_from_name(relation: str) -> tuple[Role | None, str | None]:
@@ -60,9 +90,9 @@ def role_from_name(relation: str) -> tuple[Role | None, str | None]:
     zh_tail = any(w in low for w in _TAIL_DISEASE_ZH) or (
         low.startswith(_TAIL_DISEASE_ZH_START) and not low.endswith(_ZH_NOUN_ENDS)
     )
-    if zh_tail or any(w in low for w in _TAIL_DISEASE_EN):
+    if zh_tail or any(w in low for w in _TAIL_DISEASE_EN) or low.endswith(_TAIL_END_EN):
         end = "tail"
-    elif any(w in low for w in _HEAD_DISEASE_EN):
+    elif any(w in low for w in _HEAD_DISEASE_EN) or low.startswith("has") or low.endswith(_HEAD_END_EN):
         end = "head"
     return role, end
 

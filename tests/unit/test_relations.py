@@ -20,6 +20,7 @@ from kgmind.relations import (
     SchemaFileError,
     infer_schema,
     load_schema_file,
+    role_from_name,
 )
 
 #: disease -> role -> the other ends, in English and in Chinese
@@ -333,3 +334,21 @@ def test_a_name_that_only_names_diseases_is_a_symptom_relation_only_if_it_shares
     assert ends(infer_schema(stats(en + back_en)))["possible_disease"] == ("symptom", "tail")
     # alone (no other symptom relation to compare with) the name still reads as a symptom relation
     assert infer_schema(stats(depts)).role("诊治疾病").role == "symptom"
+
+
+@pytest.mark.parametrize(
+    ("name", "role", "end"),
+    [
+        ("hassymptom", "symptom", "head"),  # hasSymptom, stored lower-case without underscores
+        ("symptomof", "symptom", "tail"),
+        ("treatedby", "treatment", "head"),
+        ("has_clinical_finding", "symptom", "head"),
+        ("confirmed_by", "test", "head"),
+        ("managed_with", "treatment", "head"),
+        ("治疗方法", "treatment", None),  # disease 治疗方法 drug: a noun, the disease end left to the graph
+        ("可用于治疗", "treatment", "tail"),
+        ("department_for", None, None),
+    ],
+)
+def test_name_words_beyond_snake_case(name: str, role: str | None, end: str | None) -> None:
+    assert role_from_name(name) == (role, end)
