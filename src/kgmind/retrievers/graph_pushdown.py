@@ -151,9 +151,13 @@ class PushdownGrowth:
         """Forget the cached out-arrays of ``nodes`` (their lists were replaced): a new dict, swapped whole.
 
         A reader that took the old dict may still fill it from an old list; nobody reads it again.
+        Readers insert into the dict lock-free: it is copied whole (one C call), never iterated.
         """
         if nodes:
-            self._out_arrays = {n: a for n, a in self._out_arrays.items() if n not in nodes}
+            kept = self._out_arrays.copy()
+            for n in nodes:
+                kept.pop(n, None)
+            self._out_arrays = kept
 
     def _append_edge(self, h: int, t: int, rtype: str, source: str, twin: int) -> int:
         """Append one edge to the columns (listed by :meth:`_list_edges`); return its index."""
