@@ -49,6 +49,7 @@ __all__ = [
     "disputes_version",
     "get_graph_index",
     "get_neighborhood_index",
+    "notify_disputes_changed",
     "notify_weight_changes",
     "pushdown_wanted",
     "relation_schema_of",
@@ -202,6 +203,19 @@ def notify_weight_changes(
         gi.set_weights((c.relation_id, c.new_weight) for c in changes)
         if weights_version is not None and gi.weights_version == weights_version - 1:
             gi.weights_version = weights_version
+
+
+def notify_disputes_changed(store_uri: str) -> None:
+    """Make the next lookup of ``store_uri``'s full index read the disputes version again.
+
+    A verdict or restore committed in this process calls it (as feedback calls
+    :func:`notify_weight_changes`), so a ``recheck_s`` window never shows a disputed edge
+    to the next question; a commit in another process is seen at the next check.
+    """
+    with _cond:
+        kept = _full.get(store_uri)
+    if kept is not None:
+        kept.checked_at = -math.inf
 
 
 #: Per-question indexes kept for reuse: the explore nodes of one run (and repeated
