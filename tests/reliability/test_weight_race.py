@@ -27,6 +27,7 @@ import numpy as np
 import pytest
 
 from kgmind.models import Entity, Relation, WeightChange, entity_id
+from kgmind.relations import RelationSchema
 from kgmind.retrievers.graph_index import GraphIndex
 from kgmind.retrievers.graph_index_cache import (
     clear_graph_index_cache,
@@ -70,6 +71,9 @@ class _FeedbackStore:
 
     def fingerprint(self) -> str:
         return f"{len(self.entities)}:{len(self.relations)}"
+
+    def relation_schema(self) -> RelationSchema:
+        return RelationSchema()  # no roles: this race is about weights
 
     def weights_version(self) -> int:
         return self.version

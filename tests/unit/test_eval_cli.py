@@ -142,3 +142,17 @@ def test_markdown_table_lists_methods_and_disabled():
     md = report.markdown_table(res)
     assert "| a | 0.500 | 1.0 |" in md and "| b | – | 2.0 |" in md
     assert "- c: no KG store" in md
+
+
+def test_eval_rows_keep_what_each_item_was_shown(tmp_path, monkeypatch):
+    monkeypatch.setenv("KGMIND_HOME", str(tmp_path / "home"))
+    out = tmp_path / "out"
+    args = ["eval", "genmedgpt5k", "--methods", "bm25_doc", "--llm", "none", "--budget", "120"]
+    result = CliRunner().invoke(app, [*args, "--rows", "--no-progress", "--out", str(out), *_fixture_args()])
+    assert result.exit_code == 0, result.output
+    rows = json.loads((out / "results.json").read_text())["rows"]["bm25_doc"]
+    assert len(rows) == 4 and all("evidence_recall" in r for r in rows)
+    # documents carry no KG edge: every shown item is listed, by id, with no triples
+    shown = [s for r in rows for s in r["shown"]]
+    assert shown and all(s["id"].startswith("D") and s["triples"] == [] for s in shown)
+    assert [len(r["shown"]) for r in rows] == [r["evidence_items"] for r in rows]

@@ -75,7 +75,8 @@ _HELP = {
     "ids": "File of item ids, one per line: evaluate only these (within --split).",
     "out": "Folder for results.json, results.md, results.png.",
     "json": "Print results.json to stdout.",
-    "rows": "Keep every item's scores in results.json (under 'rows'), for breakdowns.",
+    "rows": "Keep every item's scores in results.json (under 'rows'), for breakdowns, with the KG triples "
+    "behind each evidence item it was shown ('shown').",
     "ner": "ner_chatgpt.jsonl.",
     "gold": "gold_kg_entities.jsonl.",
     "qa": "CMCQA qa_ner.jsonl / ExplainCPE split / medical_dialogue_zh CSV.",

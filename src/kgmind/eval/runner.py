@@ -33,6 +33,7 @@ from kgmind.eval.kg import documents_kg, prepare_store
 from kgmind.eval.methods import METHODS, MethodResult, check_methods, resolve_methods
 from kgmind.eval.resources import EntityInput, Resources
 from kgmind.eval.scoring import score_answer, score_evidence, scoring_vocabulary, summarize
+from kgmind.eval.shown import shown_triples
 from kgmind.graphs.check_grounding import grounding_report
 from kgmind.settings import kgmind_home
 
@@ -100,6 +101,7 @@ class _Run:
     vocab: gd.Vocabulary | None
     entity_lists: list[Sequence[EntityInput]] = field(default_factory=list)
     ner_ms: list[float] = field(default_factory=list)
+    keep_rows: bool = False  # rows go into results.json: each row also says what it showed
 
 
 def _prepare(cfg: EvalConfig) -> _Run:
@@ -184,6 +186,8 @@ def _eval_item(name: str, i: int, run: _Run) -> dict[str, Any]:
         score_answer(item, row, result, answer, run.vocab, cfg.bertscore)
     row["id"] = item.id
     row["notes"] = result.notes
+    if run.keep_rows:  # which facts reached this question (outside the timings)
+        row["shown"] = shown_triples(result.evidence, res.store() if res.store_uri else None)
     row["llm_detail"] = res.llm_log.take()
     return row
 
@@ -305,13 +309,15 @@ def run_eval(
         cfg: The run settings.
         on_start: Called with (method, number of items) before a method runs (progress bars).
         on_advance: Called with the method name after each item.
-        keep_rows: Include per-item rows under ``"rows"`` (large).
+        keep_rows: Include per-item rows under ``"rows"`` (large), each with the triples
+            behind every evidence item it showed (``shown``, :mod:`kgmind.eval.shown`).
 
     Returns:
         The results dict (see :mod:`kgmind.eval.report`).
 
     """
     run = _prepare(cfg)
+    run.keep_rows = keep_rows
     with _llm_cache(cfg, run.res.model):
         results, rows_of = _latency_pass(run, on_start, on_advance)
         _memory_pass(run, results)  # tracemalloc, separate from the latency pass

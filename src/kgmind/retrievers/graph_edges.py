@@ -6,12 +6,16 @@ way back itself (no edge ``t -> h`` of any type), the index adds a *reverse read
 explorations, which carries its stored edge's id (feedback credits the stored edge) and
 weight (``edge_twin`` links the two, so a weight update moves both). A KG written in one
 direction then gives the explorations the same graph as the same facts stored both ways.
+
+Also here: :class:`EdgeView`, one edge as callers outside the index see it, and
+:class:`LazyAdjacency`, the per-node lists of a pushed-down index.
 """
 
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -19,7 +23,16 @@ import numpy as np
 from kgmind.models import relation_id
 from kgmind.relations import REVERSE_MARK
 
-__all__ = ["EdgeColumns", "EdgeIds", "EdgeLookup", "csr_lists", "missing_reverse", "sort_key"]
+__all__ = [
+    "EdgeColumns",
+    "EdgeIds",
+    "EdgeLookup",
+    "EdgeView",
+    "LazyAdjacency",
+    "csr_lists",
+    "missing_reverse",
+    "sort_key",
+]
 
 
 class EdgeColumns(Protocol):
@@ -151,3 +164,51 @@ class EdgeLookup:
 
     def __len__(self) -> int:
         return len(self._hashes) + len(self.pending)
+
+
+class Completing(Protocol):
+    """A pushed-down index as its lazy lists see it (``GraphIndex``)."""
+
+    _complete: set[int] | None
+
+    def _complete_nodes(self, nodes: Sequence[int]) -> list[int]: ...
+
+
+class LazyAdjacency(list[list[int]]):
+    """Per-node edge lists of a pushed-down index: reading a node's list first completes the node.
+
+    A node is *complete* when every edge touching it has been read from the store; the
+    exploration code reads ``out_adj[i]`` / ``in_adj[i]`` as it does on the full index and
+    never sees a partial neighbourhood.
+    """
+
+    def __init__(self, owner: Completing, items: Iterable[list[int]] = ()) -> None:
+        super().__init__(items)
+        self._owner = owner
+
+    def __getitem__(self, i: Any) -> Any:
+        complete = self._owner._complete
+        if complete is not None and type(i) is int and i not in complete:
+            self._owner._complete_nodes([i])
+        return super().__getitem__(i)
+
+
+@dataclass(frozen=True)
+class EdgeView:
+    """A relation as seen through the index (a ``Relation``-like snapshot).
+
+    Attributes:
+        id: Relation id.
+        head: Head entity id.
+        type: Relation type.
+        tail: Tail entity id.
+        weight: Current weight.
+        source: The knowledge behind the edge (doc id or citation), may be empty.
+    """
+
+    id: str
+    head: str
+    type: str
+    tail: str
+    weight: float
+    source: str

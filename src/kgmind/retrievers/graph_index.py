@@ -19,7 +19,10 @@ Weights are published whole (:mod:`kgmind.retrievers.graph_weights`): an update 
 arrays beside the current ones and swaps them in under the index lock, and an exploration
 call reads one :meth:`GraphIndex.weight_snapshot`, so no reader sees half an update.
 
-Indexes are built once per store and kept in step with its weights by
+Disputed edges are hidden (:meth:`GraphIndex.set_hidden`, :mod:`kgmind.retrievers.graph_hidden`):
+out of every adjacency list and every KGCoT normaliser, so no exploration shows them.
+
+Indexes are built once per store and kept in step with its weights and disputes by
 :mod:`kgmind.retrievers.graph_index_cache`.
 """
 
@@ -27,16 +30,24 @@ from __future__ import annotations
 
 import threading
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import Any, Protocol
 
 import numpy as np
 
 from kgmind.models import Entity, Relation, relation_id
 from kgmind.relations import REVERSE_MARK, RelationSchema, RelationStats, infer_schema, reverse_name
-from kgmind.retrievers.graph_edges import EdgeIds, EdgeLookup, csr_lists, missing_reverse, sort_key
+from kgmind.retrievers.graph_edges import (
+    EdgeIds,
+    EdgeLookup,
+    EdgeView,
+    LazyAdjacency,
+    csr_lists,
+    missing_reverse,
+)
+from kgmind.retrievers.graph_hidden import HiddenEdges, relist
 from kgmind.retrievers.graph_paths import PathSearch
+from kgmind.retrievers.graph_pushdown import PushdownGrowth
 from kgmind.retrievers.graph_weights import WeightSnapshot, WeightState
 from kgmind.stores.protocol import GraphStore
 
@@ -69,47 +80,7 @@ class IndexableStore(Protocol):
         ...
 
 
-class _LazyAdjacency(list[list[int]]):
-    """Per-node edge lists of a pushed-down index: reading a node's list first completes the node.
-
-    A node is *complete* when every edge touching it has been read from the store; the
-    exploration code reads ``out_adj[i]`` / ``in_adj[i]`` as it does on the full index and
-    never sees a partial neighbourhood.
-    """
-
-    def __init__(self, owner: GraphIndex, items: Iterable[list[int]] = ()) -> None:
-        super().__init__(items)
-        self._owner = owner
-
-    def __getitem__(self, i: Any) -> Any:
-        complete = self._owner._complete
-        if complete is not None and type(i) is int and i not in complete:
-            self._owner._complete_nodes([i])
-        return super().__getitem__(i)
-
-
-@dataclass(frozen=True)
-class EdgeView:
-    """A relation as seen through the index (a ``Relation``-like snapshot).
-
-    Attributes:
-        id: Relation id.
-        head: Head entity id.
-        type: Relation type.
-        tail: Tail entity id.
-        weight: Current weight.
-        source: The knowledge behind the edge (doc id or citation), may be empty.
-    """
-
-    id: str
-    head: str
-    type: str
-    tail: str
-    weight: float
-    source: str
-
-
-class GraphIndex(PathSearch):
+class GraphIndex(PushdownGrowth, PathSearch):
     """In-memory adjacency of a KG (see the module docstring).
 
     Public integer-level attributes (used by :mod:`kgmind.retrievers.exploration`):
@@ -198,6 +169,7 @@ class GraphIndex(PathSearch):
         self._source: GraphStore | None = None
         self._complete: set[int] | None = None
         self._pairs: set[tuple[int, int]] = set()  # pushed down: (head, tail) of every loaded stored edge
+        self.hidden = HiddenEdges()  # disputed edges no exploration sees (set_hidden)
 
     def _read_relations(self, relations: Iterable[Relation]) -> tuple[Any, Any]:
         """Append the edges of ``relations`` (each id once); return their weights and id hashes."""
@@ -268,6 +240,7 @@ class GraphIndex(PathSearch):
         weights_version: int = 0,
         schema: RelationSchema | None = None,
         reverse_readings: bool = True,
+        hidden: Collection[str] = (),
     ) -> GraphIndex:
         """An index of the part of ``store`` around ``seeds``, read with bounded id-keyed queries.
 
@@ -288,6 +261,8 @@ class GraphIndex(PathSearch):
             schema: The relation roles (``None``: :meth:`GraphStore.relation_schema`, one
                 aggregate read; the cache passes the one it keeps per fingerprint).
             reverse_readings: As for the full index.
+            hidden: Relation ids no exploration may see (:meth:`set_hidden`): loaded, as
+                on the full index, so the reverse readings are the same, but never listed.
 
         Returns:
             The partial index.
@@ -305,8 +280,9 @@ class GraphIndex(PathSearch):
         gi._source = store
         gi._complete = set()
         gi._pairs = set()
-        gi.out_adj = _LazyAdjacency(gi)
-        gi.in_adj = _LazyAdjacency(gi)
+        gi.hidden = HiddenEdges(frozenset(hidden))
+        gi.out_adj = LazyAdjacency(gi)
+        gi.in_adj = LazyAdjacency(gi)
         frontier = gi._add_entities(store.get_entities(sorted(set(seeds))))
         for depth in range(complete_depth + 1):
             if not frontier:
@@ -314,90 +290,6 @@ class GraphIndex(PathSearch):
             added = gi._complete_nodes(frontier)
             frontier = added if depth < complete_depth else []
         return gi
-
-    def _add_entities(self, entities: Iterable[Entity]) -> list[int]:
-        """Append unknown entities as nodes (sorted by id, as the stores iterate); return their indices."""
-        out: list[int] = []
-        for ent in sorted(entities, key=lambda x: x.id):
-            if ent.id in self.index_of:
-                continue
-            self.index_of[ent.id] = len(self.ids)
-            out.append(len(self.ids))
-            self.ids.append(ent.id)
-            self.names.append(ent.name)
-            self.types.append(ent.type)
-            self.descriptions.append(ent.description)
-            list.append(self.out_adj, [])
-            list.append(self.in_adj, [])
-        if out:
-            self._weights = self._weights.grown((), (), len(self.ids))
-        return out
-
-    def _complete_nodes(self, nodes: Sequence[int]) -> list[int]:
-        """Load every edge touching ``nodes`` (one query); return the nodes this added to the index."""
-        assert self._source is not None and self._complete is not None
-        with self._lock:
-            todo = [n for n in dict.fromkeys(nodes) if n not in self._complete]
-            if not todo:
-                return []
-            rels = [
-                r
-                for r in self._source.neighbors([self.ids[n] for n in todo], "both")
-                if r.id not in self.edge_index_of
-            ]
-            rels = list({r.id: r for r in rels}.values())
-            missing = sorted({x for r in rels for x in (r.head, r.tail)} - self.index_of.keys())
-            added = self._add_entities(self._source.get_entities(missing)) if missing else []
-            for (
-                ent_id
-            ) in missing:  # an endpoint the store has no entity for: a placeholder, as on the full index
-                if ent_id not in self.index_of:
-                    added += self._add_entities([Entity(id=ent_id, name=ent_id, type="entity")])
-            touched: set[int] = set()
-            new_weights: list[float] = []
-            new_heads: list[int] = []
-            pairs = self._pairs
-            loaded: list[int] = []
-            for rel in sorted(rels, key=lambda r: r.id):
-                h, t = self.index_of[rel.head], self.index_of[rel.tail]
-                e = self._append_edge(h, t, rel.type, rel.source, -1)
-                self.edge_index_of[rel.id] = e
-                if rel.id != relation_id(rel.head, rel.type, rel.tail):
-                    self.edge_id.explicit[e] = rel.id
-                new_weights.append(rel.weight)
-                new_heads.append(h)
-                pairs.add((h, t))
-                loaded.append(e)
-                touched.update((h, t))
-            for i, e in enumerate(loaded):  # the way back the KG lacks, as on the full index
-                h, t = self.edge_head[e], self.edge_tail[e]
-                if self.reverse_readings and h != t and (t, h) not in pairs:
-                    rtype = reverse_name(self.edge_type[e])
-                    self.edge_twin[e] = self._append_edge(t, h, rtype, self.edge_source[e], e)
-                    new_weights.append(new_weights[i])
-                    new_heads.append(t)
-            if new_weights:
-                self._weights = self._weights.grown(new_weights, new_heads, len(self.ids))
-                self.edge_tail_array = np.asarray(self.edge_tail, dtype=np.int64)
-            key = sort_key(self)
-            for n in touched:  # the full index's order: stored edges by relation id, then reverse readings
-                list.__getitem__(self.out_adj, n).sort(key=key)
-                list.__getitem__(self.in_adj, n).sort(key=key)
-                self._out_arrays.pop(n, None)
-            self._complete.update(todo)
-            return added
-
-    def _append_edge(self, h: int, t: int, rtype: str, source: str, twin: int) -> int:
-        """Append one edge to the columns and both adjacency lists (pushed-down growth); return its index."""
-        e = len(self.edge_head)
-        self.edge_head.append(h)
-        self.edge_tail.append(t)
-        self.edge_type.append(rtype)
-        self.edge_source.append(source)
-        self.edge_twin.append(twin)
-        list.__getitem__(self.out_adj, h).append(e)
-        list.__getitem__(self.in_adj, t).append(e)
-        return e
 
     def uniform_weights(self) -> bool:
         """Whether every edge has the same weight (nothing learnt: every learnt lift is 0), cached."""
@@ -430,7 +322,9 @@ class GraphIndex(PathSearch):
             return now
         n = len(held.weights)
         heads = np.asarray(self.edge_head[n : len(now.weights)], dtype=np.int64)
-        return held.grown(now.weights[n:].tolist(), heads.tolist(), len(now.totals))
+        hidden = self.hidden.edges
+        shown = [e not in hidden for e in range(n, len(now.weights))] if hidden else None
+        return held.grown(now.weights[n:].tolist(), heads.tolist(), len(now.totals), shown)
 
     def _out_list(self, node: int) -> np.ndarray:
         """``node``'s outgoing edges as loaded (never completes a node: callers hold the lock)."""
@@ -458,10 +352,10 @@ class GraphIndex(PathSearch):
         """``out_adj[node]`` as a cached ``int64`` array (for vectorised sampling)."""
         if self._complete is not None and node not in self._complete:
             self._complete_nodes([node])
-        arr = self._out_arrays.get(node)
+        cache = self._out_arrays  # read once: a writer replaces the dict after the lists it invalidates
+        arr = cache.get(node)
         if arr is None:
-            arr = np.asarray(self.out_adj[node], dtype=np.int64)
-            self._out_arrays[node] = arr
+            arr = cache[node] = np.asarray(self.out_adj[node], dtype=np.int64)
         return arr
 
     # -- sizes and lookups -------------------------------------------------------
@@ -566,13 +460,43 @@ class GraphIndex(PathSearch):
                 fresh[e] = rel.weight
                 if self.edge_twin[e] >= 0:
                     fresh[self.edge_twin[e]] = rel.weight
-        state = WeightState.build(fresh, np.asarray(self.edge_head, dtype=np.int64), len(self.ids))
-        with self._lock:
+        heads = np.asarray(self.edge_head, dtype=np.int64)
+        with self._lock:  # the totals leave out the edges hidden now
             before = self._weights
             changed = int(np.count_nonzero(fresh != before.weights))
-            self._weights = WeightState(state.weights, state.totals, before.generation + 1)
+            self._weights = WeightState.build(
+                fresh, heads, len(self.ids), before.generation + 1, self.hidden.edges
+            )
             self.weights_version = weights_version
         return changed
+
+    def set_hidden(self, relation_ids: Iterable[str]) -> int:
+        """Hide exactly these stored edges, and their reverse readings, from every exploration.
+
+        Edges hidden before and not named again come back at their place in the lists.
+        A hidden edge keeps its weight and id (feedback on it still lands) but is in no
+        adjacency list and in no KGCoT total, so ``p = w / Σ w`` renormalises over the
+        edges left (:mod:`kgmind.retrievers.graph_hidden`). Readers take no lock: each
+        changed list is replaced whole, then the caches built from the old lists go.
+
+        Args:
+            relation_ids: Every relation id to hide (disputed edges); ids the index has not
+                loaded are kept, for a pushed-down index to hide when it loads them.
+
+        Returns:
+            How many edges (stored edges and readings) changed visibility.
+        """
+        with self._lock:
+            plan = relist(self, relation_ids)
+            for adj, lists in ((self.out_adj, plan.out_lists), (self.in_adj, plan.in_lists)):
+                for n, listed in lists.items():
+                    list.__setitem__(adj, n, listed)
+            self.hidden = plan.hidden
+            if plan.changed:
+                self._drop_out_arrays(plan.out_lists.keys())
+                self.__dict__.pop("_hub_degree", None)
+                self._weights = self._weights.retotalled(plan.out_lists, self._out_list)
+        return plan.changed
 
     def hub_degree(self, percentile: float) -> int | None:
         """The degree (edges in + out) at ``percentile`` of this index's nodes, cached per percentile.

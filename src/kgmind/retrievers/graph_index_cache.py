@@ -12,6 +12,12 @@ the Neo4j database) is seen through the store's weights version, a counter bumpe
 every weight-changing transaction: :func:`get_graph_index` compares it with the one the
 index holds and re-reads the weights (not the whole graph) when they differ.
 
+Disputed edges are hidden from every index (issue 41; :meth:`GraphIndex.set_hidden`). The
+store's disputes version, a counter bumped by every verdict or restore, is read beside the
+weights version: when it moved, the full index re-applies the store's disputed set (no
+rebuild), and the neighbourhood indexes are keyed by it. A store that keeps no verdicts
+(:class:`DisputeSource`) has nothing disputed.
+
 Threads: every cache is a ``cachetools`` memo behind one condition, so a key is built
 once while other keys are served (one store building its index never blocks another).
 Each kept full index has a lock beside it that orders a weight reload against a
@@ -23,9 +29,9 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from cachetools import LRUCache, cached
 
@@ -37,9 +43,13 @@ from kgmind.stores.protocol import GraphStore
 
 __all__ = [
     "PUSHDOWN_MIN_RELATIONS",
+    "DisputeSource",
     "clear_graph_index_cache",
+    "disputed_relation_ids",
+    "disputes_version",
     "get_graph_index",
     "get_neighborhood_index",
+    "notify_disputes_changed",
     "notify_weight_changes",
     "pushdown_wanted",
     "relation_schema_of",
@@ -47,6 +57,41 @@ __all__ = [
 
 #: Guards every cache below; waiters for a key being built wait on it.
 _cond = threading.Condition()
+
+
+@runtime_checkable
+class DisputeSource(Protocol):
+    """A store that keeps verdicts on its edges (issue 41): what the indexes hide comes from it."""
+
+    def disputed_relations(self) -> Mapping[str, Any]:
+        """Every disputed edge, by relation id."""
+        ...
+
+    def disputes_version(self) -> int:
+        """A counter bumped whenever the disputed set changes."""
+        ...
+
+
+def disputes_version(store: object) -> int:
+    """The store's disputes version; ``0`` for a store that keeps no verdicts (nothing is ever disputed)."""
+    return int(store.disputes_version()) if isinstance(store, DisputeSource) else 0
+
+
+@cached(LRUCache(maxsize=8), key=lambda store, fp, version: (store.uri, fp, version), lock=threading.Lock())
+def _disputed(store: Any, fingerprint: str, version: int) -> frozenset[str]:
+    return frozenset(store.disputed_relations()) if isinstance(store, DisputeSource) else frozenset()
+
+
+def disputed_relation_ids(store: Any, fingerprint: str, version: int) -> frozenset[str]:
+    """The ids of the store's disputed edges, read once per store content and disputes version.
+
+    Args:
+        store: Any store (``uri``); one without verdicts has none.
+        fingerprint: The store's fingerprint (a store imported again starts its counter again).
+        version: :func:`disputes_version`, read before: a change after it costs one more
+            read at the next version, never a stale set kept under a new one.
+    """
+    return _disputed(store, fingerprint, version)
 
 
 @dataclass
@@ -58,38 +103,41 @@ class _Kept:
         lock: Held while the weights are reloaded or a committed change is applied, so a
             change never lands between a reload's read of the weights and its swap.
         checked_at: ``time.monotonic()`` of the last fingerprint check.
+        disputes_version: The store's disputes version whose disputed set the index hides.
     """
 
     index: GraphIndex
     lock: threading.Lock = field(default_factory=threading.Lock)
     checked_at: float = -math.inf
+    disputes_version: int = 0
 
 
 #: Full indexes by store URI.
 _full: dict[str, _Kept] = {}
 
 
-@cached(_full, key=lambda store, fingerprint, weights_version: store.uri, condition=_cond)
-def _built(store: IndexableStore, fingerprint: str, weights_version: int) -> _Kept:
-    """The index of ``store`` read now (``fingerprint`` and ``weights_version`` read before it)."""
-    return _Kept(
-        GraphIndex(
-            store.iter_entities(),
-            store.iter_relations(),
-            uri=store.uri,
-            fingerprint=fingerprint,
-            weights_version=weights_version,
-            schema=store.relation_schema(),
-        )
+@cached(_full, key=lambda store, fingerprint, weights_version, disputes: store.uri, condition=_cond)
+def _built(store: IndexableStore, fingerprint: str, weights_version: int, disputes: int) -> _Kept:
+    """The index of ``store`` read now, its disputed edges hidden (the versions read before it)."""
+    gi = GraphIndex(
+        store.iter_entities(),
+        store.iter_relations(),
+        uri=store.uri,
+        fingerprint=fingerprint,
+        weights_version=weights_version,
+        schema=store.relation_schema(),
     )
+    gi.set_hidden(disputed_relation_ids(store, fingerprint, disputes))
+    return _Kept(gi, disputes_version=disputes)
 
 
 def get_graph_index(store: IndexableStore, *, recheck_s: float = 0.0) -> GraphIndex:
     """Return the cached :class:`GraphIndex` of ``store``, rebuilt when its fingerprint changes.
 
     One index is kept per store URI; a new fingerprint (entities or relations added
-    or removed) replaces it. Reading the fingerprint is a store query (a few ms on
-    LadybugDB), so hot paths may pass ``recheck_s`` to re-read it at most that often.
+    or removed) replaces it; new weights are re-read and a new disputed set is hidden
+    in place. Reading the versions is a store query (a few ms on LadybugDB), so hot
+    paths may pass ``recheck_s`` to re-read them at most that often.
 
     Args:
         store: A ``GraphStore`` (or anything with ``uri``, ``fingerprint()``,
@@ -108,15 +156,19 @@ def get_graph_index(store: IndexableStore, *, recheck_s: float = 0.0) -> GraphIn
     fp = store.fingerprint()
     # read before the relations: a commit in between costs one more reload, never a stale index
     wv = store.weights_version()
-    kept = _built(store, fp, wv)
+    dv = disputes_version(store)
+    kept = _built(store, fp, wv, dv)
     if kept.index.fingerprint != fp:  # the KG changed: build it again
         with _cond:
             if _full.get(store.uri) is kept:
                 del _full[store.uri]
-        kept = _built(store, fp, wv)
+        kept = _built(store, fp, wv, dv)
     with kept.lock:
         if kept.index.weights_version != wv:  # weights moved in another process (or a reset)
             kept.index.reload_weights(store.iter_relations(), wv)
+        if kept.disputes_version != dv:  # a verdict or restore: hide the new disputed set
+            kept.index.set_hidden(disputed_relation_ids(store, fp, dv))
+            kept.disputes_version = dv
         kept.checked_at = now
     return kept.index
 
@@ -153,16 +205,36 @@ def notify_weight_changes(
             gi.weights_version = weights_version
 
 
+def notify_disputes_changed(store_uri: str) -> None:
+    """Make the next lookup of ``store_uri``'s full index read the disputes version again.
+
+    A verdict or restore committed in this process calls it (as feedback calls
+    :func:`notify_weight_changes`), so a ``recheck_s`` window never shows a disputed edge
+    to the next question; a commit in another process is seen at the next check.
+    """
+    with _cond:
+        kept = _full.get(store_uri)
+    if kept is not None:
+        kept.checked_at = -math.inf
+
+
 #: Per-question indexes kept for reuse: the explore nodes of one run (and repeated
-#: questions) share one, keyed by store, fingerprint, weights version and seeds.
+#: questions) share one, keyed by store, fingerprint, weights and disputes versions and seeds.
 _HOOD_CACHE_SIZE = 64
-_NeighborhoodKey = tuple[str, str, int, tuple[str, ...]]
+_NeighborhoodKey = tuple[str, str, int, int, tuple[str, ...]]
 
 
 @cached(LRUCache(maxsize=_HOOD_CACHE_SIZE), key=lambda store, key: key, condition=_cond)
 def _neighborhood(store: GraphStore, key: _NeighborhoodKey) -> GraphIndex:
-    schema = _schema(store, key[1])
-    return GraphIndex.neighborhood(store, key[3], fingerprint=key[1], weights_version=key[2], schema=schema)
+    _, fingerprint, weights, disputes, seeds = key
+    return GraphIndex.neighborhood(
+        store,
+        seeds,
+        fingerprint=fingerprint,
+        weights_version=weights,
+        schema=_schema(store, fingerprint),
+        hidden=disputed_relation_ids(store, fingerprint, disputes),
+    )
 
 
 @cached(LRUCache(maxsize=8), key=lambda store, fingerprint: (store.uri, fingerprint), lock=threading.Lock())
@@ -181,10 +253,10 @@ def get_neighborhood_index(store: GraphStore, seeds: Sequence[str]) -> GraphInde
 
     Nothing of the graph beyond the question's neighbourhood is read into Python; the
     explore nodes of one run, which run in parallel on the same seeds, build it once.
+    The store's disputed edges are hidden in it, as in the full index.
     """
-    return _neighborhood(
-        store, (store.uri, store.fingerprint(), store.weights_version(), tuple(sorted(set(seeds))))
-    )
+    fp, wv, dv = store.fingerprint(), store.weights_version(), disputes_version(store)
+    return _neighborhood(store, (store.uri, fp, wv, dv, tuple(sorted(set(seeds)))))
 
 
 #: ``exploration="auto"`` pushes exploration down into stores with more relations than this
@@ -220,5 +292,5 @@ def pushdown_wanted(store: Any, mode: str) -> bool:
 
 def clear_graph_index_cache() -> None:
     """Forget every cached index and relation count (tests)."""
-    for memo in (_built, _neighborhood, _relation_count):
+    for memo in (_built, _neighborhood, _relation_count, _disputed):
         memo.cache_clear()

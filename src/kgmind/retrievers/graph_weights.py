@@ -12,7 +12,7 @@ swapping one reference; a reader takes the state once per exploration call
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Protocol
@@ -46,12 +46,28 @@ class WeightState:
     generation: int = 0
 
     @classmethod
-    def build(cls, weights: np.ndarray, heads: np.ndarray, nodes: int, generation: int = 0) -> WeightState:
-        """The state of ``weights`` (edge ``e`` leaves node ``heads[e]``) over ``nodes`` nodes."""
+    def build(
+        cls,
+        weights: np.ndarray,
+        heads: np.ndarray,
+        nodes: int,
+        generation: int = 0,
+        hidden: Collection[int] = (),
+    ) -> WeightState:
+        """The state of ``weights`` (edge ``e`` leaves node ``heads[e]``) over ``nodes`` nodes.
+
+        Edges in ``hidden`` (disputed, :mod:`kgmind.retrievers.graph_hidden`) keep their
+        weight but count in no total: no reader can draw them.
+        """
+        w = np.asarray(weights, dtype=np.float64)
         totals = np.zeros(nodes, dtype=np.float64)
-        if len(weights):
-            np.add.at(totals, heads, weights)
-        return cls(_frozen(np.asarray(weights, dtype=np.float64)), _frozen(totals), generation)
+        if len(w) and hidden:
+            counted = np.ones(len(w), dtype=bool)
+            counted[np.fromiter(hidden, dtype=np.int64, count=len(hidden))] = False
+            np.add.at(totals, np.asarray(heads)[counted], w[counted])
+        elif len(w):
+            np.add.at(totals, heads, w)
+        return cls(_frozen(w), _frozen(totals), generation)
 
     @cached_property
     def uniform(self) -> bool:
@@ -80,13 +96,34 @@ class WeightState:
             t[h] = w[out_edges(h)].sum()
         return WeightState(_frozen(w), _frozen(t), self.generation + 1)
 
-    def grown(self, weights: Sequence[float], heads: Sequence[int], nodes: int) -> WeightState:
-        """This generation with edges appended (``weights[i]`` leaves ``heads[i]``), over ``nodes`` nodes."""
+    def retotalled(self, nodes: Iterable[int], out_edges: Callable[[int], np.ndarray]) -> WeightState:
+        """The next generation: the same weights, the totals of ``nodes`` summed again over ``out_edges``.
+
+        Published when edges are hidden or restored: the weights stay, the lists change.
+        """
+        t = self.totals.copy()
+        for n in nodes:
+            t[n] = self.weights[out_edges(n)].sum()
+        return WeightState(self.weights, _frozen(t), self.generation + 1)
+
+    def grown(
+        self,
+        weights: Sequence[float],
+        heads: Sequence[int],
+        nodes: int,
+        counted: Sequence[bool] | None = None,
+    ) -> WeightState:
+        """This generation with edges appended (``weights[i]`` leaves ``heads[i]``), over ``nodes`` nodes.
+
+        ``counted[i]`` false: the new edge ``i`` is hidden and joins no total.
+        """
         t = np.zeros(nodes, dtype=np.float64)
         t[: len(self.totals)] = self.totals
         if len(weights):
-            np.add.at(t, np.asarray(heads, dtype=np.int64), np.asarray(weights, dtype=np.float64))
-            w = np.concatenate([self.weights, np.asarray(weights, dtype=np.float64)])
+            new = np.asarray(weights, dtype=np.float64)
+            keep = np.ones(len(new), dtype=bool) if counted is None else np.asarray(counted, dtype=bool)
+            np.add.at(t, np.asarray(heads, dtype=np.int64)[keep], new[keep])
+            w = np.concatenate([self.weights, new])
         else:
             w = self.weights
         return WeightState(_frozen(w), _frozen(t), self.generation)

@@ -1,0 +1,170 @@
+"""How a pushed-down :class:`~kgmind.retrievers.graph_index.GraphIndex` grows: nodes completed from the store.
+
+A pushed-down index (:meth:`GraphIndex.neighborhood`) holds the part of the store around
+one question; reading a node's edge list first *completes* the node (every edge touching
+it is read from the store in one query). The new edges get the reverse readings the full
+index would give them, the lists keep the full index's order (stored edges by relation id,
+then readings), and an edge the index hides (:mod:`kgmind.retrievers.graph_hidden`) is
+loaded but never listed, so both index modes give the same evidence.
+
+Readers take no lock: columns, weights and the tail array are published before any list
+names a new edge, and each changed list is replaced whole (never sorted in place, which
+shows other threads an empty list while it runs).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Collection, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from kgmind.models import Entity, Relation, relation_id
+from kgmind.relations import reverse_name
+from kgmind.retrievers.graph_edges import EdgeIds, EdgeLookup, sort_key
+from kgmind.retrievers.graph_hidden import HiddenEdges
+from kgmind.retrievers.graph_weights import WeightState
+from kgmind.stores.protocol import GraphStore
+
+__all__ = ["PushdownGrowth"]
+
+
+class PushdownGrowth:
+    """The growth of a pushed-down index (a base class of ``GraphIndex``, which provides these attributes)."""
+
+    ids: list[str]
+    names: list[str]
+    types: list[str]
+    descriptions: list[str]
+    index_of: dict[str, int]
+    out_adj: list[Any]
+    in_adj: list[Any]
+    edge_head: Any
+    edge_tail: Any
+    edge_type: list[str]
+    edge_source: list[str]
+    edge_twin: Any
+    edge_id: EdgeIds
+    edge_index_of: EdgeLookup
+    edge_tail_array: np.ndarray
+    reverse_readings: bool
+    hidden: HiddenEdges
+    _weights: WeightState
+    _lock: threading.Lock
+    _out_arrays: dict[int, np.ndarray]
+    _source: GraphStore | None
+    _complete: set[int] | None
+    _pairs: set[tuple[int, int]]
+
+    def _add_entities(self, entities: Iterable[Entity]) -> list[int]:
+        """Append unknown entities as nodes (sorted by id, as the stores iterate); return their indices."""
+        out: list[int] = []
+        for ent in sorted(entities, key=lambda x: x.id):
+            if ent.id in self.index_of:
+                continue
+            self.index_of[ent.id] = len(self.ids)
+            out.append(len(self.ids))
+            self.ids.append(ent.id)
+            self.names.append(ent.name)
+            self.types.append(ent.type)
+            self.descriptions.append(ent.description)
+            list.append(self.out_adj, [])
+            list.append(self.in_adj, [])
+        if out:
+            self._weights = self._weights.grown((), (), len(self.ids))
+        return out
+
+    def _complete_nodes(self, nodes: Sequence[int]) -> list[int]:
+        """Load every edge touching ``nodes`` (one query); return the nodes this added to the index."""
+        assert self._source is not None and self._complete is not None
+        with self._lock:
+            todo = [n for n in dict.fromkeys(nodes) if n not in self._complete]
+            if not todo:
+                return []
+            rels = [
+                r
+                for r in self._source.neighbors([self.ids[n] for n in todo], "both")
+                if r.id not in self.edge_index_of
+            ]
+            rels = list({r.id: r for r in rels}.values())
+            missing = sorted({x for r in rels for x in (r.head, r.tail)} - self.index_of.keys())
+            added = self._add_entities(self._source.get_entities(missing)) if missing else []
+            for (
+                ent_id
+            ) in missing:  # an endpoint the store has no entity for: a placeholder, as on the full index
+                if ent_id not in self.index_of:
+                    added += self._add_entities([Entity(id=ent_id, name=ent_id, type="entity")])
+            self._load_edges(sorted(rels, key=lambda r: r.id))
+            self._complete.update(todo)
+            return added
+
+    def _load_edges(self, rels: Sequence[Relation]) -> None:
+        """Append ``rels`` and the ways back the KG lacks (as on the full index), then list the visible ones.
+
+        Columns, weights and the tail array are published before any list names a new
+        edge, and each changed list is replaced whole, so a lock-free reader never reads
+        an edge it cannot look up, nor a list half sorted.
+        """
+        first = len(self.edge_head)
+        weights: list[float] = []
+        heads: list[int] = []
+        shown: list[bool] = []  # per new edge: not hidden
+        for rel in rels:
+            h, t = self.index_of[rel.head], self.index_of[rel.tail]
+            e = self._append_edge(h, t, rel.type, rel.source, -1)
+            self.edge_index_of[rel.id] = e
+            if rel.id != relation_id(rel.head, rel.type, rel.tail):
+                self.edge_id.explicit[e] = rel.id
+            weights.append(rel.weight)
+            heads.append(h)
+            shown.append(rel.id not in self.hidden.ids)
+            self._pairs.add((h, t))
+        for i, e in enumerate(range(first, first + len(rels))):  # the way back the KG lacks
+            h, t = self.edge_head[e], self.edge_tail[e]
+            if self.reverse_readings and h != t and (t, h) not in self._pairs:
+                rtype = reverse_name(self.edge_type[e])
+                self.edge_twin[e] = self._append_edge(t, h, rtype, self.edge_source[e], e)
+                weights.append(weights[i])
+                heads.append(t)
+                shown.append(shown[i])
+        if not weights:
+            return
+        new = range(first, len(self.edge_head))
+        self.hidden = self.hidden.with_loaded(e for e, ok in zip(new, shown, strict=True) if not ok)
+        self._weights = self._weights.grown(weights, heads, len(self.ids), shown)
+        self.edge_tail_array = np.asarray(self.edge_tail, dtype=np.int64)
+        self._list_edges([e for e, ok in zip(new, shown, strict=True) if ok])
+
+    def _list_edges(self, edges: Sequence[int]) -> None:
+        """Add ``edges`` to their ends' lists, in the full index's order (:func:`sort_key`)."""
+        key = sort_key(self)
+        for adj, ends in ((self.out_adj, self.edge_head), (self.in_adj, self.edge_tail)):
+            by_node: dict[int, list[int]] = {}
+            for e in edges:
+                by_node.setdefault(ends[e], []).append(e)
+            for n, es in by_node.items():
+                list.__setitem__(adj, n, sorted([*list.__getitem__(adj, n), *es], key=key))
+        self._drop_out_arrays({self.edge_head[e] for e in edges})
+
+    def _drop_out_arrays(self, nodes: Collection[int]) -> None:
+        """Forget the cached out-arrays of ``nodes`` (their lists were replaced): a new dict, swapped whole.
+
+        A reader that took the old dict may still fill it from an old list; nobody reads it again.
+        Readers insert into the dict lock-free: it is copied whole (one C call), never iterated.
+        """
+        if nodes:
+            kept = self._out_arrays.copy()
+            for n in nodes:
+                kept.pop(n, None)
+            self._out_arrays = kept
+
+    def _append_edge(self, h: int, t: int, rtype: str, source: str, twin: int) -> int:
+        """Append one edge to the columns (listed by :meth:`_list_edges`); return its index."""
+        e = len(self.edge_head)
+        self.edge_head.append(h)
+        self.edge_tail.append(t)
+        self.edge_type.append(rtype)
+        self.edge_source.append(source)
+        self.edge_twin.append(twin)
+        return e
