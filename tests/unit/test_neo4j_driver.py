@@ -353,7 +353,11 @@ def test_clear_deletes_in_auto_commit_batches_then_bumps_version(h: Harness) -> 
     h.session.run.return_value = FakeResult()
     h.store.clear()
     h.session.run.assert_called_once_with(q.CLEAR_ALL)
-    assert h.tx.run.call_args_list == [call(q.BUMP_VERSION, {"meta_id": store_mod.META_ID})]
+    assert h.tx.run.call_args_list == [
+        call(q.BUMP_VERSION, {"meta_id": store_mod.META_ID}),
+        call(q.BUMP_DISPUTES_VERSION, {"meta_id": store_mod.META_ID}),  # the verdicts went too
+    ]
+    assert "n:Verdict" in q.CLEAR_ALL
 
 
 # -- reads -------------------------------------------------------------------------------
@@ -636,6 +640,8 @@ def test_weights_version(h: Harness) -> None:
 
 QUERIES_PATH = Path(inspect.getfile(q))
 STORE_PATH = Path(inspect.getfile(store_mod))
+#: The modules that send the backend's statements: the store and its verdict log.
+STORE_PATHS = (STORE_PATH, STORE_PATH.with_name("verdicts.py"))
 _DRIVER_CALLS = {"run", "execute_query", "_read", "_stream"}
 
 
@@ -671,7 +677,7 @@ def test_queries_module_holds_only_literal_constants() -> None:
 
 
 def test_every_query_constant_is_used_by_the_store() -> None:
-    source = STORE_PATH.read_text(encoding="utf-8")
+    source = "".join(p.read_text(encoding="utf-8") for p in STORE_PATHS)
     grouped = {name for name in dir(q) if name.isupper() and not isinstance(getattr(q, name), str)}
     members = set()
     for name in grouped:
@@ -682,7 +688,9 @@ def test_every_query_constant_is_used_by_the_store() -> None:
 
 
 def test_store_sends_only_query_constants() -> None:
-    tree = ast.parse(STORE_PATH.read_text(encoding="utf-8"))
+    tree = ast.Module(
+        body=[n for p in STORE_PATHS for n in ast.parse(p.read_text(encoding="utf-8")).body], type_ignores=[]
+    )
     checked = 0
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
