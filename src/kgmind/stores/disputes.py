@@ -13,10 +13,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from kgmind.models import VERDICTS, DisputeState, VerdictRecord
+from kgmind.models import VERDICTS, DisputeState, Relation, VerdictRecord
+from kgmind.stores.protocol import GraphStore
 from kgmind.tuning import DISPUTE_RULE, DisputeRule
 
-__all__ = ["RATING_OF_VERDICT", "WeightVerdicts", "check_verdicts", "dispute_states", "require_text"]
+__all__ = [
+    "RATING_OF_VERDICT",
+    "WeightVerdicts",
+    "check_verdicts",
+    "dispute_states",
+    "edges_named",
+    "require_text",
+]
 
 #: The KGCoT rating each verdict applies to its edges (KGCoT §2.4): a wrong edge gets the
 #: bounded "poor" update, a confirmed one the "excellent" update.
@@ -116,3 +124,17 @@ def dispute_states(
         )
         for rid, runs in wrong.items()
     }
+
+
+def edges_named(store: GraphStore, head: str, relation: str, tail: str) -> list[Relation]:
+    """The stored edges ``head -[relation]-> tail``, found by entity names as in the KG (and aliases).
+
+    Names are matched as the store's name lookup matches them (normalised), the relation
+    as a stored type key (``"Has Symptom"`` finds ``has_symptom``), in the stored direction.
+    Two entities sharing a name give every matching edge.
+    """
+    heads = [e.id for e in store.find_entities(head)]
+    tails = {e.id for e in store.find_entities(tail)}
+    if not heads or not tails or not relation.strip():
+        return []
+    return [r for r in store.neighbors(heads, "out", [relation]) if r.tail in tails]
