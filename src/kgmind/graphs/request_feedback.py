@@ -3,8 +3,10 @@
 ``feedback="human"`` calls ``interrupt()`` with the answer, its citations and the ids of
 the claims a person can flag; the run resumes with
 ``Command(resume={"rating": "excellent" | "poor", "wrong": ["N3"], "right": ["S1"]})``
-(each key optional; claim ids as in :mod:`kgmind.graphs.claims`). A bad payload raises
-before anything is written, so the run stays paused and can be resumed again. ``feedback="auto"``
+(each key optional; claim ids as in :mod:`kgmind.graphs.claims`). A bad payload changes
+nothing: the run pauses again with the same question plus ``error`` saying what was wrong
+(a raised error would not do: LangGraph keeps a resume value, so the run could never be
+resumed with a corrected one). ``feedback="auto"``
 rates the answer by ROUGE-L against the input's ``reference`` (KGCoT's automatic
 feedback); without a reference no rating is given.
 """
@@ -89,18 +91,20 @@ def request_feedback(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     ctx = context_of(runtime)
     if ctx.feedback == "human":
         services.emit({"node": "request_feedback", "status": "waiting"})
-        reply = interrupt(
-            {
-                "run_id": state.get("run_id"),
-                "question": state.get("question"),
-                "answer": state.get("answer"),
-                "cited_ids": cited_ids(state.get("inference_chain") or [], state.get("mind_map")),
-                "claim_ids": list(claim_edges(state)),
-                "prompt": "Rate the answer (excellent or poor) and/or flag claims: "
-                '{"rating": "poor", "wrong": ["N3"], "right": ["S1"]}',
-            }
-        )
-        return {"feedback": {**human_reply(reply, state), "source": "human"}}
+        ask: dict[str, Any] = {
+            "run_id": state.get("run_id"),
+            "question": state.get("question"),
+            "answer": state.get("answer"),
+            "cited_ids": cited_ids(state.get("inference_chain") or [], state.get("mind_map")),
+            "claim_ids": list(claim_edges(state)),
+            "prompt": "Rate the answer (excellent or poor) and/or flag claims: "
+            '{"rating": "poor", "wrong": ["N3"], "right": ["S1"]}',
+        }
+        while True:  # a bad reply is answered by asking again, saying what was wrong with it
+            try:
+                return {"feedback": {**human_reply(interrupt(ask), state), "source": "human"}}
+            except ValueError as exc:
+                ask = {**ask, "error": str(exc)}
     if ctx.feedback == "auto":
         rating, score = auto_rating(state.get("answer") or "", state.get("reference") or "")
         return {"feedback": {"rating": rating, "source": "auto", "score": score}}
