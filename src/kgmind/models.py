@@ -24,6 +24,8 @@ __all__ = [
     "MAX_RELATION_TYPE_LENGTH",
     "RELATION_TYPE_RULE",
     "TYPE_PRIORITY",
+    "VERDICTS",
+    "DisputeState",
     "Entity",
     "Evidence",
     "EvidenceKind",
@@ -31,6 +33,8 @@ __all__ = [
     "LinkedEntity",
     "Mention",
     "Relation",
+    "VerdictKind",
+    "VerdictRecord",
     "WeightChange",
     "clean_entity",
     "doc_id",
@@ -268,6 +272,57 @@ class WeightChange(BaseModel):
     new_weight: float
     rating: str
     at: str
+
+
+#: What a person can say about one KG edge: it is ``wrong`` or ``right``.
+VERDICTS: tuple[str, ...] = ("wrong", "right")
+
+#: A verdict row's kind: a person's verdict, or ``restore`` (a dispute undone; older verdicts stop counting).
+VerdictKind = Literal["wrong", "right", "restore"]
+
+
+class VerdictRecord(BaseModel):
+    """One audited verdict on one KG edge (one row of a store's verdict log).
+
+    Attributes:
+        feedback_id: Idempotency key of the feedback that carried the verdict (one run's
+            claim, one line of a ``kg flag`` file, or a ``kg restore``).
+        run_id: Who judged: the run whose answer was flagged (``flag:SOURCE`` for a bulk
+            file; empty for a restore).
+        relation_id: The judged edge.
+        verdict: ``wrong``, ``right`` or ``restore``.
+        source: Where it came from (``cli``, ``human``, a curator's name …).
+        at: ISO-8601 UTC time of the commit.
+    """
+
+    feedback_id: str
+    run_id: str
+    relation_id: str
+    verdict: VerdictKind
+    source: str = ""
+    at: str = ""
+
+
+class DisputeState(BaseModel):
+    """What the verdicts since an edge's last restore say about it.
+
+    Counts are of distinct judges (run ids), so one run that flags two claims resting on
+    the same edge counts once: a single answer review cannot dispute an edge alone.
+
+    Attributes:
+        relation_id: The edge.
+        wrong: Distinct runs that called it wrong since the last restore.
+        right: Distinct runs that confirmed it since the last restore.
+        runs: The run ids that called it wrong, first first.
+        disputed: Whether the dispute rule (:class:`kgmind.tuning.DisputeRule`) marks it
+            disputed, so the explorations stop showing it.
+    """
+
+    relation_id: str
+    wrong: int = 0
+    right: int = 0
+    runs: list[str] = Field(default_factory=list)
+    disputed: bool = False
 
 
 def _type_rank(entity_type: str) -> int:

@@ -16,6 +16,7 @@ from typing import Literal
 __all__ = [
     "CONTEXT_SPAN_THRESHOLD",
     "DEFAULT_MODEL",
+    "DISPUTE_RULE",
     "EVIDENCE_VALUES",
     "LINK_THRESHOLD",
     "LINK_THRESHOLD_FALLBACK",
@@ -26,6 +27,7 @@ __all__ = [
     "SPAN_THRESHOLD",
     "SPAN_THRESHOLD_FALLBACK",
     "WEIGHT_VOTES",
+    "DisputeRule",
     "EvidenceValue",
     "PipelineSettings",
 ]
@@ -200,3 +202,39 @@ EVIDENCE_VALUES: dict[str, EvidenceValue] = {
         min_density=0.00012,
     ),
 }
+
+
+@dataclass(frozen=True)
+class DisputeRule:
+    """When the verdicts on a KG edge make it *disputed*, so no exploration shows it any more.
+
+    An edge is disputed iff ``wrong >= min_wrong and wrong - right >= margin``, where
+    ``wrong`` and ``right`` count the distinct runs (judges) that called it wrong or right
+    since its last restore (:class:`kgmind.models.DisputeState`). ``min_wrong`` keeps a
+    single mistaken flag from hiding any edge; ``margin`` keeps flags from hiding an edge
+    that as many other verdicts confirm. Evaluated in Python from the stored counts, so a
+    changed rule needs no data migration.
+
+    Attributes:
+        min_wrong: Fewest distinct "wrong" verdicts that can dispute an edge (>= 1).
+        margin: How many more "wrong" than "right" verdicts a disputed edge needs (>= 1).
+    """
+
+    min_wrong: int = 2
+    margin: int = 1
+
+    def __post_init__(self) -> None:
+        if self.min_wrong < 1 or self.margin < 1:
+            raise ValueError(f"a dispute rule needs min_wrong >= 1 and margin >= 1, got {self}")
+
+    def disputed(self, wrong: int, right: int) -> bool:
+        """Whether ``wrong`` and ``right`` verdict counts dispute an edge."""
+        return wrong >= self.min_wrong and wrong - right >= self.margin
+
+
+#: The default dispute rule: two distinct runs must call an edge wrong, and more must call it wrong
+#: than right. A placeholder chosen by the issue's requirement (one mistaken flag never hides an
+#: edge; one confirmation outweighs one flag), not yet fitted: ``benchmarks/wrong_facts.py`` is to
+#: fit it on the calibration split (simulated reviewers who miss half the false edges and flag 2 %
+#: of true ones) and this constant then records the fitted values and why.
+DISPUTE_RULE = DisputeRule()

@@ -231,6 +231,36 @@ def test_human_feedback_interrupt_and_resume(
     assert out["llm_calls"] == 2  # resuming does not re-run the LLM nodes
 
 
+def test_human_feedback_resume_with_verdicts_and_a_bad_payload(
+    fake_world: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kgmind.stores import feedback as fb
+    from kgmind.stores.protocol import VerdictResult
+
+    recorded: list[tuple[str, str, list[Any], str]] = []
+
+    def fake_verdicts(store: Any, fid: str, run_id: str, pairs: Any, *, source: str) -> VerdictResult:
+        recorded.append((fid, run_id, list(pairs), source))
+        return VerdictResult(feedback_id=fid)
+
+    monkeypatch.setattr(fb, "apply_feedback", lambda *a, **k: [])
+    monkeypatch.setattr(fb, "apply_verdicts", fake_verdicts)
+    g = build_graph().compile(checkpointer=InMemorySaver())
+    cfg: Any = {"configurable": {"thread_id": "t-3"}}
+    ctx = Context(model="fake:u", feedback="human")
+    first = g.invoke({"question": "fever?"}, cfg, context=ctx)
+    claims = first["__interrupt__"][0].value["claim_ids"]
+    assert "N1" in claims and "S1" in claims  # the payload tells a client which ids it may flag
+    bad_replies = [({"wrong": ["Z9"]}, "unknown claim id(s) Z9"), ({"rating": "great"}, "rating must be")]
+    for bad, said in [*bad_replies, ({"rating": "poor", "because": "no"}, "unknown feedback key")]:
+        again = g.invoke(Command(resume=bad), cfg, context=ctx)
+        assert said in again["__interrupt__"][0].value["error"]  # asked again, told why
+    assert recorded == [] and g.get_state(cfg).next == ("request_feedback",)  # still paused, nothing written
+    out = g.invoke(Command(resume={"rating": "poor", "wrong": ["n1"]}), cfg, context=ctx)
+    assert recorded == [("t-3:N1:wrong", "t-3", [("rnb_rel", "wrong")], "human")]
+    assert out["feedback"]["rating"] == "poor" and out["feedback"]["verdicts"][0]["claim"] == "N1"
+
+
 def test_reused_thread_starts_from_scratch(fake_world: dict[str, Any]) -> None:
     g = build_graph().compile(checkpointer=InMemorySaver())
     cfg: Any = {"configurable": {"thread_id": "t-2"}}

@@ -18,7 +18,9 @@ from kgmind.stores.ladybug import DB_FILE, LadybugStore
 from kgmind.stores.ladybug import queries as q
 from kgmind.stores.protocol import GraphStore, StoreError, StoreUnavailableError
 
-STORE_SRC = Path(__file__).resolve().parents[2] / "src" / "kgmind" / "stores" / "ladybug" / "store.py"
+LADYBUG_SRC = Path(__file__).resolve().parents[2] / "src" / "kgmind" / "stores" / "ladybug"
+#: The modules that send the backend's statements: the store and its verdict log.
+STORE_SRCS = (LADYBUG_SRC / "store.py", LADYBUG_SRC / "verdicts.py")
 
 
 @pytest.fixture
@@ -233,8 +235,9 @@ def _is_query_ref(expr: ast.expr) -> bool:
     return isinstance(expr, ast.Name)
 
 
-def test_store_sends_only_query_constants() -> None:
-    tree = ast.parse(STORE_SRC.read_text(encoding="utf-8"))
+@pytest.mark.parametrize("path", STORE_SRCS, ids=lambda p: p.name)
+def test_store_sends_only_query_constants(path: Path) -> None:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
     cypher = re.compile(r"^\W*(MATCH|COPY|CREATE|MERGE|UNWIND|RETURN|BEGIN|COMMIT|ROLLBACK)\b")
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -251,7 +254,7 @@ def test_store_sends_only_query_constants() -> None:
 
 
 def test_every_query_constant_is_used() -> None:
-    src = STORE_SRC.read_text(encoding="utf-8")
+    src = "".join(p.read_text(encoding="utf-8") for p in STORE_SRCS)
     unused = [n for n in q.__all__ if f"q.{n}" not in src]
     assert unused == []
 

@@ -374,7 +374,11 @@ def test_clear_deletes_in_auto_commit_batches_then_bumps_version(h: Harness) -> 
     h.session.run.return_value = FakeResult()
     h.store.clear()
     h.session.run.assert_called_once_with(q.CLEAR_ALL)
-    assert h.tx.run.call_args_list == [call(q.BUMP_VERSION, {"meta_id": store_mod.META_ID})]
+    assert h.tx.run.call_args_list == [
+        call(q.BUMP_VERSION, {"meta_id": store_mod.META_ID}),
+        call(q.BUMP_DISPUTES_VERSION, {"meta_id": store_mod.META_ID}),  # the verdicts went too
+    ]
+    assert "n:Verdict" in q.CLEAR_ALL
 
 
 # -- reads -------------------------------------------------------------------------------
@@ -653,10 +657,155 @@ def test_weights_version(h: Harness) -> None:
     assert h.read_calls()[-1] == read_call(q.WEIGHTS_VERSION, {"meta_id": store_mod.META_ID})
 
 
+# -- per-claim verdicts ------------------------------------------------------------------------
+
+
+def _rules(seen: list[str]) -> Callable[[str], Any]:
+    """A RatingRules that records which rating it was asked for and moves each rated edge to 0.5."""
+
+    def rules(rating: str) -> Any:
+        seen.append(rating)
+        return lambda siblings, ids: dict.fromkeys(ids, 0.5)
+
+    return rules
+
+
+def test_record_verdicts_claims_locks_writes_rows_and_weights_in_one_transaction(h: Harness) -> None:
+    feedback_harness(h)
+    ratings: list[str] = []
+    rules = _rules(ratings)
+    result = h.store.record_verdicts(
+        "run1:N1:wrong", "run1", [(R_FEVER.id, "wrong"), (R_COUGH.id, "right")], source="cli", rule=rules
+    )
+    assert h.session.execute_write.call_count == 1
+    assert ratings == ["poor", "excellent"]  # wrong edges get the poor update, right ones the excellent
+    assert h.tx_queries() == [
+        q.CLAIM_FEEDBACK,
+        q.LOCK_HEADS,  # every judged edge's head, before the clock is read
+        q.WRITE_VERDICTS,
+        q.LOCK_HEADS,
+        q.SIBLING_WEIGHTS,
+        q.WRITE_WEIGHTS,
+        q.LOCK_HEADS,
+        q.SIBLING_WEIGHTS,
+        q.WRITE_WEIGHTS,
+        q.BUMP_WEIGHTS_VERSION,
+        q.BUMP_DISPUTES_VERSION,
+    ]
+    runs = h.tx.run.call_args_list
+    claim = runs[0].args[1]
+    assert claim == {**claim, "feedback_id": "run1:N1:wrong", "run_id": "run1", "rating": "verdicts"}
+    assert set(claim) == {"feedback_id", "run_id", "rating", "at"}
+    assert runs[1] == call(q.LOCK_HEADS, {"relation_ids": [R_FEVER.id, R_COUGH.id]})
+    verdicts = runs[2].args[1]
+    assert verdicts == {
+        "feedback_id": "run1:N1:wrong",
+        "run_id": "run1",
+        "source": "cli",
+        "at": verdicts["at"],
+        "rows": [
+            {"relation_id": R_FEVER.id, "verdict": "wrong", "seq": 0},
+            {"relation_id": R_COUGH.id, "verdict": "right", "seq": 1},
+        ],
+    }
+    poor, excellent = runs[5].args[1], runs[8].args[1]
+    assert (poor["rating"], [r["id"] for r in poor["rows"]]) == ("poor", [R_FEVER.id])
+    assert poor["rows"][0]["seq"] == 0
+    assert (excellent["rating"], [r["id"] for r in excellent["rows"]]) == ("excellent", [R_COUGH.id])
+    assert excellent["rows"][0]["seq"] == 1  # audit rows of one feedback stay ordered
+    assert runs[-1] == call(q.BUMP_DISPUTES_VERSION, {"meta_id": store_mod.META_ID})
+    moved = [(c.relation_id, c.rating) for c in result.changes]
+    assert moved == [(R_FEVER.id, "poor"), (R_COUGH.id, "excellent")]
+
+
+def test_record_verdicts_is_idempotent(h: Harness) -> None:
+    feedback_harness(h, created=False)
+    ratings: list[str] = []
+    rules = _rules(ratings)
+    result = h.store.record_verdicts("f1", "run1", [(R_FEVER.id, "wrong")], source="cli", rule=rules)
+    assert result.already_applied and result.changes == [] and ratings == []
+    assert h.tx_queries() == [q.CLAIM_FEEDBACK]  # nothing written, no version bumped
+
+
+def test_record_verdicts_unknown_relation_writes_nothing(h: Harness) -> None:
+    feedback_harness(h)
+    with pytest.raises(StoreError, match="unknown relation ids: r-missing"):
+        h.store.record_verdicts(
+            "f1", "run1", [(R_FEVER.id, "wrong"), ("r-missing", "wrong")], source="cli", rule=_rules([])
+        )
+    assert h.tx_queries() == [q.CLAIM_FEEDBACK, q.LOCK_HEADS]  # the transaction then rolls back
+
+
+def test_record_verdicts_bad_input_sends_nothing(h: Harness) -> None:
+    with pytest.raises(ValueError, match="both wrong and right"):
+        both = [(R_FEVER.id, "wrong"), (R_FEVER.id, "right")]
+        h.store.record_verdicts("f1", "r", both, source="s", rule=_rules([]))
+    with pytest.raises(ValueError, match="source must be"):
+        h.store.record_verdicts("f1", "r", [(R_FEVER.id, "wrong")], source=" ", rule=_rules([]))
+    assert h.tx.run.call_count == 0 and h.session.execute_write.call_count == 0
+
+
+def _verdict_row(run: str, verdict: str, at: str) -> dict[str, Any]:
+    return {
+        "feedback_id": f"{run}:{verdict}",
+        "run_id": run,
+        "relation_id": R_FEVER.id,
+        "verdict": verdict,
+        "source": "cli",
+        "at": at,
+    }
+
+
+def test_dispute_reads_and_versions(h: Harness) -> None:
+    rows = [_verdict_row("a", "wrong", "1"), _verdict_row("b", "wrong", "2"), _verdict_row("c", "right", "3")]
+    h.read_answers[q.VERDICTS] = rows
+    assert list(h.store.disputed_relations()) == [R_FEVER.id]
+    states = h.store.dispute_states([R_FEVER.id])
+    assert (states[R_FEVER.id].wrong, states[R_FEVER.id].right) == (2, 1)
+    assert [v.run_id for v in h.store.verdict_log()] == ["a", "b", "c"]
+    h.read_answers[q.DISPUTES_VERSION] = [{"disputes_version": 4}]
+    assert h.store.disputes_version() == 4
+    assert h.read_calls() == [
+        read_call(q.VERDICTS, {"ids": None}),
+        read_call(q.VERDICTS, {"ids": [R_FEVER.id]}),
+        read_call(q.VERDICTS, {"ids": None}),
+        read_call(q.DISPUTES_VERSION, {"meta_id": store_mod.META_ID}),
+    ]
+
+
+def test_restore_locks_reads_and_writes_only_a_disputed_edge(h: Harness) -> None:
+    feedback_harness(h)
+    h.tx_answers[q.VERDICTS] = lambda p: [_verdict_row("a", "wrong", "1"), _verdict_row("b", "wrong", "2")]
+    assert h.store.restore(R_FEVER.id, source="curator") is True
+    assert h.tx_queries() == [q.LOCK_HEADS, q.VERDICTS, q.WRITE_RESTORE, q.BUMP_DISPUTES_VERSION]
+    runs = h.tx.run.call_args_list
+    assert runs[1] == call(q.VERDICTS, {"ids": [R_FEVER.id]})
+    restore = runs[2].args[1]
+    assert restore["feedback_id"].startswith("restore:")
+    assert {k: restore[k] for k in ("run_id", "relation_id", "verdict", "source")} == {
+        "run_id": "",
+        "relation_id": R_FEVER.id,
+        "verdict": "restore",
+        "source": "curator",
+    }
+    h.tx.run.reset_mock()
+    h.tx_answers[q.VERDICTS] = lambda p: [_verdict_row("a", "wrong", "1")]  # one flag: not disputed
+    assert h.store.restore(R_FEVER.id, source="curator") is False
+    assert h.tx_queries() == [q.LOCK_HEADS, q.VERDICTS]
+
+
+def test_reset_weights_keeps_the_verdict_log() -> None:
+    assert "n:WeightAudit" in q.DROP_AUDIT and "NOT (n)-[:JUDGED]->(:Verdict)" in q.DROP_AUDIT
+    assert "Verdict" in store_mod._RESERVED_LABELS  # an entity type "verdict" cannot become one
+    assert q.SCHEMA_VERDICT_RELATION in q.SCHEMA_STATEMENTS
+
+
 # -- query hygiene ---------------------------------------------------------------------------
 
 QUERIES_PATH = Path(inspect.getfile(q))
 STORE_PATH = Path(inspect.getfile(store_mod))
+#: The modules that send the backend's statements: the store and its verdict log.
+STORE_PATHS = (STORE_PATH, STORE_PATH.with_name("verdicts.py"))
 _DRIVER_CALLS = {"run", "execute_query", "_read", "_stream"}
 
 
@@ -692,7 +841,7 @@ def test_queries_module_holds_only_literal_constants() -> None:
 
 
 def test_every_query_constant_is_used_by_the_store() -> None:
-    source = STORE_PATH.read_text(encoding="utf-8")
+    source = "".join(p.read_text(encoding="utf-8") for p in STORE_PATHS)
     grouped = {name for name in dir(q) if name.isupper() and not isinstance(getattr(q, name), str)}
     members = set()
     for name in grouped:
@@ -703,7 +852,9 @@ def test_every_query_constant_is_used_by_the_store() -> None:
 
 
 def test_store_sends_only_query_constants() -> None:
-    tree = ast.parse(STORE_PATH.read_text(encoding="utf-8"))
+    tree = ast.Module(
+        body=[n for p in STORE_PATHS for n in ast.parse(p.read_text(encoding="utf-8")).body], type_ignores=[]
+    )
     checked = 0
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):

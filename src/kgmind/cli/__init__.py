@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kgmind.cli import ask, eval_cmd, feedback, index, kg, learn, show, weights
+from kgmind.cli import ask, eval_cmd, feedback, index, kg, learn, show, verdicts, weights
 from kgmind.cli._app import KgmindTyper
 
 app = KgmindTyper(
@@ -13,6 +13,7 @@ app = KgmindTyper(
     add_completion=False,
 )
 weights.register(kg.app)
+verdicts.register(kg.app)
 app.add_typer(kg.app, name="kg")
 app.add_typer(index.app, name="index")
 app.add_typer(eval_cmd.app, name="eval")

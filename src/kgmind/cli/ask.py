@@ -71,19 +71,30 @@ def result_dict(values: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def mind_map_tree(node: Mapping[str, Any] | None, tree: Tree | None = None) -> Tree:
-    """Return the mind map as a rich :class:`~rich.tree.Tree` (node kinds dimmed, evidence ids in magenta)."""
+def mind_map_tree(
+    node: Mapping[str, Any] | None, tree: Tree | None = None, claims: Mapping[int, str] | None = None
+) -> Tree:
+    """Return the mind map as a rich :class:`~rich.tree.Tree` (node kinds dimmed, evidence ids in magenta).
+
+    Each node below the root starts with the id a person flags it by (``M1``…,
+    :mod:`kgmind.graphs.claims`).
+    """
+    from kgmind.graphs.claims import mind_map_ids
     from kgmind.graphs.mind_map import kind_word
 
     node = node or {"label": "answer"}
+    claims = mind_map_ids(node) if claims is None else claims
     label = str(node.get("label", ""))
     cites = " ".join(str(i) for i in node.get("evidence_ids") or [])
     kind = kind_word(str(node.get("kind") or ""), label)
-    text = (f"[dim]{escape(kind)}[/] " if kind else "") + escape(label)
+    claim = claims.get(id(node))
+    text = (
+        (f"[cyan]{claim}[/] " if claim else "") + (f"[dim]{escape(kind)}[/] " if kind else "") + escape(label)
+    )
     text += f" [magenta]({escape(cites)})[/]" if cites else ""
     branch = Tree(text) if tree is None else tree.add(text)
     for child in node.get("children") or []:
-        mind_map_tree(child, branch)
+        mind_map_tree(child, branch, claims)
     return branch
 
 
@@ -164,7 +175,8 @@ def print_result(result: Mapping[str, Any]) -> None:
         for n, step in enumerate(result["inference_chain"], 1):
             cites = " ".join(step.get("evidence_ids") or [])
             console.print(
-                f"  {n}. {escape(str(step.get('step', '')))}" + (f" [magenta]({cites})[/]" if cites else "")
+                f"  [cyan]S{n}[/] {escape(str(step.get('step', '')))}"
+                + (f" [magenta]({cites})[/]" if cites else "")
             )
     console.print("[bold]Mind map[/]")
     console.print(mind_map_tree(result["mind_map"]))
@@ -183,7 +195,8 @@ def print_result(result: Mapping[str, Any]) -> None:
         console.print(f"[red]{escape(line)}[/]", highlight=False)
     console.print(
         f"[dim]run {result['run_id']} · {result['llm_calls']} LLM calls · rate it: "
-        f"kgmind feedback {result['run_id']} --rating excellent|poor[/]"
+        f"kgmind feedback {result['run_id']} --rating excellent|poor · flag a wrong claim: "
+        f"--wrong ID (a step S1, a node M1, evidence P1)[/]"
     )
 
 

@@ -1,10 +1,14 @@
-"""Node ``apply_feedback``: turn a rating into KGCoT edge-weight updates on the credited edges.
+"""Node ``apply_feedback``: turn a rating and per-claim verdicts into KGCoT edge-weight updates.
 
 What a rating credits (:func:`credited_evidence`): the evidence the answer cited; if it
 cited nothing, every evidence item it was shown (what KGCoT rates: the chains it fed
 the model); in ``kgcot`` mode only the K chains (cited ones, else all shown). The
 update runs in one store transaction and is idempotent per (run, rating, edges): a
 repeat is reported as already applied, never as a silent "0 weights changed".
+
+Per-claim verdicts (:func:`apply_verdicts`: "N3 is wrong", "S2 is right") credit exactly
+the edges behind each claim (:mod:`kgmind.graphs.claims`), one store transaction per
+claim, idempotent per (run, claim, verdict), and feed the edges' dispute states.
 
 The weights are written by :func:`kgmind.stores.feedback.apply_feedback`, the function
 that the weight-writing tool ``update_edge_weights`` (:mod:`kgmind.tools.feedback`) wraps,
@@ -23,13 +27,14 @@ from langgraph.runtime import Runtime
 
 from kgmind.graphs import services
 from kgmind.graphs.check_grounding import cited_ids
+from kgmind.graphs.claims import parse_claim_ids, resolve_claims
 from kgmind.graphs.context import Context, context_of
 from kgmind.graphs.state import State
 from kgmind.models import Evidence
 from kgmind.stores import feedback as fb
 from kgmind.stores.protocol import GraphStore
 
-__all__ = ["apply_feedback", "apply_rating", "credited_evidence"]
+__all__ = ["apply_feedback", "apply_rating", "apply_verdicts", "credited_evidence", "verdict_feedback_id"]
 
 
 def _as_evidence(items: Sequence[Evidence | Mapping[str, Any]]) -> list[Evidence]:
@@ -119,6 +124,66 @@ def apply_rating(store: GraphStore, values: Mapping[str, Any], rating: str | Non
     return result
 
 
+def verdict_feedback_id(run_id: str, claim: str, verdict: str) -> str:
+    """The idempotency key of one verdict on one claim of one run: ``RUN:CLAIM:VERDICT``."""
+    return f"{run_id}:{claim}:{verdict}"
+
+
+def apply_verdicts(
+    store: GraphStore,
+    values: Mapping[str, Any],
+    wrong: Sequence[str] = (),
+    right: Sequence[str] = (),
+    *,
+    source: str = "cli",
+) -> list[dict[str, Any]]:
+    """Record "this claim is wrong / right" for claims of the run whose state is ``values``.
+
+    Every id is checked before anything is written; then each claim is one
+    :func:`kgmind.stores.feedback.apply_verdicts` (its own transaction, feedback id
+    :func:`verdict_feedback_id`), so a repeat changes nothing and says so.
+
+    Args:
+        store: The store the run read.
+        values: The run's state (``run_id``, ``selected_evidence``, ``inference_chain``, ``mind_map``).
+        wrong: Claim ids (``N3``, ``S1``, ``M2``; comma-separated allowed) called wrong.
+        right: Claim ids called right.
+        source: Where the verdicts came from (audited).
+
+    Returns:
+        One dict per claim: ``claim``, ``verdict``, ``feedback_id``, ``relation_ids``,
+        ``already_applied``, ``changes`` (weights moved) and ``disputed`` (its edges the
+        dispute rule now marks disputed).
+
+    Raises:
+        ValueError: An unknown, contradictory or edgeless claim id; nothing was written.
+        StoreError: The store refused a claim's verdicts (that claim wrote nothing).
+
+    """
+    wrong_ids, right_ids = parse_claim_ids(wrong), parse_claim_ids(right)
+    edges = resolve_claims(values, wrong_ids, right_ids)
+    run_id = str(values.get("run_id") or "")
+    if not run_id.strip():
+        raise ValueError("the run has no run id: its verdicts could not be told apart")
+    out: list[dict[str, Any]] = []
+    for claim, verdict in [*((c, "wrong") for c in wrong_ids), *((c, "right") for c in right_ids)]:
+        fid = verdict_feedback_id(run_id, claim, verdict)
+        pairs = [(rid, verdict) for rid in edges[claim]]
+        result = fb.apply_verdicts(store, fid, run_id, pairs, source=source)
+        out.append(
+            {
+                "claim": claim,
+                "verdict": verdict,
+                "feedback_id": fid,
+                "relation_ids": edges[claim],
+                "already_applied": result.already_applied,
+                "changes": len(result.changes),
+                "disputed": [rid for rid, st in result.states.items() if st.disputed],
+            }
+        )
+    return out
+
+
 def apply_feedback(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Apply the rating found by ``request_feedback``.
 
@@ -127,7 +192,8 @@ def apply_feedback(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         runtime: LangGraph runtime with the :class:`Context` (``store``).
 
     Returns:
-        ``feedback`` extended with the weight-update result, and timing.
+        ``feedback`` extended with the weight-update result (``verdicts``: one entry per
+        flagged claim), and timing.
 
     """
     ctx = context_of(runtime)
@@ -139,5 +205,13 @@ def apply_feedback(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             result = apply_rating(services.get_store(ctx.store), state, rating)
         else:
             result = {"rating": None, "applied": False, "changes": 0}
+        if fb_state.get("wrong") or fb_state.get("right"):
+            result["verdicts"] = apply_verdicts(
+                services.get_store(ctx.store),
+                state,
+                fb_state.get("wrong") or [],
+                fb_state.get("right") or [],
+                source=str(fb_state.get("source") or "human"),
+            )
     services.emit({"node": "apply_feedback", "rating": rating, "changes": result.get("changes", 0)})
     return {"feedback": {**fb_state, **result}, "timings_ms": timings}

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kgmind.graphs.check_grounding import iter_mind_map
+from kgmind.graphs.claims import mind_map_ids
 from kgmind.graphs.mind_map import kind_word
 from kgmind.models import Evidence
 
@@ -150,13 +151,17 @@ def wrap_cells(text: str, width: int = _WRAP_CELLS, max_lines: int = _MAX_LINES)
 class _Box:
     """A labelled box of an SVG diagram: its wrapped lines, size and (once laid out) position."""
 
-    def __init__(self, label: str, cites: Sequence[str] = (), flagged: bool = False, kind: str = "") -> None:
+    def __init__(
+        self, label: str, cites: Sequence[str] = (), flagged: bool = False, kind: str = "", claim: str = ""
+    ) -> None:
         from rich.cells import cell_len
 
         self.label = str(label)
         self.lines = wrap_cells(self.label)
         self.cites = " · ".join(x for x in (kind, " ".join(cites)) if x)
+        self.claim = claim  # the id a person flags it by (M1…), drawn in the top-right corner
         cells = max([cell_len(line) for line in self.lines] + [cell_len(self.cites)])
+        cells += len(claim) + 1 if claim else 0
         self.w = round(cells * _CELL_PX + 2 * _PAD)
         self.h = (len(self.lines) + bool(self.cites)) * _LINE_PX + 2 * _PAD - 4
         self.flagged = flagged
@@ -171,7 +176,8 @@ class _Box:
         )
         cls = "node flagged" if self.flagged else "node"
         parts = [
-            f'<g class="{cls}"><title>{_x(self.label)}{_x(" (" + self.cites + ")") if self.cites else ""}'
+            f'<g class="{cls}"><title>{_x(self.claim + " ") if self.claim else ""}{_x(self.label)}'
+            f"{_x(' (' + self.cites + ')') if self.cites else ''}"
             + (" — not grounded in the evidence" if self.flagged else "")
             + "</title>",
             f'<rect x="{self.x:.1f}" y="{self.y:.1f}" width="{self.w}" height="{self.h}" rx="6" {style}/>',
@@ -184,6 +190,12 @@ class _Box:
             parts.append(
                 f'<text class="cite" x="{self.x + _PAD:.1f}" y="{ty:.1f}" fill="{_CITE_COLOR}">'
                 f"{_x(self.cites)}</text>"
+            )
+        if self.claim:
+            parts.append(
+                f'<text class="claim" x="{self.x + self.w - _PAD:.1f}" '
+                f'y="{self.y + _PAD + _FONT_PX - 1:.1f}" text-anchor="end" fill="#777">'
+                f"{_x(self.claim)}</text>"
             )
         parts.append("</g>")
         return "".join(parts)
@@ -209,6 +221,22 @@ def _flagged_labels(grounding: Mapping[str, Any] | None) -> set[str]:
     return {_CONTROL.sub("", str(n)).strip() for n in names if str(n).strip()}
 
 
+def _mind_map_boxes(root: dict[str, Any], flagged: set[str]) -> tuple[dict[int, _Box], dict[int, int]]:
+    """The box of every mind-map node (by ``id(node)``) and the widest box of each depth."""
+    claims = mind_map_ids(root)
+    boxes: dict[int, _Box] = {}
+    depth_w: dict[int, int] = {}
+    for depth, node in iter_mind_map(root):
+        label = str(node.get("label", "")).strip()
+        is_flagged = depth > 0 and _CONTROL.sub("", label) in flagged
+        kind = kind_word(str(node.get("kind") or ""), label)
+        cites = [str(i) for i in node.get("evidence_ids") or []]
+        box = _Box(label, cites, is_flagged, kind, claims.get(id(node), ""))
+        boxes[id(node)] = box
+        depth_w[depth] = max(depth_w.get(depth, 0), box.w)
+    return boxes, depth_w
+
+
 def mind_map_svg(mind_map: Mapping[str, Any] | None, grounding: Mapping[str, Any] | None = None) -> str:
     """Return the mind map as an inline SVG: a layered tree, root on the left, one column per depth.
 
@@ -225,17 +253,8 @@ def mind_map_svg(mind_map: Mapping[str, Any] | None, grounding: Mapping[str, Any
         A standalone ``<svg>`` element (well-formed XML, all text escaped).
 
     """
-    flagged = _flagged_labels(grounding)
     root = dict(mind_map) if mind_map else {"label": "answer"}
-    boxes: dict[int, _Box] = {}
-    depth_w: dict[int, int] = {}
-    for depth, node in iter_mind_map(root):
-        label = str(node.get("label", "")).strip()
-        is_flagged = depth > 0 and _CONTROL.sub("", label) in flagged
-        kind = kind_word(str(node.get("kind") or ""), label)
-        box = _Box(label, [str(i) for i in node.get("evidence_ids") or []], is_flagged, kind)
-        boxes[id(node)] = box
-        depth_w[depth] = max(depth_w.get(depth, 0), box.w)
+    boxes, depth_w = _mind_map_boxes(root, _flagged_labels(grounding))
     col_gap, row_gap, margin = 48, 10, 12
     col_x = {0: float(margin)}
     for d in range(1, len(depth_w)):
@@ -448,12 +467,14 @@ table{{border-collapse:collapse}} td,th{{border:1px solid #ccc;padding:.25rem .5
 </style></head><body>
 <h1>{title}</h1>
 <h2>Answer</h2><p>{answer}</p>
-<h2>Inference chain</h2><ol>{chain}</ol>
+<h2>Inference chain</h2><ol style="list-style:none;padding-left:1rem">{chain}</ol>
 <h2>Mind map</h2><div class="diagram">{mind_map}</div>
 <h2>Evidence subgraph</h2><div class="diagram">{graph}</div>
 <h2>Evidence</h2><table><tr><th>id</th><th>kind</th><th>text</th></tr>{evidence}</table>
 <h2>Grounding</h2><p>{grounding}</p>
 <p class="cite">run {run_id} · Mermaid source: kgmind show {run_id} --mermaid FILE</p>
+<p class="cite">a wrong claim? kgmind feedback {run_id} --wrong ID, where ID is a step (S1…), a mind-map
+node (M1…, top right of its box) or an evidence id (P1, N1…); --right ID confirms one</p>
 <script type="application/json" id="kgmind-run">{data}</script>
 </body></html>
 """
@@ -478,9 +499,9 @@ def run_html(result: Mapping[str, Any]) -> str:
         for e in result.get("selected_evidence", [])
     ]
     chain = "".join(
-        f"<li>{_x(s.get('step', ''))}"
+        f'<li><b class="claim">S{n}</b> {_x(s.get("step", ""))}'
         f'<span class="cite">{_x(" ".join(s.get("evidence_ids") or []))}</span></li>'
-        for s in result.get("inference_chain") or []
+        for n, s in enumerate(result.get("inference_chain") or [], 1)
     )
     rows = "".join(
         f"<tr><td>{_x(e.id)}</td><td>{_x(e.kind)}</td><td>{_x(e.text)}</td></tr>" for e in evidence

@@ -14,29 +14,36 @@ from __future__ import annotations
 
 import json
 import math
+import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, NamedTuple, Protocol, TypeVar, get_args
 
 from kgmind.models import (
+    DisputeState,
     Entity,
     KnowledgeDoc,
     Relation,
+    VerdictRecord,
     WeightChange,
     clean_entity,
     merge_entities,
     normalize_name,
 )
 from kgmind.relations import RelationSchema, RelationStats, infer_schema
+from kgmind.stores.disputes import WeightVerdicts, check_verdicts, dispute_states, require_text
 from kgmind.stores.protocol import (
     Direction,
     GraphPath,
     LoadReport,
+    RatingRules,
     StoreError,
     StoreStats,
+    VerdictResult,
     WeightRule,
 )
+from kgmind.tuning import DISPUTE_RULE, DisputeRule
 
 __all__ = [
     "NO_LIMIT",
@@ -447,3 +454,81 @@ class StoreBase(ABC):
     @abstractmethod
     def _write_schema(self, text: str) -> None:
         """Store the schema JSON and bump the content version, in one transaction."""
+
+    # -- per-claim verdicts ------------------------------------------------------------
+    def record_verdicts(
+        self,
+        feedback_id: str,
+        run_id: str,
+        verdicts: Sequence[tuple[str, str]],
+        *,
+        source: str,
+        rule: RatingRules,
+        dispute_rule: DisputeRule = DISPUTE_RULE,
+    ) -> VerdictResult:
+        """See :meth:`GraphStore.record_verdicts` (everything is checked before the transaction)."""
+        fid = require_text("feedback id", feedback_id)
+        run = require_text("run id", run_id)
+        src = require_text("source", source)
+        checked = check_verdicts(verdicts)
+        if not checked.rows():
+            raise ValueError(f"feedback {fid!r} holds no verdict")
+        changes = self._write_verdicts(fid, run, checked, src, rule)
+        states = self.dispute_states(checked.relation_ids(), dispute_rule)
+        if changes is None:
+            return VerdictResult(feedback_id=fid, already_applied=True, states=states)
+        return VerdictResult(feedback_id=fid, verdicts=checked.rows(), changes=changes, states=states)
+
+    @abstractmethod
+    def _write_verdicts(
+        self, feedback_id: str, run_id: str, verdicts: WeightVerdicts, source: str, rule: RatingRules
+    ) -> list[WeightChange] | None:
+        """Write one feedback's verdicts in one transaction; ``None`` when it was recorded before.
+
+        Otherwise check the edges, write the verdict rows, apply ``rule("poor")`` to the wrong
+        and ``rule("excellent")`` to the right edges through the feedback weight write, bump
+        both versions, and return the weight changes.
+        """
+
+    def dispute_states(
+        self, relation_ids: Sequence[str], rule: DisputeRule = DISPUTE_RULE
+    ) -> dict[str, DisputeState]:
+        """See :meth:`GraphStore.dispute_states`."""
+        ids = list(dict.fromkeys(relation_ids))
+        return dispute_states(self._read_verdicts(ids), rule, ids) if ids else {}
+
+    def disputed_relations(self, rule: DisputeRule = DISPUTE_RULE) -> dict[str, DisputeState]:
+        """See :meth:`GraphStore.disputed_relations` (one scan of the verdict log)."""
+        states = dispute_states(self._read_verdicts(None), rule)
+        return {rid: st for rid, st in states.items() if st.disputed}
+
+    def restore(self, relation_id: str, *, source: str, rule: DisputeRule = DISPUTE_RULE) -> bool:
+        """See :meth:`GraphStore.restore`; the edge's state is read inside the write transaction."""
+        rid = require_text("relation id", relation_id)
+        src = require_text("source", source)
+
+        def disputed(rows: Sequence[VerdictRecord]) -> bool:
+            return dispute_states(rows, rule, [rid])[rid].disputed
+
+        return self._write_restore(rid, f"restore:{uuid.uuid4().hex}", src, disputed)
+
+    @abstractmethod
+    def _write_restore(
+        self, relation_id: str, feedback_id: str, source: str, disputed: Callable[[list[VerdictRecord]], bool]
+    ) -> bool:
+        """Restore one edge in one write transaction when its verdicts dispute it.
+
+        Read the edge's verdict rows inside the transaction; unless ``disputed(rows)`` return
+        False; else write a ``restore`` row, bump the disputes version and return True.
+        """
+
+    def verdict_log(self, relation_ids: Sequence[str] | None = None) -> list[VerdictRecord]:
+        """See :meth:`GraphStore.verdict_log`."""
+        if relation_ids is None:
+            return self._read_verdicts(None)
+        ids = list(dict.fromkeys(relation_ids))
+        return self._read_verdicts(ids) if ids else []
+
+    @abstractmethod
+    def _read_verdicts(self, relation_ids: list[str] | None) -> list[VerdictRecord]:
+        """Verdict rows oldest first: of ``relation_ids`` (not empty), or all for ``None``."""

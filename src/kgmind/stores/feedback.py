@@ -8,6 +8,9 @@ Three pieces:
   :meth:`GraphStore.apply_weight_updates <kgmind.stores.protocol.GraphStore.apply_weight_updates>`
   (one transaction, idempotent by feedback id, audited), then tells the cached graph
   index about the committed changes.
+* :func:`apply_verdicts` records per-claim verdicts (this edge is wrong / right) through
+  :meth:`GraphStore.record_verdicts <kgmind.stores.protocol.GraphStore.record_verdicts>`
+  with the same bounded rule, and tells the graph index likewise.
 
 The same operation as a LangChain tool is :mod:`kgmind.tools.feedback`.
 """
@@ -20,12 +23,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from kgmind.models import Evidence, WeightChange
-from kgmind.stores.protocol import GraphStore, StoreError
+from kgmind.stores.protocol import GraphStore, StoreError, VerdictResult, WeightRule
 from kgmind.stores.weights import DEFAULT_BETA, RATINGS, check_rate, make_rule
 
 __all__ = [
     "NEUTRAL_RATINGS",
     "apply_feedback",
+    "apply_verdicts",
     "cited_relation_ids",
     "feedback_key",
     "normalize_rating",
@@ -202,3 +206,45 @@ def apply_feedback(
     if changes:
         _notify(store, changes)
     return changes
+
+
+def apply_verdicts(
+    store: GraphStore,
+    feedback_id: str,
+    run_id: str,
+    verdicts: Sequence[tuple[str, str]],
+    *,
+    source: str,
+    alpha: float | None = None,
+    beta: float = DEFAULT_BETA,
+) -> VerdictResult:
+    """Record one feedback's verdicts on edges, moving their weights by KGCoT's bounded rule.
+
+    Args:
+        store: The graph store to update.
+        feedback_id: Idempotency key (e.g. ``RUN:N3:wrong``): a repeat changes nothing.
+        run_id: Who judged (the run; ``flag:SOURCE`` for a bulk file).
+        verdicts: ``(relation_id, "wrong" | "right")`` pairs.
+        source: Where the verdicts came from (audited).
+        alpha: α of the excellent update (a confirmed edge); ``None`` = min(1/S, 0.5).
+        beta: β of the poor update (an edge called wrong).
+
+    Returns:
+        What the store did (:class:`~kgmind.stores.protocol.VerdictResult`).
+
+    Raises:
+        ValueError: Bad verdicts, α or β.
+        StoreError: Unknown relation ids or a failed write; nothing changed.
+
+    """
+    if alpha is not None:
+        check_rate("alpha", alpha)
+    check_rate("beta", beta)
+
+    def rules(rating: str) -> WeightRule:
+        return make_rule(rating, alpha=alpha, beta=beta)
+
+    result = store.record_verdicts(feedback_id, run_id, verdicts, source=source, rule=rules)
+    if result.changes:
+        _notify(store, result.changes)
+    return result

@@ -15,18 +15,21 @@ from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
-from kgmind.models import Entity, KnowledgeDoc, Relation, WeightChange
+from kgmind.models import DisputeState, Entity, KnowledgeDoc, Relation, VerdictRecord, WeightChange
 from kgmind.relations import RelationSchema
+from kgmind.tuning import DISPUTE_RULE, DisputeRule
 
 __all__ = [
     "Direction",
     "GraphPath",
     "GraphStore",
     "LoadReport",
+    "RatingRules",
     "StoreError",
     "StoreNotFoundError",
     "StoreStats",
     "StoreUnavailableError",
+    "VerdictResult",
     "WeightRule",
 ]
 
@@ -38,6 +41,11 @@ Direction = Literal["out", "in", "both"]
 #: Argument 2: the relation ids the feedback is about.
 #: Returns ``{relation_id: new_weight}`` for the edges to change (all weights > 0).
 WeightRule = Callable[[Mapping[str, Sequence[tuple[str, float]]], Sequence[str]], Mapping[str, float]]
+
+#: The weight rule of each rating: ``rules("poor")`` / ``rules("excellent")`` is the
+#: :data:`WeightRule` a verdict applies (``wrong`` → poor, ``right`` → excellent);
+#: :func:`kgmind.stores.weights.make_rule` is one.
+RatingRules = Callable[[str], WeightRule]
 
 
 class StoreError(RuntimeError):
@@ -88,6 +96,24 @@ class LoadReport(BaseModel):
     docs: int = 0
 
 
+class VerdictResult(BaseModel):
+    """What one :meth:`GraphStore.record_verdicts` did.
+
+    Attributes:
+        feedback_id: The feedback's idempotency key.
+        already_applied: The feedback id was recorded before: nothing changed this time.
+        verdicts: The ``(relation_id, verdict)`` rows written (empty when already applied).
+        changes: The weight changes committed with them (one audit row per moved edge).
+        states: The judged edges' dispute states after the commit (under the rule given).
+    """
+
+    feedback_id: str
+    already_applied: bool = False
+    verdicts: list[tuple[str, str]] = Field(default_factory=list)
+    changes: list[WeightChange] = Field(default_factory=list)
+    states: dict[str, DisputeState] = Field(default_factory=dict)
+
+
 @runtime_checkable
 class GraphStore(Protocol):
     """Storage operations the kgmind pipeline needs.
@@ -116,7 +142,7 @@ class GraphStore(Protocol):
         ...
 
     def clear(self) -> None:
-        """Delete every entity, relation, doc and audit row."""
+        """Delete every entity, relation, doc, audit row and verdict (disputes version bumped)."""
         ...
 
     # -- reading ---------------------------------------------------------------
@@ -254,7 +280,76 @@ class GraphStore(Protocol):
         ...
 
     def reset_weights(self) -> int:
-        """Set every weight back to 1.0 and drop the audit log; returns edges reset."""
+        """Set every weight back to 1.0 and drop the weight audit log; returns edges reset.
+
+        The verdict log and so every dispute stay: undoing a dispute is :meth:`restore`.
+        """
+        ...
+
+    # -- per-claim verdicts (issue 41) -----------------------------------------------------
+    def record_verdicts(
+        self,
+        feedback_id: str,
+        run_id: str,
+        verdicts: Sequence[tuple[str, str]],
+        *,
+        source: str,
+        rule: RatingRules,
+        dispute_rule: DisputeRule = DISPUTE_RULE,
+    ) -> VerdictResult:
+        """Record verdicts on edges and apply KGCoT's bounded rule to exactly those edges, in one transaction.
+
+        If ``feedback_id`` was recorded before, nothing changes (``already_applied``).
+        Otherwise one audited verdict row per edge is written, the edges called wrong get
+        the ``poor`` update and those called right the ``excellent`` update (the same
+        audited weight write as :meth:`apply_weight_updates`, audit rows under
+        ``feedback_id``), the weights version is bumped when a weight moved and the
+        disputes version always (the edges' counts changed).
+
+        Args:
+            feedback_id: Idempotency key (one run's claim, one ``kg flag`` line).
+            run_id: Who judged (the run; ``flag:SOURCE`` for a bulk file).
+            verdicts: ``(relation_id, "wrong" | "right")`` pairs.
+            source: Where the verdicts came from (audited).
+            rule: The weight rule of each rating (:data:`RatingRules`).
+            dispute_rule: The rule the returned states are evaluated under.
+
+        Raises:
+            ValueError: A bad verdict pair, one edge with both verdicts, a blank id.
+            StoreError: Unknown relation ids or a failed write; nothing is written.
+
+        """
+        ...
+
+    def dispute_states(
+        self, relation_ids: Sequence[str], rule: DisputeRule = DISPUTE_RULE
+    ) -> dict[str, DisputeState]:
+        """The dispute state of each given edge (a clean state for an edge never judged)."""
+        ...
+
+    def disputed_relations(self, rule: DisputeRule = DISPUTE_RULE) -> dict[str, DisputeState]:
+        """Every edge ``rule`` marks disputed, by relation id (the explorations hide these)."""
+        ...
+
+    def restore(self, relation_id: str, *, source: str, rule: DisputeRule = DISPUTE_RULE) -> bool:
+        """Undo a dispute: an audited ``restore`` row after which earlier verdicts no longer count.
+
+        Returns:
+            True when the edge was disputed and is restored (disputes version bumped);
+            False, writing nothing, when it was not disputed.
+
+        """
+        ...
+
+    def verdict_log(self, relation_ids: Sequence[str] | None = None) -> list[VerdictRecord]:
+        """Verdict rows oldest first (restores included); only those of ``relation_ids`` when given."""
+        ...
+
+    def disputes_version(self) -> int:
+        """A counter bumped in the transaction of every verdict or restore (cheap to read).
+
+        A process compares it with the value its cached disputed set was read at.
+        """
         ...
 
     def close(self) -> None:

@@ -15,6 +15,8 @@ Schema (created idempotently when a store opens):
 * ``REL`` relationships ``Entity → Entity``: ``id``, ``type``, ``weight``, ``source``.
 * ``Doc`` nodes: ``id``, ``entity_id``, ``text``.
 * ``WeightAudit`` nodes: one row per audited weight change, ordered by a ``SERIAL``.
+* ``Verdict`` nodes: one row per verdict on an edge (``wrong``, ``right``, ``restore``),
+  ordered by a ``SERIAL``: the verdict log that dispute states are folded from.
 * ``Meta`` nodes: ``key`` → ``version``; the ``load`` row changes on every load/clear
   and feeds :meth:`LadybugStore.fingerprint`.
 """
@@ -35,6 +37,7 @@ __all__ = [
     "DELETE_ALL_AUDIT",
     "DELETE_ALL_DOCS",
     "DELETE_ALL_ENTITIES",
+    "DELETE_ALL_VERDICTS",
     "EDGES_BOTH",
     "EDGES_IN",
     "EDGES_OUT",
@@ -47,6 +50,7 @@ __all__ = [
     "GET_META",
     "GET_RELATIONS",
     "INSERT_AUDIT",
+    "INSERT_VERDICTS",
     "OUT_EDGES",
     "PATHS_DIRECTED",
     "PATHS_UNDIRECTED",
@@ -64,6 +68,9 @@ __all__ = [
     "UPDATE_ENTITIES",
     "UPDATE_RELATION_SOURCES",
     "UPDATE_WEIGHTS",
+    "VERDICTS_ALL",
+    "VERDICTS_FOR",
+    "VERDICT_SEEN",
     "WEIGHT_CHANGES",
     "WEIGHT_CHANGES_FOR",
 ]
@@ -78,6 +85,8 @@ SCHEMA: tuple[str, ...] = (
     "CREATE NODE TABLE IF NOT EXISTS WeightAudit(seq SERIAL, feedback_id STRING, run_id STRING, "
     "relation_id STRING, old_weight DOUBLE, new_weight DOUBLE, rating STRING, at STRING, PRIMARY KEY (seq))",
     "CREATE NODE TABLE IF NOT EXISTS Meta(key STRING, version STRING, PRIMARY KEY (key))",
+    "CREATE NODE TABLE IF NOT EXISTS Verdict(seq SERIAL, feedback_id STRING, run_id STRING, "
+    "relation_id STRING, verdict STRING, source STRING, at STRING, PRIMARY KEY (seq))",
 )
 
 #: Column order of the Arrow table that :data:`COPY_ENTITIES` reads.
@@ -118,6 +127,7 @@ SET_META = "MERGE (m:Meta {key: $key}) SET m.version = $version"
 DELETE_ALL_ENTITIES = "MATCH (e:Entity) DETACH DELETE e"
 DELETE_ALL_DOCS = "MATCH (d:Doc) DELETE d"
 DELETE_ALL_AUDIT = "MATCH (a:WeightAudit) DELETE a"
+DELETE_ALL_VERDICTS = "MATCH (v:Verdict) DELETE v"
 
 # -- reading ------------------------------------------------------------------------
 _ENTITY_RETURN = "e.id, e.name, e.type, e.aliases, e.description"
@@ -208,3 +218,14 @@ WEIGHT_CHANGES_FOR = (
     "MATCH (a:WeightAudit) WHERE a.feedback_id = $feedback_id RETURN " + _AUDIT_RETURN + " ORDER BY a.seq"
 )
 RESET_WEIGHTS = "MATCH (:Entity)-[r:REL]->(:Entity) WHERE r.weight <> 1.0 SET r.weight = 1.0 RETURN count(r)"
+
+
+# -- per-claim verdicts -------------------------------------------------------------
+VERDICT_SEEN = "MATCH (v:Verdict) WHERE v.feedback_id = $feedback_id RETURN count(v)"
+INSERT_VERDICTS = (
+    "UNWIND $rows AS row CREATE (:Verdict {feedback_id: row.feedback_id, run_id: row.run_id, "
+    "relation_id: row.relation_id, verdict: row.verdict, source: row.source, at: row.at})"
+)
+_VERDICT_RETURN = "v.feedback_id, v.run_id, v.relation_id, v.verdict, v.source, v.at"
+VERDICTS_ALL = "MATCH (v:Verdict) RETURN " + _VERDICT_RETURN + " ORDER BY v.seq"
+VERDICTS_FOR = "MATCH (v:Verdict) WHERE v.relation_id IN $ids RETURN " + _VERDICT_RETURN + " ORDER BY v.seq"

@@ -31,7 +31,7 @@ import contextlib
 import json
 import threading
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,13 +39,33 @@ from typing import Any, ClassVar
 
 import pyarrow as pa
 
-from kgmind.models import Entity, KnowledgeDoc, Relation, WeightChange, merge_entities, normalize_name
+from kgmind.models import (
+    Entity,
+    KnowledgeDoc,
+    Relation,
+    VerdictRecord,
+    WeightChange,
+    merge_entities,
+    normalize_name,
+)
 from kgmind.stores.base import LoadInput, SiblingEdges, StoreBase, unknown_endpoints_error
 from kgmind.stores.cypher import with_hop_bound
+from kgmind.stores.disputes import WeightVerdicts
 from kgmind.stores.ladybug import queries as q
+from kgmind.stores.ladybug import verdicts as lv
+from kgmind.stores.ladybug.rows import (
+    SEP,
+    alias_keys,
+    change_from_row,
+    doc_from_row,
+    entities_from_table,
+    entity_from_row,
+    relation_from_row,
+)
 from kgmind.stores.protocol import (
     Direction,
     GraphPath,
+    RatingRules,
     StoreError,
     StoreNotFoundError,
     StoreUnavailableError,
@@ -60,10 +80,10 @@ DB_FILE = "graph.lbug"
 #: Longest shortest path :meth:`LadybugStore.paths` searches (LadybugDB's largest bound).
 MAX_PATH_HOPS = 30
 
-_SEP = "\x1f"  # never part of a normalised key (``\s`` in normalize_name folds it)
 _META_LOAD = "load"
 _META_SCHEMA = "relation_schema"  # the roles a user gave at import: JSON in Meta.version
 _META_WEIGHTS = "weights"  # the weights version: a decimal counter in Meta.version
+_META_DISPUTES = lv.META_DISPUTES  # the disputes version: likewise
 
 _ENTITY_SCHEMA = pa.schema([(c, pa.string()) for c in q.ENTITY_COLUMNS])
 _REL_SCHEMA = pa.schema(
@@ -77,46 +97,6 @@ _REL_SCHEMA = pa.schema(
     ]
 )
 _DOC_SCHEMA = pa.schema([("id", pa.string()), ("entity_id", pa.string()), ("text", pa.string())])
-
-
-def _alias_keys(entity: Entity) -> str:
-    keys = [normalize_name(a) for a in entity.aliases]
-    return _SEP + _SEP.join(keys) + _SEP if keys else ""
-
-
-def _entity_from_row(row: Sequence[Any]) -> Entity:
-    eid, name, etype, aliases, description = row
-    return Entity.model_construct(
-        id=eid,
-        name=name,
-        type=etype,
-        aliases=list(json.loads(aliases)) if aliases else [],
-        description=description or "",
-    )
-
-
-def _entities_from_table(table: dict[str, list[Any]]) -> Iterator[Entity]:
-    """The entities of a ``SCAN_ENTITIES`` result read as columns (see ``LadybugStore._table``)."""
-    columns = ("id", "name", "type", "aliases", "description")
-    for row in zip(*(table[c] for c in columns), strict=True):
-        yield _entity_from_row(row)
-
-
-def _relation_from_row(row: Sequence[Any]) -> Relation:
-    head, rid, rtype, tail, weight, source = row
-    return Relation.model_construct(
-        id=rid, head=head, type=rtype, tail=tail, weight=float(weight), source=source or ""
-    )
-
-
-def _doc_from_row(row: Sequence[Any]) -> KnowledgeDoc:
-    did, entity_id, text = row
-    return KnowledgeDoc.model_construct(id=did, entity_id=entity_id, text=text)
-
-
-def _change_from_row(row: Sequence[Any]) -> WeightChange:
-    """An audit row (columns in :class:`WeightChange`'s field order, see ``q.WEIGHT_CHANGES``)."""
-    return WeightChange.model_validate(dict(zip(WeightChange.model_fields, row, strict=True)))
 
 
 @dataclass
@@ -245,10 +225,10 @@ class LadybugStore(StoreBase):
     def _bump_version(self, conn: Any) -> None:
         conn.execute(q.SET_META, {"key": _META_LOAD, "version": uuid.uuid4().hex})
 
-    def _bump_weights_version(self, conn: Any) -> None:
-        """Add 1 to the weights version, in the caller's write transaction (one writer at a time)."""
-        version = int(self._scalar(q.GET_META, {"key": _META_WEIGHTS}, conn) or 0)
-        conn.execute(q.SET_META, {"key": _META_WEIGHTS, "version": str(version + 1)})
+    def _bump_counter(self, conn: Any, key: str) -> None:
+        """Add 1 to the ``Meta`` counter ``key`` (weights, disputes), in the caller's write transaction."""
+        version = int(self._scalar(q.GET_META, {"key": key}, conn) or 0)
+        conn.execute(q.SET_META, {"key": key, "version": str(version + 1)})
 
     @contextlib.contextmanager
     def _transaction(self, what: str) -> Iterator[Any]:
@@ -296,7 +276,7 @@ class LadybugStore(StoreBase):
             StoreError: A relation endpoint is neither loaded nor stored.
 
         """
-        stored_entities = {e.id: e for e in _entities_from_table(self._table(q.SCAN_ENTITIES, conn))}
+        stored_entities = {e.id: e for e in entities_from_table(self._table(q.SCAN_ENTITIES, conn))}
         missing = sorted(
             {
                 end
@@ -340,7 +320,7 @@ class LadybugStore(StoreBase):
                     "id": e.id,
                     "type": e.type,
                     "aliases": json.dumps(e.aliases, ensure_ascii=False),
-                    "alias_keys": _alias_keys(e),
+                    "alias_keys": alias_keys(e),
                     "description": e.description,
                 }
                 for e in plan.changed_entities
@@ -371,7 +351,7 @@ class LadybugStore(StoreBase):
                 "key": [normalize_name(e.name) for e in entities],
                 "type": [e.type for e in entities],
                 "aliases": [json.dumps(e.aliases, ensure_ascii=False) for e in entities],
-                "alias_keys": [_alias_keys(e) for e in entities],
+                "alias_keys": [alias_keys(e) for e in entities],
                 "description": [e.description for e in entities],
             },
             schema=_ENTITY_SCHEMA,
@@ -391,57 +371,45 @@ class LadybugStore(StoreBase):
             schema=_REL_SCHEMA,
         )
 
-    def _run_write(self, what: str, statements: Sequence[tuple[str, dict[str, Any]]]) -> list[list[Any]]:
-        """Run ``statements`` in one write transaction; returns the last one's rows."""
-        rows: list[list[Any]] = []
-        with self._transaction(what) as conn:
-            for stmt, params in statements:
-                result = conn.execute(stmt, params)
-                rows = result.get_all()
-                result.close()
-        return rows
-
     def clear(self) -> None:
-        """Delete every entity, relation, doc and audit row."""
-        self._run_write(
-            "clear",
-            [
-                (q.DELETE_ALL_ENTITIES, {}),
-                (q.DELETE_ALL_DOCS, {}),
-                (q.DELETE_ALL_AUDIT, {}),
-                (q.SET_META, {"key": _META_LOAD, "version": uuid.uuid4().hex}),
-            ],
-        )
+        """Delete every entity, relation, doc, audit row and verdict."""
+        with self._transaction("clear") as conn:
+            conn.execute(q.DELETE_ALL_ENTITIES).close()
+            conn.execute(q.DELETE_ALL_DOCS).close()
+            conn.execute(q.DELETE_ALL_AUDIT).close()
+            conn.execute(q.DELETE_ALL_VERDICTS).close()
+            self._bump_version(conn)
+            self._bump_counter(conn, _META_DISPUTES)
 
     # -- reading -----------------------------------------------------------------
     def _fetch_entities(self, ids: list[str]) -> Iterable[Entity]:
-        return map(_entity_from_row, self._rows(q.GET_ENTITIES, {"ids": ids}))
+        return map(entity_from_row, self._rows(q.GET_ENTITIES, {"ids": ids}))
 
     def _fetch_relations(self, ids: list[str]) -> Iterable[Relation]:
-        return map(_relation_from_row, self._rows(q.GET_RELATIONS, {"ids": ids}))
+        return map(relation_from_row, self._rows(q.GET_RELATIONS, {"ids": ids}))
 
     def _fetch_docs(self, ids: list[str]) -> Iterable[KnowledgeDoc]:
-        return map(_doc_from_row, self._rows(q.GET_DOCS, {"ids": ids}))
+        return map(doc_from_row, self._rows(q.GET_DOCS, {"ids": ids}))
 
     def _fetch_by_key(self, key: str) -> list[Entity]:
-        rows = self._rows(q.FIND_ENTITIES_BY_KEY, {"key": key, "framed": _SEP + key + _SEP})
-        return [_entity_from_row(r) for r in rows]
+        rows = self._rows(q.FIND_ENTITIES_BY_KEY, {"key": key, "framed": SEP + key + SEP})
+        return [entity_from_row(r) for r in rows]
 
     def iter_entities(self) -> Iterator[Entity]:
         """Every entity, ordered by id."""
-        yield from _entities_from_table(self._table(q.SCAN_ENTITIES))
+        yield from entities_from_table(self._table(q.SCAN_ENTITIES))
 
     def iter_relations(self) -> Iterator[Relation]:
         """Every relation with its current weight, ordered by id."""
         t = self._table(q.SCAN_RELATIONS)
         for row in zip(t["head"], t["id"], t["type"], t["tail"], t["weight"], t["source"], strict=True):
-            yield _relation_from_row(row)
+            yield relation_from_row(row)
 
     def _fetch_neighbors(
         self, query: str, ids: list[str], types: list[str] | None, limit: int
     ) -> list[Relation]:
         params = {"ids": ids, "any_type": types is None, "types": types or [], "limit": limit}
-        return [_relation_from_row(r) for r in self._rows(query, params)]
+        return [relation_from_row(r) for r in self._rows(query, params)]
 
     def _shortest_paths(
         self, source: str, target: str, hops: int, directed: bool, limit: int
@@ -460,10 +428,10 @@ class LadybugStore(StoreBase):
 
     def out_edges(self, entity_id: str) -> list[Relation]:
         """Every outgoing edge of one node with its weight, by type, descending weight, tail."""
-        return [_relation_from_row(r) for r in self._rows(q.OUT_EDGES, {"id": entity_id})]
+        return [relation_from_row(r) for r in self._rows(q.OUT_EDGES, {"id": entity_id})]
 
     def _fetch_docs_for(self, entity_ids: list[str]) -> list[KnowledgeDoc]:
-        return [_doc_from_row(r) for r in self._rows(q.GET_DOCS_FOR, {"ids": entity_ids})]
+        return [doc_from_row(r) for r in self._rows(q.GET_DOCS_FOR, {"ids": entity_ids})]
 
     def _counts(self) -> tuple[dict[str, int], dict[str, int], int]:
         entities = {str(t): int(n) for t, n in self._rows(q.COUNT_ENTITIES_BY_TYPE)}
@@ -505,6 +473,18 @@ class LadybugStore(StoreBase):
     ) -> list[WeightChange]:
         if int(self._scalar(q.FEEDBACK_SEEN, {"feedback_id": feedback_id}, conn) or 0) > 0:
             return []
+        changes = self._weights_in_tx(conn, feedback_id, run_id, rating, rel_ids, rule)
+        if changes:
+            self._bump_counter(conn, _META_WEIGHTS)
+        return changes
+
+    def _weights_in_tx(
+        self, conn: Any, feedback_id: str, run_id: str, rating: str, rel_ids: list[str], rule: WeightRule
+    ) -> list[WeightChange]:
+        """The audited weight write of one rating, in the caller's transaction (no version bump).
+
+        Shared by ratings and per-claim verdicts, so both move weights the same way.
+        """
         if not rel_ids:
             return []
         head_of = {rid: head for rid, head in self._rows(q.RELATION_HEADS, {"ids": rel_ids}, conn)}
@@ -522,7 +502,6 @@ class LadybugStore(StoreBase):
             {"rows": [{"head": siblings.head_of[rid], "id": rid, "weight": new} for rid, new in updates]},
         )
         conn.execute(q.INSERT_AUDIT, {"rows": [c.model_dump() for c in changes]})
-        self._bump_weights_version(conn)
         return changes
 
     def weight_changes(self, feedback_id: str | None = None) -> list[WeightChange]:
@@ -531,10 +510,10 @@ class LadybugStore(StoreBase):
             rows = self._rows(q.WEIGHT_CHANGES)
         else:
             rows = self._rows(q.WEIGHT_CHANGES_FOR, {"feedback_id": feedback_id})
-        return [_change_from_row(r) for r in rows]
+        return [change_from_row(r) for r in rows]
 
     def reset_weights(self) -> int:
-        """Set every weight back to 1.0 and drop the audit log.
+        """Set every weight back to 1.0 and drop the weight audit log (the verdict log and disputes stay).
 
         Returns:
             The number of edges whose weight was not 1.0.
@@ -543,12 +522,35 @@ class LadybugStore(StoreBase):
         with self._transaction("reset_weights") as conn:
             conn.execute(q.DELETE_ALL_AUDIT).close()
             rows = self._rows(q.RESET_WEIGHTS, None, conn)
-            self._bump_weights_version(conn)
+            self._bump_counter(conn, _META_WEIGHTS)
         return int(rows[0][0]) if rows else 0
 
     def weights_version(self) -> int:
         """See :meth:`GraphStore.weights_version`."""
         return int(self._scalar(q.GET_META, {"key": _META_WEIGHTS}) or 0)
+
+    # -- per-claim verdicts (the log's statements: kgmind.stores.ladybug.verdicts) ------------
+    def _write_verdicts(
+        self, feedback_id: str, run_id: str, verdicts: WeightVerdicts, source: str, rule: RatingRules
+    ) -> list[WeightChange] | None:
+        with self._transaction(f"verdicts {feedback_id!r}") as conn:
+            changes = lv.write_verdicts(self, conn, feedback_id, run_id, verdicts, source, rule)
+            if changes:
+                self._bump_counter(conn, _META_WEIGHTS)
+        return changes
+
+    def _write_restore(
+        self, relation_id: str, feedback_id: str, source: str, disputed: Callable[[list[VerdictRecord]], bool]
+    ) -> bool:
+        with self._transaction(f"restore {relation_id!r}") as conn:
+            return lv.write_restore(self, conn, relation_id, feedback_id, source, disputed)
+
+    def _read_verdicts(self, relation_ids: list[str] | None) -> list[VerdictRecord]:
+        return lv.read_verdicts(self, None, relation_ids)
+
+    def disputes_version(self) -> int:
+        """See :meth:`GraphStore.disputes_version`."""
+        return int(self._scalar(q.GET_META, {"key": _META_DISPUTES}) or 0)
 
     # -- lifecycle -------------------------------------------------------------------
     def close(self) -> None:

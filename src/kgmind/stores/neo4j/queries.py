@@ -19,7 +19,9 @@ Schema:
 * ``(:Doc {id, entity_id, text})``: knowledge documents.
 * ``(:Feedback {id, run_id, rating, at})-[:CHANGED]->(:WeightAudit {...})``: the
   audit log; the uniqueness constraint on ``Feedback.id`` makes feedback idempotent.
-* ``(:KgmindMeta {id, version, weights_version})``: ``version`` is bumped by every load
+* ``(:Feedback)-[:JUDGED]->(:Verdict {feedback_id, run_id, relation_id, verdict, source, at, seq})``:
+  the verdict log (a restore is a lone ``Verdict`` row); dispute states are folded from it.
+* ``(:KgmindMeta {id, version, weights_version, disputes_version})``: ``version`` is bumped by every load
   and clear (for :meth:`Neo4jStore.fingerprint`), ``weights_version`` in the transaction
   of every weight change (for :meth:`Neo4jStore.weights_version`).
 """
@@ -40,6 +42,9 @@ SCHEMA_FEEDBACK_ID = (
 SCHEMA_AUDIT_FEEDBACK = (
     "CREATE INDEX kgmind_audit_feedback IF NOT EXISTS FOR (w:WeightAudit) ON (w.feedback_id)"
 )
+SCHEMA_VERDICT_RELATION = (
+    "CREATE INDEX kgmind_verdict_relation IF NOT EXISTS FOR (v:Verdict) ON (v.relation_id)"
+)
 SCHEMA_META_ID = "CREATE CONSTRAINT kgmind_meta_id IF NOT EXISTS FOR (m:KgmindMeta) REQUIRE m.id IS UNIQUE"
 
 #: Run in this order by :meth:`Neo4jStore.ensure_schema` (each is idempotent).
@@ -52,6 +57,7 @@ SCHEMA_STATEMENTS: tuple[str, ...] = (
     SCHEMA_DOC_ENTITY,
     SCHEMA_FEEDBACK_ID,
     SCHEMA_AUDIT_FEEDBACK,
+    SCHEMA_VERDICT_RELATION,
     SCHEMA_META_ID,
 )
 
@@ -118,13 +124,20 @@ SET m.weights_version = coalesce(m.weights_version, 0) + 1
 RETURN m.weights_version AS weights_version
 """
 
+#: Run in the transaction of every verdict, restore and clear: cached disputed sets are stale.
+BUMP_DISPUTES_VERSION = """
+MERGE (m:KgmindMeta {id: $meta_id})
+SET m.disputes_version = coalesce(m.disputes_version, 0) + 1
+RETURN m.disputes_version AS disputes_version
+"""
+
 # -- clear -----------------------------------------------------------------------------
 
 #: Delete every kgmind node (and so every relationship) in batches of committed
 #: transactions; must run in an auto-commit transaction (``session.run``).
 CLEAR_ALL = """
 MATCH (n)
-WHERE n:Entity OR n:Alias OR n:Doc OR n:Feedback OR n:WeightAudit
+WHERE n:Entity OR n:Alias OR n:Doc OR n:Feedback OR n:WeightAudit OR n:Verdict
 CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS
 """
 
@@ -365,10 +378,43 @@ SET r.weight = 1.0
 RETURN count(r) AS reset
 """
 
-#: Drop the audit log (run in the same transaction as RESET_WEIGHTS).
+#: Drop the weight audit log (run in the same transaction as RESET_WEIGHTS). The verdict log
+#: stays, with the Feedback nodes that claimed its verdicts, so a repeated verdict stays a no-op.
 DROP_AUDIT = """
 MATCH (n)
-WHERE n:Feedback OR n:WeightAudit
+WHERE n:WeightAudit OR (n:Feedback AND NOT (n)-[:JUDGED]->(:Verdict))
 DETACH DELETE n
 RETURN count(n) AS deleted
+"""
+
+# -- per-claim verdicts (run inside one write transaction, after CLAIM_FEEDBACK and LOCK_HEADS) --
+
+#: One verdict node per judged edge, under the claimed feedback. Row: {relation_id, verdict, seq}.
+WRITE_VERDICTS = """
+MATCH (f:Feedback {id: $feedback_id})
+UNWIND $rows AS row
+CREATE (f)-[:JUDGED]->(:Verdict {feedback_id: $feedback_id, run_id: $run_id, relation_id: row.relation_id,
+    verdict: row.verdict, source: $source, at: $at, seq: row.seq})
+RETURN count(*) AS written
+"""
+
+#: A restore row: the edge's earlier verdicts stop counting (after LOCK_HEADS on its head).
+WRITE_RESTORE = """
+CREATE (v:Verdict {feedback_id: $feedback_id, run_id: $run_id, relation_id: $relation_id,
+    verdict: $verdict, source: $source, at: $at, seq: 0})
+RETURN v.at AS at
+"""
+
+#: Verdict rows oldest first; ``$ids`` null for every edge.
+VERDICTS = """
+MATCH (v:Verdict)
+WHERE $ids IS NULL OR v.relation_id IN $ids
+RETURN v.feedback_id AS feedback_id, v.run_id AS run_id, v.relation_id AS relation_id,
+       v.verdict AS verdict, v.source AS source, v.at AS at
+ORDER BY v.at, v.seq
+"""
+
+DISPUTES_VERSION = """
+OPTIONAL MATCH (m:KgmindMeta {id: $meta_id})
+RETURN coalesce(m.disputes_version, 0) AS disputes_version
 """

@@ -42,11 +42,28 @@ from typing import Any, ClassVar, TypeVar
 import neo4j
 from neo4j.exceptions import AuthError, ConfigurationError, DriverError, Neo4jError, ServiceUnavailable
 
-from kgmind.models import Entity, KnowledgeDoc, Relation, WeightChange, merge_entities, normalize_name
+from kgmind.models import (
+    Entity,
+    KnowledgeDoc,
+    Relation,
+    VerdictRecord,
+    WeightChange,
+    merge_entities,
+    normalize_name,
+)
 from kgmind.stores.base import LoadInput, SiblingEdges, StoreBase, unknown_endpoints_error
 from kgmind.stores.cypher import with_hop_bound
+from kgmind.stores.disputes import WeightVerdicts
 from kgmind.stores.neo4j import queries as q
-from kgmind.stores.protocol import Direction, GraphPath, StoreError, StoreUnavailableError, WeightRule
+from kgmind.stores.neo4j import verdicts as nv
+from kgmind.stores.protocol import (
+    Direction,
+    GraphPath,
+    RatingRules,
+    StoreError,
+    StoreUnavailableError,
+    WeightRule,
+)
 
 __all__ = ["BATCH_SIZE", "MAX_PATH_HOPS", "Neo4jStore", "type_label"]
 
@@ -67,7 +84,7 @@ CONNECT_TIMEOUT_SECONDS = 5.0
 
 #: Labels the store uses for its own nodes; an entity type that maps to one of them
 #: gets a ``Type`` suffix so that, say, type ``doc`` never makes an entity a ``:Doc``.
-_RESERVED_LABELS = frozenset({"Alias", "Doc", "Feedback", "WeightAudit", "KgmindMeta"})
+_RESERVED_LABELS = frozenset({"Alias", "Doc", "Feedback", "WeightAudit", "Verdict", "KgmindMeta"})
 
 _T = TypeVar("_T")
 
@@ -322,13 +339,14 @@ class Neo4jStore(StoreBase):
         self._write(write, "bulk_load")
 
     def clear(self) -> None:
-        """Delete every entity, relation, doc and audit row (in committed batches)."""
+        """Delete every entity, relation, doc, audit row and verdict (in committed batches)."""
         self._connect("clear")
         with self._errors("clear"), self._driver.session(database=self.database) as session:
             session.run(q.CLEAR_ALL).consume()
 
         def bump(tx: neo4j.ManagedTransaction) -> None:
             tx.run(q.BUMP_VERSION, {"meta_id": META_ID}).consume()
+            tx.run(q.BUMP_DISPUTES_VERSION, {"meta_id": META_ID}).consume()
 
         self._write(bump, "clear")
 
@@ -440,49 +458,70 @@ class Neo4jStore(StoreBase):
                 q.CLAIM_FEEDBACK,
                 {"feedback_id": feedback_id, "run_id": run_id, "rating": rating, "at": claimed_at},
             ).single()
-            if claim is None or not claim["created"] or not rel_ids:
+            if claim is None or not claim["created"]:
                 return []
-            heads: list[str] = []
-            head_of: dict[str, str] = {}
-            for rec in tx.run(q.LOCK_HEADS, {"relation_ids": rel_ids}):
-                heads.append(rec["head"])
-                for rid in rec["rel_ids"]:
-                    head_of[rid] = rec["head"]
-            unknown = [rid for rid in rel_ids if rid not in head_of]
-            if unknown:
-                raise StoreError(f"feedback {feedback_id!r}: unknown relation ids: {', '.join(unknown)}")
-            # Taken while holding the head locks, so audit times follow the commit order
-            # of feedbacks on the same edges (weight_changes() replays serially).
-            at = datetime.now(UTC).isoformat()
-            siblings = SiblingEdges.collect(
-                heads,
-                (
-                    (rec["head"], rec["id"], rec["weight"])
-                    for rec in tx.run(q.SIBLING_WEIGHTS, {"heads": sorted(heads)})
-                ),
-            )
-            updates = siblings.updates(feedback_id, rule, rel_ids)
-            if not updates:
-                return []
-            rows = [
-                {
-                    "head": siblings.head_of[rid],
-                    "id": rid,
-                    "old_weight": siblings.weight[rid],
-                    "new_weight": new,
-                    "seq": seq,
-                }
-                for seq, (rid, new) in enumerate(updates)
-            ]
-            tx.run(
-                q.WRITE_WEIGHTS,
-                {"feedback_id": feedback_id, "run_id": run_id, "rating": rating, "at": at, "rows": rows},
-            ).consume()
-            tx.run(q.BUMP_WEIGHTS_VERSION, {"meta_id": META_ID}).consume()
-            return siblings.changes(feedback_id, run_id, rating, at, updates)
+            changes = self._weights_tx(tx, feedback_id, run_id, rating, rel_ids, rule)
+            if changes:
+                tx.run(q.BUMP_WEIGHTS_VERSION, {"meta_id": META_ID}).consume()
+            return changes
 
         self.ensure_schema()
         return self._write(apply, "apply_weight_updates")
+
+    def _weights_tx(
+        self,
+        tx: neo4j.ManagedTransaction,
+        feedback_id: str,
+        run_id: str,
+        rating: str,
+        rel_ids: list[str],
+        rule: WeightRule,
+        seq_start: int = 0,
+    ) -> list[WeightChange]:
+        """The audited weight write of one rating inside ``tx`` (no version bump): lock, read, rule, write.
+
+        Shared by ratings and per-claim verdicts, so both move weights the same way; the
+        ``(:Feedback {id: feedback_id})`` node must be claimed in ``tx`` already.
+        """
+        if not rel_ids:
+            return []
+        heads: list[str] = []
+        head_of: dict[str, str] = {}
+        for rec in tx.run(q.LOCK_HEADS, {"relation_ids": rel_ids}):
+            heads.append(rec["head"])
+            for rid in rec["rel_ids"]:
+                head_of[rid] = rec["head"]
+        unknown = [rid for rid in rel_ids if rid not in head_of]
+        if unknown:
+            raise StoreError(f"feedback {feedback_id!r}: unknown relation ids: {', '.join(unknown)}")
+        # Taken while holding the head locks, so audit times follow the commit order
+        # of feedbacks on the same edges (weight_changes() replays serially).
+        at = datetime.now(UTC).isoformat()
+        siblings = SiblingEdges.collect(
+            heads,
+            (
+                (rec["head"], rec["id"], rec["weight"])
+                for rec in tx.run(q.SIBLING_WEIGHTS, {"heads": sorted(heads)})
+            ),
+        )
+        updates = siblings.updates(feedback_id, rule, rel_ids)
+        if not updates:
+            return []
+        rows = [
+            {
+                "head": siblings.head_of[rid],
+                "id": rid,
+                "old_weight": siblings.weight[rid],
+                "new_weight": new,
+                "seq": seq_start + seq,
+            }
+            for seq, (rid, new) in enumerate(updates)
+        ]
+        tx.run(
+            q.WRITE_WEIGHTS,
+            {"feedback_id": feedback_id, "run_id": run_id, "rating": rating, "at": at, "rows": rows},
+        ).consume()
+        return siblings.changes(feedback_id, run_id, rating, at, updates)
 
     def weight_changes(self, feedback_id: str | None = None) -> list[WeightChange]:
         """Audit rows, oldest first; only those of ``feedback_id`` when given."""
@@ -490,7 +529,7 @@ class Neo4jStore(StoreBase):
         return [_change(rec) for rec in recs]
 
     def reset_weights(self) -> int:
-        """Set every weight back to 1.0 and drop the audit log.
+        """Set every weight back to 1.0 and drop the weight audit log (the verdict log and disputes stay).
 
         Returns:
             The number of edges whose weight was not 1.0.
@@ -509,6 +548,42 @@ class Neo4jStore(StoreBase):
         """See :meth:`GraphStore.weights_version`."""
         recs = self._read(q.WEIGHTS_VERSION, {"meta_id": META_ID}, "weights_version")
         return int(recs[0]["weights_version"]) if recs else 0
+
+    # -- per-claim verdicts (their statements: kgmind.stores.neo4j.verdicts) --------------
+    def _write_verdicts(
+        self, feedback_id: str, run_id: str, verdicts: WeightVerdicts, source: str, rule: RatingRules
+    ) -> list[WeightChange] | None:
+        def write(tx: neo4j.ManagedTransaction) -> list[WeightChange] | None:
+            changes = nv.write_verdicts(self, tx, feedback_id, run_id, verdicts, source, rule)
+            if changes:
+                tx.run(q.BUMP_WEIGHTS_VERSION, {"meta_id": META_ID}).consume()
+            if changes is not None:
+                tx.run(q.BUMP_DISPUTES_VERSION, {"meta_id": META_ID}).consume()
+            return changes
+
+        self.ensure_schema()
+        return self._write(write, "record_verdicts")
+
+    def _write_restore(
+        self, relation_id: str, feedback_id: str, source: str, disputed: Callable[[list[VerdictRecord]], bool]
+    ) -> bool:
+        def write(tx: neo4j.ManagedTransaction) -> bool:
+            restored = nv.write_restore(tx, relation_id, feedback_id, source, disputed)
+            if restored:
+                tx.run(q.BUMP_DISPUTES_VERSION, {"meta_id": META_ID}).consume()
+            return restored
+
+        self.ensure_schema()
+        return self._write(write, "restore")
+
+    def _read_verdicts(self, relation_ids: list[str] | None) -> list[VerdictRecord]:
+        recs = self._read(q.VERDICTS, {"ids": relation_ids}, "verdict_log")
+        return [nv.verdict_record(rec) for rec in recs]
+
+    def disputes_version(self) -> int:
+        """See :meth:`GraphStore.disputes_version`."""
+        recs = self._read(q.DISPUTES_VERSION, {"meta_id": META_ID}, "disputes_version")
+        return int(recs[0]["disputes_version"]) if recs else 0
 
     # -- lifecycle -------------------------------------------------------------------
     def close(self) -> None:
