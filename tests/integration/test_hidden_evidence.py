@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.slow]
 QUESTION = "I have had a fever, a cough and body aches for two days. What could it be?"
 
 #: The store's disputes version: never the same number for two disputed sets, as in a real store.
-_VERSIONS = itertools.count(1)
+_VERSIONS = itertools.count(1_000_000)  # far from the real counter a later test moves
 
 
 def _key(evidence: list[Any]) -> list[tuple[str, str, tuple[str, ...], float]]:
@@ -70,3 +70,34 @@ def test_packed_evidence_never_carries_a_disputed_edge(
     notify_disputes_changed(demo_uri)
     assert _key(run("memory")) == _key(before)
     assert _key(run("pushdown")) == _key(before)
+
+
+def test_real_verdicts_hide_an_edge_until_it_is_restored(demo_uri: str) -> None:
+    """Two reviews calling the first item's edges wrong hide them (the store's own verdicts); restore undoes it."""
+    from kgmind.graphs.context import Context
+    from kgmind.graphs.pipeline import build_retrieval_graph
+    from kgmind.retrievers.graph_index_cache import get_graph_index
+    from kgmind.stores.factory import open_store
+    from kgmind.stores.feedback import apply_verdicts, restore_dispute
+
+    graph = build_retrieval_graph().compile()
+
+    def run(exploration: str) -> list[Any]:
+        ctx = Context(mode="full", store=demo_uri, hypothesis=False, exploration=exploration)
+        return list(graph.invoke({"question": QUESTION}, context=ctx)["selected_evidence"])
+
+    store = open_store(demo_uri)
+    flagged = sorted(_shown(run("memory")[:1]))
+    assert flagged
+    one = apply_verdicts(store, "review-1:N1:wrong", "review-1", [(r, "wrong") for r in flagged], source="t")
+    assert not any(s.disputed for s in one.states.values())  # one review is not enough
+    apply_verdicts(store, "review-2:N1:wrong", "review-2", [(r, "wrong") for r in flagged], source="t")
+    assert set(store.disputed_relations()) == set(flagged)
+    runs = {exploration: run(exploration) for exploration in ("memory", "pushdown")}
+    for exploration, evidence in runs.items():
+        assert evidence and not set(flagged) & _shown(evidence), exploration
+    assert _key(runs["pushdown"]) == _key(runs["memory"])
+    assert all(restore_dispute(store, r, source="t") for r in flagged)
+    assert store.disputed_relations() == {}
+    run("memory")
+    assert not get_graph_index(store).hidden.ids  # the cache followed the restore

@@ -23,6 +23,7 @@ from rich.text import Text
 from kgmind.cli._common import CliError, KgOption, console, err_console, handle_errors, pick_store
 from kgmind.models import VERDICTS
 from kgmind.stores.disputes import edges_named
+from kgmind.stores.feedback import restore_dispute
 from kgmind.stores.protocol import GraphStore
 
 __all__ = ["FlagLine", "disputed_rows", "flag_feedback_id", "read_flag_file", "register"]
@@ -235,7 +236,7 @@ def restore_cmd(
     edges = edges_named(kg, head, relation, tail)
     if not edges:
         raise CliError(f"no edge {head} -[{relation}]-> {tail} in {kg.uri}", 2)
-    restored = [r for r in edges if kg.restore(r.id, source=source)]
+    restored = [r for r in edges if restore_dispute(kg, r.id, source=source)]
     if restored:
         console.print(
             Text(f"restored {head} -[{relation}]-> {tail}: shown again; its earlier verdicts no longer count")

@@ -38,7 +38,7 @@ from cachetools import LRUCache, cached
 from kgmind.models import WeightChange
 from kgmind.relations import RelationSchema
 from kgmind.retrievers.graph_index import GraphIndex, IndexableStore
-from kgmind.stores.feedback import on_weight_changes
+from kgmind.stores.feedback import on_disputes_changes, on_weight_changes
 from kgmind.stores.protocol import GraphStore
 
 __all__ = [
@@ -205,6 +205,7 @@ def notify_weight_changes(
             gi.weights_version = weights_version
 
 
+@on_disputes_changes
 def notify_disputes_changed(store_uri: str) -> None:
     """Make the next lookup of ``store_uri``'s full index read the disputes version again.
 

@@ -33,7 +33,9 @@ __all__ = [
     "cited_relation_ids",
     "feedback_key",
     "normalize_rating",
+    "on_disputes_changes",
     "on_weight_changes",
+    "restore_dispute",
 ]
 
 #: Ratings that mean "no feedback": they change nothing.
@@ -140,6 +142,8 @@ WeightListener = Callable[[str, Sequence[WeightChange], "int | None"], None]
 #: from edge weights in higher layers (the retrievers' graph index) register here, so
 #: this module imports nothing above it.
 _weight_listeners: list[WeightListener] = []
+#: Called with a store URI after a verdict or restore commits (the index cache re-reads disputes).
+_dispute_listeners: list[Callable[[str], None]] = []
 
 
 def on_weight_changes(listener: WeightListener) -> WeightListener:
@@ -147,6 +151,30 @@ def on_weight_changes(listener: WeightListener) -> WeightListener:
     if listener not in _weight_listeners:
         _weight_listeners.append(listener)
     return listener
+
+
+def on_disputes_changes(listener: Callable[[str], None]) -> Callable[[str], None]:
+    """Register ``listener`` (called with the store URI) to hear of committed verdicts and restores."""
+    if listener not in _dispute_listeners:
+        _dispute_listeners.append(listener)
+    return listener
+
+
+def _notify_disputes(store: GraphStore) -> None:
+    for listener in list(_dispute_listeners):
+        listener(store.uri)
+
+
+def restore_dispute(store: GraphStore, relation_id: str, *, source: str) -> bool:
+    """Undo the dispute of one edge (audited), and tell this process's caches.
+
+    Returns:
+        Whether the edge was disputed (``False``: nothing written).
+    """
+    restored = store.restore(relation_id, source=source)
+    if restored:
+        _notify_disputes(store)
+    return restored
 
 
 def _notify(store: GraphStore, changes: Sequence[WeightChange]) -> None:
@@ -247,4 +275,6 @@ def apply_verdicts(
     result = store.record_verdicts(feedback_id, run_id, verdicts, source=source, rule=rules)
     if result.changes:
         _notify(store, result.changes)
+    if not result.already_applied:
+        _notify_disputes(store)
     return result
