@@ -73,7 +73,7 @@ def test_packed_evidence_never_carries_a_disputed_edge(
 
 
 def test_real_verdicts_hide_an_edge_until_it_is_restored(demo_uri: str) -> None:
-    """Two reviews calling the first item's edges wrong hide them (the store's own verdicts); restore undoes it."""
+    """Two reviews calling the first item's edges wrong hide them (real verdicts); restore undoes it."""
     from kgmind.graphs.context import Context
     from kgmind.graphs.pipeline import build_retrieval_graph
     from kgmind.retrievers.graph_index_cache import get_graph_index
