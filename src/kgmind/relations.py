@@ -438,6 +438,8 @@ class RelationSchema:
     def __init__(self, roles: Mapping[str, RelationRole] | None = None) -> None:
         self.roles: dict[str, RelationRole] = dict(roles or {})
         self._readings: dict[str, Reading] = {}
+        self._votes: dict[str, bool] = {}
+        self._lists: dict[str, bool] = {}
 
     def role(self, relation: str) -> RelationRole:
         """The role of a stored type (``other`` with untyped ends when the schema has none)."""
@@ -455,12 +457,21 @@ class RelationSchema:
         return found
 
     def votes(self, name: str) -> bool:
-        """Whether walking ``name`` leads to a disease it votes for (:attr:`Reading.votes`)."""
-        return self.reading(name).votes
+        """Whether walking ``name`` leads to a disease it votes for (:attr:`Reading.votes`); cached per name.
+
+        Asked once per edge of every linked entity (thousands on a hub), so it is a dict lookup.
+        """
+        found = self._votes.get(name)
+        if found is None:
+            found = self._votes[name] = self.reading(name).votes
+        return found
 
     def lists_symptoms(self, name: str) -> bool:
-        """Whether walking ``name`` lists a disease's symptoms (:attr:`Reading.lists_symptoms`)."""
-        return self.reading(name).lists_symptoms
+        """Whether walking ``name`` lists a disease's symptoms (:attr:`Reading.lists_symptoms`); cached."""
+        found = self._lists.get(name)
+        if found is None:
+            found = self._lists[name] = self.reading(name).lists_symptoms
+        return found
 
     def as_dict(self) -> dict[str, dict[str, str]]:
         """``relation -> role data`` (the import report's ``relations``)."""
