@@ -50,10 +50,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-FORMS = ("a", "b", "c", "d", "e")
+FORMS = ("a", "a0", "b", "c", "d", "e")
 
 FORM_TITLES = {
     "a": "fitted import (native importer)",
+    "a0": "control: (a)'s edges as triples, no documents",
     "b": "one direction, native names",
     "c": "one direction, other names",
     "d": "reverse direction",
@@ -166,10 +167,27 @@ def parse_facts(source: Path, fmt: str) -> list[Fact]:
     return disease_facts(edges, RELATION_TYPES)
 
 
+def stored_edges(source: Path, fmt: str) -> list[Fact]:
+    """Every edge the native importer stores (both directions, native names), by display name.
+
+    Form ``a0``: the fitted import's graph without what a triples file cannot carry (the
+    documents behind KGCoT's "Source:" notes, entity descriptions), so the forms b–e can be
+    told apart from (a) by schema alone.
+    """
+    from kgmind.importers import parse
+
+    result = parse(source, fmt)
+    names = {e.id: e.name for e in result.entities}
+    return [(names[r.head], r.type, names[r.tail]) for r in result.relations]
+
+
 def write_forms(lang: str, source: Path, forms: Sequence[str], work: Path) -> dict[str, tuple[Path, int]]:
     """Write the triples files of ``forms`` (other than ``a``): form -> (file, rows)."""
     written: dict[str, tuple[Path, int]] = {}
-    todo = [f for f in forms if f != "a"]
+    if "a0" in forms:
+        path = work / "triples" / f"{lang}-a0.csv"
+        written["a0"] = (path, write_triples(path, stored_edges(source, SOURCES[lang].fmt)))
+    todo = [f for f in forms if f not in ("a", "a0")]
     if not todo:
         return written
     facts = parse_facts(source, SOURCES[lang].fmt)
@@ -315,7 +333,7 @@ def table(rows: Sequence[dict[str, Any]]) -> list[str]:
     base = next((r.get("eval", {}) for r in rows if r["form"] == "a"), {})
     lines = [
         "| form | file rows | import rows / entities / relations | import s | evidence recall (Δ pts) "
-        "| disease hit (Δ pts) | tokens (Δ) | latency p50 / p95 ms |",
+        "| disease hit (Δ pts) | tokens (Δ; vs a0) | latency p50 / p95 ms |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
@@ -339,7 +357,8 @@ def table(rows: Sequence[dict[str, Any]]) -> list[str]:
             f"| {name} | {_fmt(r.get('file_rows'))} | {counts} | {imp['seconds']} "
             f"| {_fmt(rec)} ({_delta(rec, base.get('evidence_recall'), points=True)}) "
             f"| {_fmt(hit)} ({_delta(hit, base.get('gold_disease_hit'), points=True)}) "
-            f"| {_fmt(tok, 0)} ({_delta(tok, base.get('evidence_tokens_mean'), points=False)}) "
+            f"| {_fmt(tok, 0)} ({_delta(tok, base.get('evidence_tokens_mean'), points=False)}"
+            f"{'; ' + format(r['tokens_vs_a0_pct'], '+.1f') + ' %' if 'tokens_vs_a0_pct' in r else ''}) "
             f"| {_fmt(ev.get('latency_ms_p50'), 1)} / {_fmt(ev.get('latency_ms_p95'), 1)} |"
         )
     return lines
@@ -418,10 +437,21 @@ def run_language(lang: str, args: argparse.Namespace, env: dict[str, str], data_
 
 
 def add_deltas(rows: Sequence[dict[str, Any]]) -> None:
-    """Each evaluated form's differences from form ``a``: recall and hit in points, tokens in percent."""
+    """Each evaluated form's differences from form ``a``: recall and hit in points, tokens in percent.
+
+    Also ``tokens_vs_a0_pct``: tokens against the control ``a0`` (the same graph without documents).
+    """
     base = next((r.get("eval", {}) for r in rows if r["form"] == "a"), {})
+    control = next((r.get("eval", {}) for r in rows if r["form"] == "a0"), {})
     for r in rows:
         ev = r.get("eval", {})
+        if "evidence_tokens_mean" in ev and "evidence_tokens_mean" in control and r["form"] != "a0":
+            r["tokens_vs_a0_pct"] = round(
+                (ev["evidence_tokens_mean"] - control["evidence_tokens_mean"])
+                / control["evidence_tokens_mean"]
+                * 100,
+                1,
+            )
         if r["form"] == "a" or "evidence_recall" not in ev or "evidence_recall" not in base:
             continue
         r["delta_vs_a"] = {
@@ -440,7 +470,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """The command line (see the module doc)."""
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--lang", choices=("en", "zh", "both"), default="both")
-    ap.add_argument("--forms", default=",".join(FORMS), help="comma list of a,b,c,d,e (default all)")
+    ap.add_argument("--forms", default=",".join(FORMS), help="comma list of a,a0,b,c,d,e (default all)")
     ap.add_argument("--out", type=Path, required=True, help="folder for results.json / results.md and logs")
     ap.add_argument(
         "--work",
