@@ -138,3 +138,9 @@ def test_facts_of_a_chatdoctor_file_come_from_kgmind_s_importer(tmp_path):
         ("Measles", "need_medication", "Vitamin A"),
     ]
     assert files["d"][1] == len(b)
+    # the control a0: the fitted import's own edges, both directions, native names
+    control = sf.write_forms("en", src, ["a0"], tmp_path / "work0")
+    with control["a0"][0].open(encoding="utf-8", newline="") as fh:
+        a0 = {tuple(r) for r in list(csv.reader(fh))[1:]}
+    assert set(b) <= a0 and ("Fever", "possible_disease", "Measles") in a0
+    assert len(a0) == 2 * len(b)
