@@ -80,7 +80,8 @@ def parse_chatdoctor(path: str | Path, tracker: ProgressTracker | None = None) -
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
-        ValueError: The header lacks a ``disease`` column or every list column.
+        ValueError: The header lacks a ``disease`` column or every list column, or the file
+            cannot be read as CSV (a field past the csv module's 128 KiB limit).
 
     """
     p, tracker, builder, errors = begin_parse(path, tracker)
@@ -88,14 +89,17 @@ def parse_chatdoctor(path: str | Path, tracker: ProgressTracker | None = None) -
     fname = str(p)
     with p.open(encoding="utf-8-sig", newline="") as fh:
         reader = csv.reader(fh)
-        header = next(reader, None)
-        if header is None:
-            raise ValueError(f"{fname}: empty file (expected a ChatDoctor CSV header)")
         records: list[tuple[int, list[str]]] = []
-        line = reader.line_num
-        for row in reader:
-            records.append((line + 1, row))
+        try:
+            header = next(reader, None)
             line = reader.line_num
+            for row in reader:
+                records.append((line + 1, row))
+                line = reader.line_num
+        except csv.Error as exc:  # a field past csv's 128 KiB limit: the rows after it cannot be found
+            raise ValueError(f"{fname}:{reader.line_num}: not readable as CSV: {exc}") from None
+    if header is None:
+        raise ValueError(f"{fname}: empty file (expected a ChatDoctor CSV header)")
     d_col = _find(header, _DISEASE_COLS)
     r_col = _find(header, _REASON_COLS)
     rel_cols = [
