@@ -15,6 +15,7 @@ example. Case counts: the ``ci`` profile (default) runs a seeded 25 per test, ``
 from __future__ import annotations
 
 import itertools
+import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -160,14 +161,27 @@ def demo_edges(fuzz_store: FuzzStore) -> list[tuple[str, str, str]]:
     return [(names[r.head], r.type, names[r.tail]) for r in rels]
 
 
+def _bom_line(edge: tuple[str, str, str]) -> bytes:
+    head, rel, tail = edge
+    line = {"head": head, "relation": rel, "tail": tail, "verdict": "wrong", "source": "curator"}
+    return b"\xef\xbb\xbf" + json.dumps(line).encode() + b"\r\n"
+
+
 @given(data=st.data())
+@example(data=None).via("a valid file saved with a BOM (was refused: line 1 not JSON)")
 def test_fuzzed_verdict_file_succeeds_or_fails_cleanly(
-    data: st.DataObject, fuzz_store: FuzzStore, demo_edges: list[tuple[str, str, str]]
+    data: Any, fuzz_store: FuzzStore, demo_edges: list[tuple[str, str, str]]
 ) -> None:
-    body = data.draw(damaged(verdict_doc(demo_edges)), label="file")
+    if data is None:
+        body = _bom_line(demo_edges[0])
+    else:
+        body = data.draw(damaged(verdict_doc(demo_edges)), label="file")
     path = fuzz_store.file(body, "verdicts.jsonl")
     res = runner.invoke(app, ["kg", "flag", "--file", str(path), "--store", fuzz_store.uri, "--json"])
     # one error message that lists every bad line (``FILE:LINE: why``), so not one line
-    if check_outcome(res, fuzz_store, one_line=False):
+    succeeded = check_outcome(res, fuzz_store, one_line=False)
+    if data is None:
+        assert succeeded, res.output
+    if succeeded:
         assert open_store(fuzz_store.uri).verdict_log()
         fuzz_store.restore()

@@ -10,8 +10,9 @@ The checkpoint file and the store are put back after every example.
 Graph inputs (what ``graph.invoke`` and a LangGraph server's ``runs.create`` pass on):
 ``{"question", "entities", "reference"}`` of any type, NUL bytes, surrogate-escaped bytes
 and 200 kB strings, and ``Context`` fields of the wrong type or out of range. The run
-returns an answer or raises ``ValueError``, ``TypeError`` or ``StoreError``, and never
-writes to the store (feedback is off). Profiles as in :mod:`test_fuzz_inputs`.
+returns an answer or raises ``ValueError``, ``TypeError``, ``StoreError`` or LangGraph's
+``InvalidUpdateError`` (an input that is not a dict) / ``EmptyInputError`` (``None``), and
+never writes to the store (feedback is off). Profiles as in :mod:`test_fuzz_inputs`.
 """
 
 from __future__ import annotations
@@ -25,13 +26,14 @@ import pytest
 from fuzz_strategies import HUGE, json_values, odd_text
 from hypothesis import example, given
 from hypothesis import strategies as st
+from langgraph.errors import EmptyInputError, InvalidUpdateError
 from langgraph.types import Command
 from rel_harness import QUESTION, clear_caches, full_dump, sqlite_rows
 from test_fuzz_inputs import FuzzStore
 
 from kgmind.graphs.checkpoint import get_checkpointer
 from kgmind.graphs.claims import claim_edges
-from kgmind.graphs.context import Context
+from kgmind.graphs.context import MODES, Context
 from kgmind.graphs.pipeline import build_graph, graph
 from kgmind.stores.factory import open_store
 from kgmind.stores.protocol import StoreError
@@ -99,10 +101,12 @@ def valid_payloads(draw: st.DrawFn, claims: list[str]) -> Any:
     if draw(st.integers(0, 4)) == 0:
         return rating  # a bare rating string (or None)
     wrong, right = draw(_claim_lists(claims))
-    payload: dict[str, Any] = {}
-    for key, value in (("rating", rating), ("wrong", wrong), ("right", right)):
+    payload: dict[str, Any] = {"rating": rating}  # never {}: LangGraph reads that as "resume nothing"
+    for key, value in (("wrong", wrong), ("right", right)):
         if draw(st.booleans()):
             payload[key] = value
+    if draw(st.booleans()) and len(payload) > 1:
+        del payload["rating"]
     return payload
 
 
@@ -132,7 +136,10 @@ def check_resume(paused: PausedRun, payload: Any) -> bool:
         assert out.get("feedback", {}).get("source") == "human"
         return True
     ask = interrupts[0].value
-    assert isinstance(ask.get("error"), str) and ask["error"], ask
+    # LangGraph reads a dict resume as {interrupt id: value}; an empty one resumes nothing, so
+    # the run asks again unchanged (no error: no payload reached request_feedback)
+    if payload != {}:
+        assert isinstance(ask.get("error"), str) and ask["error"], ask
     assert ask["claim_ids"] == list(claim_edges(paused.values))
     assert paused.store.unchanged(), "a rejected payload changed the store"
     assert paused.graph.get_state(paused.config).values == paused.values
@@ -204,18 +211,30 @@ def graph_inputs(draw: st.DrawFn) -> tuple[Any, dict[str, Any]]:
 
 
 @given(case=graph_inputs())
-@example(case=({"question": 5}, {})).via("a question that is not a string")
+@example(case=({"question": 5}, {})).via("a question that is not a string (was an AttributeError)")
+@example(case=({"question": QUESTION}, {"mode": "ful"})).via("a typo in mode (answered without KG evidence)")
+@example(case=({"question": "fever", "entities": "Fever"}, {})).via(
+    "entities not a list (read letter by letter)"
+)
 def test_fuzzed_graph_input_answers_or_raises_a_documented_error(
     case: tuple[Any, dict[str, Any]], fuzz_store: FuzzStore
 ) -> None:
     payload, fields = case
     context = Context(model="fake:fuzz", store=fuzz_store.uri, **fields)
+    unknown_mode = "mode" in fields and fields["mode"] not in MODES
     try:
         out = graph.invoke(payload, context=context)
-    except (ValueError, TypeError, StoreError):
+    except (
+        ValueError,
+        TypeError,
+        StoreError,
+        InvalidUpdateError,
+        EmptyInputError,
+    ):  # the last two: LangGraph's
         pass
     else:
         assert isinstance(out.get("answer"), str)
+        assert not unknown_mode, f"mode {fields['mode']!r} was accepted"
     assert fuzz_store.unchanged(), "a run with feedback off changed the store"
 
 
