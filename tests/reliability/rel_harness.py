@@ -127,6 +127,42 @@ def canonical_dump(store: GraphStore, *, weights: bool = True) -> str:
     return json.dumps(out, ensure_ascii=False, sort_keys=True)
 
 
+def full_dump(store: GraphStore) -> str:
+    """:func:`canonical_dump` plus everything else a write could change.
+
+    Adds the ``kg stats`` counts, the fingerprint, the weights and disputes versions, the
+    stored schema overrides, the verdict log and the dispute state of every edge, so a
+    failed command that wrote anything at all makes two dumps differ.
+    """
+    rel_ids = sorted(r.id for r in store.iter_relations())
+    extra = {
+        "stats": store.stats().model_dump(),
+        "fingerprint": store.fingerprint(),
+        "weights_version": store.weights_version(),
+        "disputes_version": store.disputes_version(),
+        "schema_overrides": store.schema_overrides(),
+        "verdicts": [v.model_dump(mode="json") for v in store.verdict_log()],
+        "disputes": {k: v.model_dump(mode="json") for k, v in store.dispute_states(rel_ids).items()},
+    }
+    return canonical_dump(store) + "\n" + json.dumps(extra, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def sqlite_rows(path: Path) -> list[tuple[Any, ...]]:
+    """Every row of every table of the SQLite file ``path``, sorted (``[]`` when there is no file)."""
+    import sqlite3
+
+    if not path.exists():
+        return []
+    conn = sqlite3.connect(path)
+    try:
+        tables = [
+            t for (t,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        ]
+        return [(t, *row) for t in tables for row in sorted(conn.execute(f"SELECT * FROM {t}"), key=repr)]
+    finally:
+        conn.close()
+
+
 def weights_of(store: GraphStore) -> dict[str, float]:
     """Every relation id with its current weight."""
     return {r.id: r.weight for r in store.iter_relations()}

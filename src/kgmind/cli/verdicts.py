@@ -100,7 +100,7 @@ def read_flag_file(store: GraphStore, path: Path, default_source: str | None = N
     """
     lines: list[FlagLine] = []
     errors: list[str] = []
-    with path.open(encoding="utf-8") as fh:
+    with path.open(encoding="utf-8-sig") as fh:  # a BOM, as the importers and --schema accept
         for number, text in enumerate(fh, 1):
             if not text.strip():
                 continue

@@ -39,11 +39,15 @@ def parse_claim_ids(given: Iterable[Any] | str | None) -> list[str]:
     """Claim ids from a list and/or comma-separated strings (``["N3,S1", "M2"]``), deduplicated.
 
     Raises:
-        ValueError: An entry that is not a string, or an empty id (``"N3,,S1"``).
+        ValueError: Not a string or a list of them (a resume payload's ``{"wrong": 5}`` must
+            re-pause the run with an error, which only a ValueError does), an entry that is
+            not a string, or an empty id (``"N3,,S1"``).
 
     """
     if given is None:
         return []
+    if isinstance(given, Mapping | bytes) or not isinstance(given, Iterable):
+        raise ValueError(f"claim ids are a list such as ['N3', 'S1'] or a string, got {given!r}")
     items = [given] if isinstance(given, str) else list(given)
     out: dict[str, None] = {}
     for item in items:

@@ -10,15 +10,16 @@ context. Importing this module imports nothing heavy (no model, store or index c
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, TypeVar, cast
+from dataclasses import dataclass, field, fields
+from types import UnionType
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union, cast, get_args, get_origin, get_type_hints
 
 from kgmind.tuning import DEFAULT_MODEL, PIPELINE
 
 if TYPE_CHECKING:
     from langgraph.runtime import Runtime
 
-__all__ = ["MODES", "Context", "Mode", "context_of"]
+__all__ = ["MODES", "Context", "Mode", "check_context", "context_of"]
 
 Mode = Literal["full", "mindmap", "hykge", "kgcot", "llm_only"]
 
@@ -147,6 +148,48 @@ class Context:
     def packs_by_value(self) -> bool:
         """Whether the evidence budget is spent by value (``packing="value"``: ``full`` mode only)."""
         return self.mode == "full" and self.packing == "value"
+
+
+def _allowed(hint: Any, value: Any) -> bool:
+    """Whether ``value`` fits the type ``hint`` of a Context field (Literal, bool, int, float, str, None)."""
+    if get_origin(hint) is Literal:
+        return any(value == v and type(value) is type(v) for v in get_args(hint))
+    if get_origin(hint) in (Union, UnionType):
+        return any(_allowed(h, value) for h in get_args(hint))
+    if hint is type(None):
+        return value is None
+    if hint is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, hint)
+
+
+def _describe(hint: Any) -> str:
+    """A Context field's type as a user reads it: ``one of 'full', 'mindmap'``, ``int or None``."""
+    if get_origin(hint) is Literal:
+        return "one of " + ", ".join(repr(v) for v in get_args(hint))
+    if get_origin(hint) in (Union, UnionType):
+        return " or ".join(_describe(h) for h in get_args(hint))
+    return "None" if hint is type(None) else hint.__name__
+
+
+def check_context(ctx: Context) -> None:
+    """Refuse a Context field of the wrong type or outside its choices (``mode="ful"``).
+
+    A dataclass checks nothing, and a LangGraph server builds the Context from a client's
+    JSON: an unknown mode would otherwise answer with no KG evidence, and a count given as a
+    string would fail deep inside a node.
+
+    Raises:
+        ValueError: The first bad field, with what it may be.
+
+    """
+    hints = get_type_hints(Context)
+    for f in fields(Context):
+        value = getattr(ctx, f.name)
+        if not _allowed(hints[f.name], value):
+            raise ValueError(f"context field {f.name} must be {_describe(hints[f.name])}, got {value!r:.100}")
 
 
 def context_of(runtime: Runtime[Context]) -> Context:

@@ -8,11 +8,33 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from kgmind.graphs import services
-from kgmind.graphs.context import Context, context_of
+from kgmind.graphs.context import Context, check_context, context_of
 from kgmind.graphs.state import RESET, State
 from kgmind.settings import default_store_uri
 
-__all__ = ["prepare_run"]
+__all__ = ["check_input", "prepare_run"]
+
+
+def check_input(state: State) -> None:
+    """Refuse an input whose fields have the wrong type, before anything runs.
+
+    A LangGraph server or ``graph.invoke`` passes the input on unchecked; without this a
+    question that is a number fails deep inside with an ``AttributeError``.
+
+    Raises:
+        ValueError: ``question`` or ``reference`` is not a string, or ``entities`` is not a
+            list of strings.
+
+    """
+    for key in ("question", "reference"):
+        value = state.get(key)
+        if value is not None and not isinstance(value, str):
+            raise ValueError(f"the {key} must be a string, got {type(value).__name__}")
+    entities = state.get("entities")
+    if entities is not None and not (
+        isinstance(entities, list) and all(isinstance(e, str) for e in entities)
+    ):
+        raise ValueError(f"entities must be a list of strings, got {entities!r:.200}")
 
 
 def prepare_run(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -30,11 +52,14 @@ def prepare_run(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         ``run_id``, ``language``, ``store_uri`` and resets.
 
     Raises:
-        ValueError: An empty question.
+        ValueError: An empty question, an input field of the wrong type (:func:`check_input`) or
+            a Context field of the wrong type or outside its choices (``check_context``).
         StoreNotFoundError: ``ctx.store`` names an embedded store that does not exist.
 
     """
     ctx = context_of(runtime)
+    check_context(ctx)
+    check_input(state)
     question = (state.get("question") or "").strip()
     if not question:
         raise ValueError("the question must not be empty")

@@ -66,6 +66,24 @@ def _find(header: list[str], names: tuple[str, ...]) -> int | None:
     return None
 
 
+def _read_rows(p: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
+    """The header and the ``(line, row)`` records of a CSV file, read whole before any row is parsed."""
+    with p.open(encoding="utf-8-sig", newline="") as fh:
+        reader = csv.reader(fh)
+        records: list[tuple[int, list[str]]] = []
+        try:
+            header = next(reader, None)
+            line = reader.line_num
+            for row in reader:
+                records.append((line + 1, row))
+                line = reader.line_num
+        except csv.Error as exc:  # a field past csv's 128 KiB limit: the rows after it cannot be found
+            raise ValueError(f"{p}:{reader.line_num}: not readable as CSV: {exc}") from None
+    if header is None:
+        raise ValueError(f"{p}: empty file (expected a ChatDoctor CSV header)")
+    return header, records
+
+
 def parse_chatdoctor(path: str | Path, tracker: ProgressTracker | None = None) -> ImportResult:
     """Parse a ChatDoctor disease CSV.
 
@@ -80,22 +98,14 @@ def parse_chatdoctor(path: str | Path, tracker: ProgressTracker | None = None) -
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
-        ValueError: The header lacks a ``disease`` column or every list column.
+        ValueError: The header lacks a ``disease`` column or every list column, or the file
+            cannot be read as CSV (a field past the csv module's 128 KiB limit).
 
     """
     p, tracker, builder, errors = begin_parse(path, tracker)
     rows = 0
     fname = str(p)
-    with p.open(encoding="utf-8-sig", newline="") as fh:
-        reader = csv.reader(fh)
-        header = next(reader, None)
-        if header is None:
-            raise ValueError(f"{fname}: empty file (expected a ChatDoctor CSV header)")
-        records: list[tuple[int, list[str]]] = []
-        line = reader.line_num
-        for row in reader:
-            records.append((line + 1, row))
-            line = reader.line_num
+    header, records = _read_rows(p)
     d_col = _find(header, _DISEASE_COLS)
     r_col = _find(header, _REASON_COLS)
     rel_cols = [

@@ -76,9 +76,12 @@ def _parse_delimited(
         reader = csv.reader(fh, delimiter=delimiter)
         records: list[tuple[int, list[str]]] = []
         line = reader.line_num
-        for row in reader:
-            records.append((line + 1, row))
-            line = reader.line_num
+        try:
+            for row in reader:
+                records.append((line + 1, row))
+                line = reader.line_num
+        except csv.Error as exc:  # a field past csv's 128 KiB limit: the rows after it cannot be found
+            raise ValueError(f"{fname}:{reader.line_num}: not readable as CSV: {exc}") from None
     if allow_header and records:
         first = tuple(c.strip().lower() for c in records[0][1][:3])
         if first in _HEADERS:
@@ -138,6 +141,7 @@ def parse_mindmap_tsv(path: str | Path, tracker: ProgressTracker | None = None) 
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
+        ValueError: The file cannot be read as CSV (a field past the csv module's 128 KiB limit).
 
     """
     p = check_path(path)
@@ -164,6 +168,7 @@ def parse_triples(path: str | Path, tracker: ProgressTracker | None = None) -> I
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
+        ValueError: The file cannot be read as CSV (a field past the csv module's 128 KiB limit).
 
     """
     p = check_path(path)
