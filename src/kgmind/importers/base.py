@@ -9,6 +9,7 @@ holding :class:`~kgmind.models.Entity`, :class:`~kgmind.models.Relation` and
 
 from __future__ import annotations
 
+import csv
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -47,6 +48,7 @@ __all__ = [
     "RowError",
     "begin_parse",
     "check_path",
+    "csv_records",
     "item_list",
 ]
 
@@ -416,3 +418,23 @@ def _step(progress: Progress, description: str) -> Iterator[None]:
 
 #: A parser: ``(path, tracker) -> ImportResult``.
 Parser = Callable[[Path, ProgressTracker], ImportResult]
+
+
+def csv_records(path: Path, delimiter: str = ",") -> list[tuple[int, list[str]]]:
+    """Every ``(line, row)`` of a CSV file (``line``: where the row starts), read whole before any is parsed.
+
+    Raises:
+        ValueError: The file cannot be read as CSV (a field past csv's 128 KiB limit hides the
+            rows after it), naming the file and line.
+    """
+    with path.open(encoding="utf-8-sig", newline="") as fh:
+        reader = csv.reader(fh, delimiter=delimiter)
+        records: list[tuple[int, list[str]]] = []
+        line = reader.line_num
+        try:
+            for row in reader:
+                records.append((line + 1, row))
+                line = reader.line_num
+        except csv.Error as exc:
+            raise ValueError(f"{path}:{reader.line_num}: not readable as CSV: {exc}") from None
+    return records

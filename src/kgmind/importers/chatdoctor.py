@@ -29,10 +29,9 @@ a :class:`~kgmind.models.KnowledgeDoc`, and every relation of that disease gets
 from __future__ import annotations
 
 import ast
-import csv
 from pathlib import Path
 
-from kgmind.importers.base import ImportResult, ProgressTracker, RowError, begin_parse, item_list
+from kgmind.importers.base import ImportResult, ProgressTracker, RowError, begin_parse, csv_records, item_list
 from kgmind.models import normalize_name
 
 __all__ = ["COLUMN_RELATIONS", "parse_chatdoctor"]
@@ -68,20 +67,10 @@ def _find(header: list[str], names: tuple[str, ...]) -> int | None:
 
 def _read_rows(p: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
     """The header and the ``(line, row)`` records of a CSV file, read whole before any row is parsed."""
-    with p.open(encoding="utf-8-sig", newline="") as fh:
-        reader = csv.reader(fh)
-        records: list[tuple[int, list[str]]] = []
-        try:
-            header = next(reader, None)
-            line = reader.line_num
-            for row in reader:
-                records.append((line + 1, row))
-                line = reader.line_num
-        except csv.Error as exc:  # a field past csv's 128 KiB limit: the rows after it cannot be found
-            raise ValueError(f"{p}:{reader.line_num}: not readable as CSV: {exc}") from None
-    if header is None:
+    records = csv_records(p)
+    if not records:
         raise ValueError(f"{p}: empty file (expected a ChatDoctor CSV header)")
-    return header, records
+    return records[0][1], records[1:]
 
 
 def parse_chatdoctor(path: str | Path, tracker: ProgressTracker | None = None) -> ImportResult:

@@ -25,11 +25,17 @@ number > 0) are reported and skipped.
 
 from __future__ import annotations
 
-import csv
 import math
 from pathlib import Path
 
-from kgmind.importers.base import GraphBuilder, ImportResult, ProgressTracker, RowError, check_path
+from kgmind.importers.base import (
+    GraphBuilder,
+    ImportResult,
+    ProgressTracker,
+    RowError,
+    check_path,
+    csv_records,
+)
 from kgmind.importers.vocab import infer_types
 from kgmind.models import (
     RELATION_TYPE_RULE,
@@ -72,16 +78,7 @@ def _parse_delimited(
     errors: list[RowError] = []
     rows = 0
     fname = str(p)
-    with p.open(encoding="utf-8-sig", newline="") as fh:
-        reader = csv.reader(fh, delimiter=delimiter)
-        records: list[tuple[int, list[str]]] = []
-        line = reader.line_num
-        try:
-            for row in reader:
-                records.append((line + 1, row))
-                line = reader.line_num
-        except csv.Error as exc:  # a field past csv's 128 KiB limit: the rows after it cannot be found
-            raise ValueError(f"{fname}:{reader.line_num}: not readable as CSV: {exc}") from None
+    records = csv_records(p, delimiter)
     if allow_header and records:
         first = tuple(c.strip().lower() for c in records[0][1][:3])
         if first in _HEADERS:
