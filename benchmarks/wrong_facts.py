@@ -14,7 +14,9 @@ reads what they print or write. Per language:
    directions, as the fitted import stores them) plus each false edge and its inverse, imported with
    ``--format triples``; its clean reference is the same export without the false rows (the disease
    documents of the fitted import are not in either). The false list is written to the work folder
-   (``LANG/false_edges.json``) and never given to kgmind.
+   (``LANG/false_edges.json``) and never given to kgmind. The evals' ``results.json`` (every row with
+   what it was shown) stay in the work folder (``LANG/evals``); ``--out`` gets the report, each
+   command's log and ``results.md``, the verdict files and the ``kg disputed --json`` output.
 2. **Train** in increments on non-test questions (``all`` minus ``test``, shuffled by the seed):
    ``kgmind eval … --split all --ids FILE --rows`` on the corrupted store, then a simulated reviewer
    (:func:`review`) reads each shown item: one carrying a false edge has its false triple(s) flagged
@@ -341,6 +343,28 @@ def rule_outcomes(
     return out
 
 
+def _fact(head: str, tail: str) -> Triple:
+    """A fact as an unordered pair, written as a triple (sorted normalised names, relation ``fact``)."""
+    x, y = sorted((norm(head), norm(tail)))
+    return (x, "fact", y)
+
+
+def fact_outcomes(
+    verdicts: Iterable[dict[str, str]],
+    shown: set[Triple],
+    pairs: set[frozenset[str]],
+    rules: Sequence[tuple[int, int]],
+) -> list[dict[str, Any]]:
+    """:func:`rule_outcomes` per *fact* instead of per stored edge: a fact's two readings (an edge and
+    its stored inverse) pool their flags. What the rules would do if a flag on one reading counted
+    for its twin (kgmind counts each stored edge on its own)."""
+    sources: dict[Triple, set[str]] = defaultdict(set)
+    for v in verdicts:
+        sources[_fact(v["head"], v["tail"])].add(v["source"])
+    counts = {k: len(v) for k, v in sources.items()}
+    return rule_outcomes(counts, {_fact(e[0], e[2]) for e in shown}, pairs, rules)
+
+
 def disputed_summary(
     disputed: Sequence[dict[str, Any]], shown: set[Triple], pairs: set[frozenset[str]]
 ) -> dict[str, Any]:
@@ -420,6 +444,7 @@ def eval_rows(
     if llm != "none":
         args += ["--no-bertscore"]
     cli(args, label)
+    shutil.copyfile(out / "results.md", cli.log_dir / f"{label}.results.md")  # rows stay in --work
     data = json.loads((out / "results.json").read_text())
     return data["methods"]["kgmind"], data["rows"]["kgmind"]
 
@@ -486,7 +511,7 @@ def test_point(
 ) -> dict[str, Any]:
     """Held-out test figures on the corrupted store now, and what training left disputed."""
     lang, out = ctx["lang"], ctx["out"] / ctx["lang"]
-    figures, rows = eval_rows(cli, ctx["dataset"], ctx["stores"]["corrupted"], out / f"test-{label}",
+    figures, rows = eval_rows(cli, ctx["dataset"], ctx["stores"]["corrupted"], ctx["evals"] / f"test-{label}",
                               f"eval-test-{label}", ctx["test_args"])  # fmt: skip
     disputed = json.loads(cli(["kg", "disputed", "--store", ctx["stores"]["corrupted"], "--json"],
                               f"disputed-{label}").stdout)  # fmt: skip
@@ -504,7 +529,7 @@ def test_point(
 
 def llm_point(cli: Cli, ctx: dict[str, Any], label: str) -> dict[str, Any]:
     """The local model's answers on the seeded test sample: how many name a false fact."""
-    out = ctx["out"] / ctx["lang"] / f"llm-{label}"
+    out = ctx["evals"] / f"llm-{label}"
     args = ["--split", "test", "--limit", str(ctx["llm_questions"]), "--seed", str(ctx["seed"])]
     figures, rows = eval_rows(cli, ctx["dataset"], ctx["stores"]["corrupted"], out, f"eval-llm-{label}",
                               args, llm="local")  # fmt: skip
@@ -517,7 +542,7 @@ def train_step(cli: Cli, ctx: dict[str, Any], ids: list[str], label: str) -> tup
     out = ctx["out"] / ctx["lang"]
     ids_file = ctx["work"] / ctx["lang"] / f"train-{label}.ids"
     ids_file.write_text("\n".join(ids) + "\n")
-    _fig, rows = eval_rows(cli, ctx["dataset"], ctx["stores"]["corrupted"], out / f"train-{label}",
+    _fig, rows = eval_rows(cli, ctx["dataset"], ctx["stores"]["corrupted"], ctx["evals"] / f"train-{label}",
                            f"eval-train-{label}", ["--split", "all", "--ids", str(ids_file)])  # fmt: skip
     verdicts = review(rows, ctx["pairs"], ctx["seed"])
     vfile = out / f"verdicts-{label}.jsonl"
@@ -541,8 +566,8 @@ def run_language(lang: str, args: argparse.Namespace, cli: Cli, data_dir: Path) 
     pairs = {pair_key(fe.disease, fe.tail) for fe in prep["false"]}
     ctx = {"lang": lang, "out": args.out, "work": args.work, "dataset": src.dataset, "stores": stores,
            "test_args": test_args, "pairs": pairs, "false": prep["false"], "seed": args.seed,
-           "llm_questions": args.llm_questions}  # fmt: skip
-    clean, clean_rows = eval_rows(cli, src.dataset, stores["clean"], args.out / lang / "test-clean",
+           "llm_questions": args.llm_questions, "evals": args.work / lang / "evals"}  # fmt: skip
+    clean, clean_rows = eval_rows(cli, src.dataset, stores["clean"], ctx["evals"] / "test-clean",
                                   "eval-test-clean", test_args)  # fmt: skip
     pool = training_pool(src.dataset, args.seed)
     sizes = sorted({min(n, len(pool)) for n in args.train})
@@ -573,6 +598,7 @@ def run_language(lang: str, args: argparse.Namespace, cli: Cli, data_dir: Path) 
             record["llm"].append(llm_point(cli, ctx, str(size)))
         counts = wrong_counts(verdicts)
         point["rules"] = rule_outcomes(counts, shown_edges(trained_rows), pairs, args.rules)
+        point["rules_by_fact"] = fact_outcomes(verdicts, shown_edges(trained_rows), pairs, args.rules)
         point["shipped_rule_recount"] = sum(1 for n in counts.values() if shipped_rule().disputed(n, 0))
     return record
 
@@ -647,6 +673,16 @@ def language_md(lang: str, rec: dict[str, Any]) -> list[str]:
                "| min_wrong, margin | false edges shown in training, disputed | true edges shown, disputed |",
                "|---|---|---|"]  # fmt: skip
         for r in last["rules"]:
+            md.append(
+                f"| {r['min_wrong']}, {r['margin']} | {_pct(r['false_disputed_share'])} "
+                f"({r['false_disputed']} of {r['false_shown']}) | {_pct(r['true_disputed_share'], 2)} "
+                f"({r['true_disputed']} of {r['true_shown']:,}) |"
+            )
+        md += ["", "The same, if a flag on one reading of a fact also counted for its stored inverse "
+               "(per fact, not per stored edge; not what kgmind does now):", "",
+               "| min_wrong, margin | false facts shown in training, disputed | true facts shown, disputed |",
+               "|---|---|---|"]  # fmt: skip
+        for r in last.get("rules_by_fact", []):
             md.append(
                 f"| {r['min_wrong']}, {r['margin']} | {_pct(r['false_disputed_share'])} "
                 f"({r['false_disputed']} of {r['false_shown']}) | {_pct(r['true_disputed_share'], 2)} "

@@ -158,3 +158,18 @@ def test_writers_touch_only_the_folder_given(tmp_path: Path) -> None:
     after = sorted(p for p in _REPO.rglob("*") if ".git" not in p.parts and "__pycache__" not in p.parts)
     assert before == after
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["bad-triples.csv", "bad.csv"]
+
+
+def test_fact_recount_pools_the_two_readings_of_a_fact() -> None:
+    pairs = {wf.pair_key("Gout", "Sneezing")}
+    shown = {("gout", "has_symptom", "sneezing"), ("sneezing", "possible_disease", "gout")}
+    shown |= {("flu", "has_symptom", "fever")}
+    verdicts = [
+        {"head": "Gout", "relation": "has_symptom", "tail": "Sneezing", "source": "review-1"},
+        {"head": "Sneezing", "relation": "possible_disease", "tail": "Gout", "source": "review-2"},
+    ]
+    per_edge = wf.rule_outcomes(wf.wrong_counts(verdicts), shown, pairs, [(2, 1)])[0]
+    per_fact = wf.fact_outcomes(verdicts, shown, pairs, [(2, 1)])[0]
+    assert (per_edge["false_disputed"], per_edge["false_shown"]) == (0, 2)  # one flag on each reading
+    assert (per_fact["false_disputed"], per_fact["false_shown"]) == (1, 1)
+    assert (per_fact["true_disputed"], per_fact["true_shown"]) == (0, 1)
