@@ -233,8 +233,15 @@ class DisputeRule:
 
 
 #: The default dispute rule: two distinct runs must call an edge wrong, and more must call it wrong
-#: than right. A placeholder chosen by the issue's requirement (one mistaken flag never hides an
-#: edge; one confirmation outweighs one flag), not yet fitted: ``benchmarks/wrong_facts.py`` is to
-#: fit it on the calibration split (simulated reviewers who miss half the false edges and flag 2 %
-#: of true ones) and this constant then records the fitted values and why.
+#: than right. Fitted on non-test questions only (``benchmarks/wrong_facts.py``, EMCKG-full with 5 %
+#: false edges, a simulated reviewer who flags a shown false edge with p = 0.5 and one edge of an
+#: all-true item with p = 0.02; benchmarks/results/2026-11-26-wrong-facts). After 1,000 training
+#: questions, recounting the reviewer's verdicts per stored edge: ``min_wrong=1`` disputes 74 % of
+#: the false edges training showed but 0.96 % of the true ones, a share that grows with every
+#: question (1.15 % after all 1,263 non-test questions: mistaken flags add up, nothing confirms);
+#: ``min_wrong=2`` disputes 33 % of the false and 0.01 % of the true ones; ``min_wrong=3`` 14 % and
+#: none. Two keeps true edges far inside the issue's bar (at most 1 % of shown true edges disputed; one mistaken flag never hides an edge)
+#: while still hiding false edges that recur. ``margin=1``: the simulated reviewer never says
+#: "right", so the margins tried (1, 2) did not differ; one confirmation outweighing one flag is
+#: the issue's requirement.
 DISPUTE_RULE = DisputeRule()
