@@ -242,6 +242,6 @@ class DisputeRule:
 #: ``min_wrong=2`` disputes 33 % of the false and 0.01 % of the true ones; ``min_wrong=3`` 14 % and
 #: none. Two keeps true edges far inside the issue's bar (at most 1 % of shown true edges disputed;
 #: one mistaken flag never hides an edge) while still hiding false edges that recur. ``margin=1``:
-#: the simulated reviewer never says "right", so the margins tried (1, 2) did not differ; one confirmation outweighing one flag is
-#: the issue's requirement.
+#: the simulated reviewer never says "right", so the margins tried (1, 2) did not differ; one
+#: confirmation outweighing one flag is the issue's requirement.
 DISPUTE_RULE = DisputeRule()
