@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import csv
 import subprocess
+from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from kgmind.eval.environment import machine_info
@@ -44,3 +47,25 @@ def answer_eval_config(methods: str, model: str, split: str, limit: int, seed: i
         interleave=True,
         **extra,
     )
+
+
+def write_triples(path: Path, rows: Iterable[tuple[str, str, str]]) -> int:
+    """Write a ``head,relation,tail`` CSV with header for ``kg import --format triples``; return the rows."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    n = 0
+    with path.open("w", encoding="utf-8", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(("head", "relation", "tail"))
+        for row in rows:
+            writer.writerow(row)
+            n += 1
+    return n
+
+
+def parsed_edges(source: Path, fmt: str) -> list[tuple[str, str, str]]:
+    """Every edge kgmind's own parser reads from ``source`` (inverses included), by display name."""
+    from kgmind.importers import parse
+
+    result = parse(source, fmt)
+    names = {e.id: e.name for e in result.entities}
+    return [(names[r.head], r.type, names[r.tail]) for r in result.relations]

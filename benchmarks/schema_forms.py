@@ -35,7 +35,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import shlex
@@ -49,6 +48,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from _common import parsed_edges, write_triples
 
 FORMS = ("a", "a0", "b", "c", "d", "e")
 
@@ -144,19 +145,6 @@ def form_rows(facts: Sequence[Fact], form: str, names: dict[str, tuple[str, str]
     return rows[form]
 
 
-def write_triples(path: Path, rows: Iterable[Fact]) -> int:
-    """Write a ``head,relation,tail`` CSV (with header) as ``kg import --format triples`` reads it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    n = 0
-    with path.open("w", encoding="utf-8", newline="") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(("head", "relation", "tail"))
-        for row in rows:
-            writer.writerow(row)
-            n += 1
-    return n
-
-
 def parse_facts(source: Path, fmt: str) -> list[Fact]:
     """Parse ``source`` with kgmind's own importer and keep its disease → X facts by display name."""
     from kgmind.importers import RELATION_TYPES, parse
@@ -174,11 +162,7 @@ def stored_edges(source: Path, fmt: str) -> list[Fact]:
     documents behind KGCoT's "Source:" notes, entity descriptions), so the forms b–e can be
     told apart from (a) by schema alone.
     """
-    from kgmind.importers import parse
-
-    result = parse(source, fmt)
-    names = {e.id: e.name for e in result.entities}
-    return [(names[r.head], r.type, names[r.tail]) for r in result.relations]
+    return parsed_edges(source, fmt)
 
 
 def write_forms(lang: str, source: Path, forms: Sequence[str], work: Path) -> dict[str, tuple[Path, int]]:

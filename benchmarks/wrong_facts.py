@@ -62,6 +62,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from _common import parsed_edges, write_triples
+
 #: The relation types false edges use (disease → X), and the ChatDoctor column of each.
 ROLE_COLUMNS: dict[str, str] = {
     "has_symptom": "Symptom",
@@ -226,28 +228,6 @@ def false_triples(false: Sequence[FalseEdge]) -> list[Triple]:
         for fe in false
         for t in ((fe.disease, fe.relation, fe.tail), (fe.tail, INVERSE[fe.relation], fe.disease))
     ]
-
-
-def write_triples(path: Path, rows: Iterable[Triple]) -> int:
-    """Write a ``head,relation,tail`` CSV (with header) as ``kg import --format triples`` reads it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    n = 0
-    with path.open("w", encoding="utf-8", newline="") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(("head", "relation", "tail"))
-        for row in rows:
-            writer.writerow(row)
-            n += 1
-    return n
-
-
-def parsed_edges(source: Path, fmt: str) -> list[Triple]:
-    """Every edge kgmind's own parser reads from ``source`` (inverses included), by display name."""
-    from kgmind.importers import parse
-
-    result = parse(source, fmt)
-    names = {e.id: e.name for e in result.entities}
-    return [(names[r.head], r.type, names[r.tail]) for r in result.relations]
 
 
 # --- the simulated reviewer and what was shown --------------------------------------------------

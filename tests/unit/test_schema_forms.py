@@ -17,6 +17,7 @@ import pytest
 from kgmind.importers import RELATION_TYPES
 
 _PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "schema_forms.py"
+sys.path.insert(0, str(_PATH.parent))  # as running the script does: it imports benchmarks/_common.py
 _spec = importlib.util.spec_from_file_location("schema_forms", _PATH)
 assert _spec is not None and _spec.loader is not None
 sf = importlib.util.module_from_spec(_spec)

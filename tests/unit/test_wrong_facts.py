@@ -16,6 +16,7 @@ import pytest
 from kgmind.importers import parse
 
 _REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(_REPO / "benchmarks"))  # as running the script does: it imports benchmarks/_common.py
 _spec = importlib.util.spec_from_file_location("wrong_facts", _REPO / "benchmarks" / "wrong_facts.py")
 assert _spec is not None and _spec.loader is not None
 wf = importlib.util.module_from_spec(_spec)
