@@ -958,25 +958,7 @@ def test_pushed_down_index_reads_neighbourhoods_from_readers_only(h: Harness) ->
         Relation(head=cold.id, type="has_symptom", tail=rash.id),
     ]
 
-    def answer(query: str, params: Any = None, **kwargs: Any) -> neo4j.EagerResult:
-        if query == q.RELATION_PROFILE:  # role inference: type x end types, one aggregate read
-            profile = Counter((r.type, ents[r.head].type, ents[r.tail].type) for r in rels)
-            rows = [
-                {"type": t, "head_type": ht, "tail_type": tt, "count": n}
-                for (t, ht, tt), n in sorted(profile.items())
-            ]
-        elif query == q.GET_SCHEMA:
-            rows = [{"schema": ""}]
-        elif query == q.NEIGHBORS_BOTH:
-            ids = set(params["ids"])
-            rows = [rel_rec(r) for r in sorted(rels, key=lambda r: r.id) if r.head in ids or r.tail in ids]
-        elif query == q.GET_ENTITIES:
-            rows = [ent_rec(ents[i]) for i in params["ids"] if i in ents]
-        else:
-            raise AssertionError(f"unexpected read: {query}")
-        return neo4j.EagerResult(records=rows, summary=MagicMock(), keys=[])  # type: ignore[arg-type]
-
-    h.driver.execute_query.side_effect = answer
+    h.driver.execute_query.side_effect = _pushdown_reads(ents, rels)
     part = GraphIndex.neighborhood(h.store, [COUGH.id])
     assert part.schema.votes("possible_disease") and part.schema.lists_symptoms("has_symptom")
     for c in h.read_calls():
@@ -1004,8 +986,23 @@ def test_pushed_down_one_way_kg_is_walked_both_ways_through_the_driver(h: Harnes
     ents_list, rels = kg("natural")
     ents = {e.id: e for e in ents_list}
 
+    h.driver.execute_query.side_effect = _pushdown_reads(ents, rels)
+    seeds = [eid("Fever"), eid("Rash"), eid("Red eyes")]
+    part = GraphIndex.neighborhood(h.store, seeds)
+    assert all(c.kwargs == {"database_": DB, "routing_": READ} for c in h.read_calls())
+    full = GraphIndex(ents_list, sorted(rels, key=lambda r: r.id))
+    ranking = rank_diseases(part, seeds)
+    assert ranking and ranking[0][0] == eid("Measles")
+    assert ranking == rank_diseases(full, seeds)
+    key = [(e.text, tuple(e.relation_ids)) for e in neighbor_evidence(full, seeds, ranked=True)]
+    assert [(e.text, tuple(e.relation_ids)) for e in neighbor_evidence(part, seeds, ranked=True)] == key
+
+
+def _pushdown_reads(ents: dict[str, Entity], rels: list[Relation]) -> Any:
+    """A driver answering a pushed-down index's reads over ``rels``: roles, neighbourhoods, entities."""
+
     def answer(query: str, params: Any = None, **kwargs: Any) -> neo4j.EagerResult:
-        if query == q.RELATION_PROFILE:
+        if query == q.RELATION_PROFILE:  # role inference: type x end types, one aggregate read
             profile = Counter((r.type, ents[r.head].type, ents[r.tail].type) for r in rels)
             rows = [
                 {"type": t, "head_type": ht, "tail_type": tt, "count": n}
@@ -1022,13 +1019,4 @@ def test_pushed_down_one_way_kg_is_walked_both_ways_through_the_driver(h: Harnes
             raise AssertionError(f"unexpected read: {query}")
         return neo4j.EagerResult(records=rows, summary=MagicMock(), keys=[])  # type: ignore[arg-type]
 
-    h.driver.execute_query.side_effect = answer
-    seeds = [eid("Fever"), eid("Rash"), eid("Red eyes")]
-    part = GraphIndex.neighborhood(h.store, seeds)
-    assert all(c.kwargs == {"database_": DB, "routing_": READ} for c in h.read_calls())
-    full = GraphIndex(ents_list, sorted(rels, key=lambda r: r.id))
-    ranking = rank_diseases(part, seeds)
-    assert ranking and ranking[0][0] == eid("Measles")
-    assert ranking == rank_diseases(full, seeds)
-    key = [(e.text, tuple(e.relation_ids)) for e in neighbor_evidence(full, seeds, ranked=True)]
-    assert [(e.text, tuple(e.relation_ids)) for e in neighbor_evidence(part, seeds, ranked=True)] == key
+    return answer
