@@ -6,7 +6,11 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import pyarrow as pa
+
 from kgmind.models import Entity, KnowledgeDoc, Relation, WeightChange, normalize_name
+from kgmind.stores import degrees as dg
+from kgmind.stores.ladybug import queries as q
 
 __all__ = [
     "SEP",
@@ -15,8 +19,22 @@ __all__ = [
     "doc_from_row",
     "entities_from_table",
     "entity_from_row",
+    "entity_table",
     "relation_from_row",
+    "relation_table",
 ]
+
+_ENTITY_SCHEMA = pa.schema([(c, pa.int64() if c == "degree" else pa.string()) for c in q.ENTITY_COLUMNS])
+_REL_SCHEMA = pa.schema(
+    [
+        ("from", pa.string()),
+        ("to", pa.string()),
+        ("id", pa.string()),
+        ("type", pa.string()),
+        ("weight", pa.float64()),
+        ("source", pa.string()),
+    ]
+)
 
 SEP = "\x1f"  # never part of a normalised key (``\s`` in normalize_name folds it)
 
@@ -63,3 +81,37 @@ def doc_from_row(row: Sequence[Any]) -> KnowledgeDoc:
 def change_from_row(row: Sequence[Any]) -> WeightChange:
     """An audit row (columns in :class:`WeightChange`'s field order, see ``q.WEIGHT_CHANGES``)."""
     return WeightChange.model_validate(dict(zip(WeightChange.model_fields, row, strict=True)))
+
+
+def entity_table(entities: Sequence[Entity], degrees: dg.Degrees) -> pa.Table:
+    """The Arrow table ``COPY_ENTITIES`` reads, each entity with its counted degrees (``degrees``)."""
+    rows = {r["id"]: r for r in dg.degree_rows(degrees)}
+    return pa.table(
+        {
+            "id": [e.id for e in entities],
+            "name": [e.name for e in entities],
+            "key": [normalize_name(e.name) for e in entities],
+            "type": [e.type for e in entities],
+            "aliases": [json.dumps(e.aliases, ensure_ascii=False) for e in entities],
+            "alias_keys": [alias_keys(e) for e in entities],
+            "description": [e.description for e in entities],
+            "degree": [rows[e.id]["degree"] if e.id in rows else 0 for e in entities],
+            "degrees": [rows[e.id]["degrees"] if e.id in rows else "{}" for e in entities],
+        },
+        schema=_ENTITY_SCHEMA,
+    )
+
+
+def relation_table(relations: Sequence[Relation]) -> pa.Table:
+    """The Arrow table ``COPY_RELATIONS`` reads."""
+    return pa.table(
+        {
+            "from": [r.head for r in relations],
+            "to": [r.tail for r in relations],
+            "id": [r.id for r in relations],
+            "type": [r.type for r in relations],
+            "weight": [float(r.weight) for r in relations],
+            "source": [r.source for r in relations],
+        },
+        schema=_REL_SCHEMA,
+    )

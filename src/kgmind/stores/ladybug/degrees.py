@@ -1,0 +1,102 @@
+"""LadybugDB's half of the kept degrees (:mod:`kgmind.stores.degrees`) and of the bounded reads.
+
+Degrees are written in the transaction of the write that changes what explorations see:
+the new entities of an import carry theirs in the ``COPY`` table, the stored entities an
+import, a verdict or a restore touches are counted again from their edges (inside the
+transaction, so the count sees its own writes). A store made before the columns existed
+is counted once when it opens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Sequence
+from typing import Any, Protocol
+
+from kgmind.models import Relation
+from kgmind.stores import degrees as dg
+from kgmind.stores.ladybug import queries as q
+from kgmind.stores.ladybug import verdicts as lv
+
+__all__ = ["META_DEGREES", "BoundedEdge", "bounded_edges", "disputed_in", "read_degrees", "refresh_degrees"]
+
+#: The ``Meta`` key set once a store's degrees are counted (a store older than them has none).
+META_DEGREES = "degrees"
+
+#: One edge of a bounded read: (the node read, the edge, "out" | "in", the other end's degree,
+#: whether the KG stores a way back).
+BoundedEdge = tuple[str, Relation, str, int, bool]
+
+
+class LadybugReader(Protocol):
+    """What these helpers need from a ``LadybugStore``."""
+
+    def _rows(
+        self, query: str, params: dict[str, Any] | None = None, conn: Any = None
+    ) -> list[list[Any]]: ...
+
+    def _table(self, query: str, conn: Any = None) -> dict[str, list[Any]]: ...
+
+
+def disputed_in(store: LadybugReader, conn: Any) -> set[str]:
+    """The disputed relation ids as ``conn`` sees them (inside a write: with its own verdicts)."""
+    return dg.disputed_ids(lv.read_verdicts(store, conn, None))  # type: ignore[arg-type]
+
+
+def refresh_degrees(store: LadybugReader, conn: Any, ids: Collection[str] | None) -> int:
+    """Count the degrees of ``ids`` (``None``: every entity) again and write them on ``conn``.
+
+    Returns:
+        How many entities were written.
+    """
+    hidden = disputed_in(store, conn)
+    edges: Iterable[Sequence[Any]]
+    if ids is None:
+        t = store._table(q.SCAN_DEGREE_EDGES, conn)
+        edges = zip(t["head"], t["type"], t["tail"], t["id"], strict=True)
+        every = store._table(q.SCAN_ENTITIES, conn)["id"]
+        counts = dg.count_degrees(every, edges, hidden)
+    else:
+        if not ids:
+            return 0
+        edges = store._rows(q.DEGREE_EDGES, {"ids": sorted(ids)}, conn)
+        counts = dg.count_degrees(ids, edges, hidden)
+    rows = dg.degree_rows(counts)
+    for i in range(0, len(rows), 20_000):
+        conn.execute(q.SET_DEGREES, {"rows": rows[i : i + 20_000]})
+    conn.execute(q.SET_META, {"key": META_DEGREES, "version": "1"})
+    return len(rows)
+
+
+def read_degrees(
+    store: LadybugReader, ids: Sequence[str]
+) -> dict[str, tuple[int, dict[str, tuple[int, int]]]]:
+    """``{id: (degree, {type: (out, in)})}`` of the known ``ids``."""
+    return {
+        str(eid): (int(total or 0), dg.parse_degrees(per))
+        for eid, total, per in store._rows(q.GET_DEGREES, {"ids": list(ids)})
+    }
+
+
+def bounded_edges(
+    store: LadybugReader, ids: Sequence[str], k: int, hidden: Collection[str]
+) -> list[BoundedEdge]:
+    """Per node of ``ids``, relation type and direction, its first ``k`` edges in the store's order.
+
+    The order (:data:`kgmind.stores.ladybug.queries.BOUNDED_OUT`): weight, heaviest first;
+    then the other end's degree, lowest first; then relation id. Disputed ids in
+    ``hidden`` are left out. Each edge says whether the KG stores a way back.
+    """
+    if not ids or k <= 0:
+        return []
+    params = {"ids": list(ids), "k": k, "hidden": sorted(hidden), "rows": 1 << 62}
+    found: list[tuple[str, Relation, str, int]] = []
+    for query, side in ((q.BOUNDED_OUT, "out"), (q.BOUNDED_IN, "in")):
+        for node, rtype, rids, ends, weights, sources, degrees in store._rows(query, params):
+            for rid, end, w, src, deg in zip(rids, ends, weights, sources, degrees, strict=True):
+                head, tail = (node, end) if side == "out" else (end, node)
+                rel = Relation.model_construct(
+                    id=rid, head=head, type=rtype, tail=tail, weight=float(w), source=src or ""
+                )
+                found.append((str(node), rel, side, int(deg or 0)))
+    back = dict(store._rows(q.BACK_EDGES, {"ids": sorted({r.id for _, r, _, _ in found})})) if found else {}
+    return [(n, r, side, deg, bool(back.get(r.id))) for n, r, side, deg in found]
