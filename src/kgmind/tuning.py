@@ -17,6 +17,7 @@ __all__ = [
     "CONTEXT_SPAN_THRESHOLD",
     "DEFAULT_MODEL",
     "DISPUTE_RULE",
+    "EDGES_PER_GROUP",
     "EVIDENCE_VALUES",
     "LINK_THRESHOLD",
     "LINK_THRESHOLD_FALLBACK",
@@ -73,6 +74,14 @@ class PipelineSettings:
 
 #: The pipeline's exploration defaults (see :class:`PipelineSettings`).
 PIPELINE = PipelineSettings()
+
+#: Bounded reads (issue 42): an exploration reads at most this many edges per node, relation type and
+#: direction, the heaviest first, then the most specific (the other end's degree, lowest first), then
+#: by id: pushed down, the store picks them (``bounded_edges``); in memory the index keeps the same
+#: ones (:mod:`kgmind.retrievers.graph_bounds`), so both modes give the same evidence. A hub's
+#: hundreds of symptoms or diseases then cost a question at most this many reads each way.
+#: ``None``: every edge. Fitted on the calibration splits (docs/results.md, "Bounded reads").
+EDGES_PER_GROUP: int | None = 50
 
 #: How :func:`rank_diseases` may use learnt weights (see there).
 WEIGHT_VOTES: tuple[str, ...] = ("tiebreak", "lift_first", "scale")

@@ -37,6 +37,7 @@ import numpy as np
 
 from kgmind.models import Entity, Relation, relation_id
 from kgmind.relations import REVERSE_MARK, RelationSchema, RelationStats, infer_schema, reverse_name
+from kgmind.retrievers.graph_bounds import apply_bounds, restore_uncut
 from kgmind.retrievers.graph_edges import (
     EdgeIds,
     EdgeLookup,
@@ -241,6 +242,9 @@ class GraphIndex(PushdownGrowth, PathSearch):
         schema: RelationSchema | None = None,
         reverse_readings: bool = True,
         hidden: Collection[str] = (),
+        bound: int | None = None,
+        degree_values: np.ndarray | None = None,
+        uniform: bool | None = None,
     ) -> GraphIndex:
         """An index of the part of ``store`` around ``seeds``, read with bounded id-keyed queries.
 
@@ -263,6 +267,12 @@ class GraphIndex(PushdownGrowth, PathSearch):
             reverse_readings: As for the full index.
             hidden: Relation ids no exploration may see (:meth:`set_hidden`): loaded, as
                 on the full index, so the reverse readings are the same, but never listed.
+            bound: Read at most this many edges per node, relation type and direction,
+                picked by the store (``bounded_edges``, :mod:`kgmind.retrievers.graph_bounds`);
+                nothing is completed up front. ``None``: every edge.
+            degree_values: Bounded: every entity's kept degree (the hub percentile's base).
+            uniform: Whether the store's weights are all equal (``None``: judged from the
+                edges read, which may differ from the whole KG's answer).
 
         Returns:
             The partial index.
@@ -278,12 +288,18 @@ class GraphIndex(PushdownGrowth, PathSearch):
             reverse_readings=reverse_readings,
         )
         gi._source = store
+        gi.store_uniform = uniform
         gi._complete = set()
         gi._pairs = set()
         gi.hidden = HiddenEdges(frozenset(hidden))
         gi.out_adj = LazyAdjacency(gi)
         gi.in_adj = LazyAdjacency(gi)
         frontier = gi._add_entities(store.get_entities(sorted(set(seeds))))
+        if bound is not None:
+            gi._bound_k, gi._degree_values, gi._node_degree = bound, degree_values, {}
+            known = gi._source_degrees([gi.ids[n] for n in frontier])
+            gi._node_degree.update({gi.index_of[i]: d for i, d in known.items()})
+            complete_depth = -1  # lazily: a node's bounded edges are read when it is read
         for depth in range(complete_depth + 1):
             if not frontier:
                 break
@@ -440,6 +456,9 @@ class GraphIndex(PushdownGrowth, PathSearch):
             ]  # a reverse reading moves with its edge
             if changes:
                 self._weights = self._weights.updated(changes + readings, self.edge_head, self._out_list)
+                if self._bounds is not None:  # the heaviest edges of a cut group may be others now
+                    ends = {x for e, _ in changes for x in (self.edge_head[e], self.edge_tail[e])}
+                    self._recut(ends)
         return len(changes)
 
     def reload_weights(self, relations: Iterable[Relation], weights_version: int) -> int:
@@ -468,6 +487,8 @@ class GraphIndex(PushdownGrowth, PathSearch):
                 fresh, heads, len(self.ids), before.generation + 1, self.hidden.edges
             )
             self.weights_version = weights_version
+            if self._bounds is not None:  # cut again by the new weights; every cut node's total again
+                self._recut(list(self._bounds.uncut))
         return changed
 
     def set_hidden(self, relation_ids: Iterable[str]) -> int:
@@ -487,6 +508,8 @@ class GraphIndex(PushdownGrowth, PathSearch):
             How many edges (stored edges and readings) changed visibility.
         """
         with self._lock:
+            bounds = self._bounds
+            restore_uncut(self)  # hiding changes degrees: cut every node again after
             plan = relist(self, relation_ids)
             for adj, lists in ((self.out_adj, plan.out_lists), (self.in_adj, plan.in_lists)):
                 for n, listed in lists.items():
@@ -496,22 +519,73 @@ class GraphIndex(PushdownGrowth, PathSearch):
                 self._drop_out_arrays(plan.out_lists.keys())
                 self.__dict__.pop("_hub_degree", None)
                 self._weights = self._weights.retotalled(plan.out_lists, self._out_list)
+            if bounds is not None:
+                self._bound_to(bounds.k)
         return plan.changed
+
+    def bound(self, k: int | None) -> None:
+        """Keep at most ``k`` edges per node, type and direction (:mod:`kgmind.retrievers.graph_bounds`).
+
+        A full index cuts its lists now (and again when weights or disputes change); a
+        pushed-down one is told by :meth:`neighborhood`. ``None``: every edge.
+        """
+        if k is None or self._complete is not None:
+            return
+        with self._lock:
+            restore_uncut(self)
+            self._bound_to(k)
+
+    def _bound_to(self, k: int) -> None:
+        """Cut every node to ``k`` (the caller holds the lock) and republish the cut nodes' totals."""
+        self._bounds = None
+        cut = apply_bounds(self, k)
+        self.__dict__.pop("_hub_degree", None)
+        self._drop_out_arrays(cut)
+        self._weights = self._weights.retotalled(cut, self._out_list)
+
+    def _recut(self, nodes: Collection[int]) -> None:
+        """Cut ``nodes`` again from their uncut lists (weights moved; the caller holds the lock)."""
+        cut = apply_bounds(self, 0, [n for n in nodes if self._bounds and n in self._bounds.uncut])
+        if cut:
+            self._drop_out_arrays(cut)
+            self._weights = self._weights.retotalled(cut, self._out_list)
+
+    @property
+    def bounded(self) -> bool:
+        """Whether this index keeps a bounded number of edges per node (:meth:`bound`, ``neighborhood``)."""
+        return self._bounds is not None or self._bound_k is not None
+
+    def degree(self, node: int) -> int:
+        """A node's degree as the hub cap reads it.
+
+        Bounded: its visible stored edges, as the store keeps them (:mod:`kgmind.stores.degrees`),
+        known before any of its edges are read; else the edges in its lists.
+        """
+        if self._bounds is not None:
+            return int(self._bounds.degree[node])
+        if self._node_degree is not None:
+            return self._node_degree[node]
+        return len(self.out_adj[node]) + len(self.in_adj[node])
 
     def hub_degree(self, percentile: float) -> int | None:
         """The degree (edges in + out) at ``percentile`` of this index's nodes, cached per percentile.
 
-        ``None`` for a pushed-down neighbourhood index: it holds only part of each
-        node's edges until read, so it cannot tell a hub from the whole KG's degrees.
+        Bounded (:meth:`bound`, :meth:`neighborhood` with ``bound``): the percentile of the
+        store's kept degrees (:meth:`degree`), the same in both modes, so a pushed-down
+        search knows a hub before reading its edges. Else ``None`` for a pushed-down
+        index: it holds only part of each node's edges until read.
 
         Raises:
             ValueError: ``percentile`` outside (0, 100].
         """
         if not 0 < percentile <= 100:
             raise ValueError(f"percentile must be in (0, 100], not {percentile}")
-        if self._complete is not None:
+        known = self._bounds.degree if self._bounds is not None else self._degree_values
+        if known is None and self._complete is not None:
             return None
         cache: dict[float, int] = self.__dict__.setdefault("_hub_degree", {})
+        if percentile not in cache and known is not None:  # bounded: the store's kept degrees
+            cache[percentile] = int(np.percentile(known, percentile)) if len(known) else 0
         if percentile not in cache:
             degrees = np.fromiter(
                 (len(o) + len(i) for o, i in zip(self.out_adj, self.in_adj, strict=True)),

@@ -33,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
 from cachetools import LRUCache, cached
 
 from kgmind.models import WeightChange
@@ -40,6 +41,7 @@ from kgmind.relations import RelationSchema
 from kgmind.retrievers.graph_index import GraphIndex, IndexableStore
 from kgmind.stores.feedback import on_disputes_changes, on_weight_changes
 from kgmind.stores.protocol import GraphStore
+from kgmind.tuning import EDGES_PER_GROUP
 
 __all__ = [
     "PUSHDOWN_MIN_RELATIONS",
@@ -128,6 +130,7 @@ def _built(store: IndexableStore, fingerprint: str, weights_version: int, disput
         schema=store.relation_schema(),
     )
     gi.set_hidden(disputed_relation_ids(store, fingerprint, disputes))
+    gi.bound(EDGES_PER_GROUP)  # the edges a pushed-down read keeps, so both modes give the same evidence
     return _Kept(gi, disputes_version=disputes)
 
 
@@ -228,6 +231,7 @@ _NeighborhoodKey = tuple[str, str, int, int, tuple[str, ...]]
 @cached(LRUCache(maxsize=_HOOD_CACHE_SIZE), key=lambda store, key: key, condition=_cond)
 def _neighborhood(store: GraphStore, key: _NeighborhoodKey) -> GraphIndex:
     _, fingerprint, weights, disputes, seeds = key
+    bounded = EDGES_PER_GROUP is not None
     return GraphIndex.neighborhood(
         store,
         seeds,
@@ -235,7 +239,26 @@ def _neighborhood(store: GraphStore, key: _NeighborhoodKey) -> GraphIndex:
         weights_version=weights,
         schema=_schema(store, fingerprint),
         hidden=disputed_relation_ids(store, fingerprint, disputes),
+        bound=EDGES_PER_GROUP,
+        degree_values=_degree_values(store, fingerprint, disputes) if bounded else None,
+        uniform=_weights_uniform(store, fingerprint, weights),
     )
+
+
+@cached(LRUCache(maxsize=8), key=lambda store, fp, version: (store.uri, fp, version), lock=threading.Lock())
+def _weights_uniform(store: GraphStore, fingerprint: str, version: int) -> bool | None:
+    """Whether the store's weights are all equal, once per content and weights version (None: unknown)."""
+    read = getattr(store, "weights_uniform", None)
+    return bool(read()) if callable(read) else None
+
+
+@cached(LRUCache(maxsize=8), key=lambda store, fp, version: (store.uri, fp, version), lock=threading.Lock())
+def _degree_values(store: GraphStore, fingerprint: str, version: int) -> np.ndarray:
+    """Every entity's kept degree (the hub percentile's base), read once per content and disputes version."""
+    read = getattr(store, "degree_values", None)
+    if callable(read):
+        return np.asarray(read(), dtype=np.int64)
+    return np.zeros(0, dtype=np.int64)
 
 
 @cached(LRUCache(maxsize=8), key=lambda store, fingerprint: (store.uri, fingerprint), lock=threading.Lock())
@@ -293,5 +316,5 @@ def pushdown_wanted(store: Any, mode: str) -> bool:
 
 def clear_graph_index_cache() -> None:
     """Forget every cached index and relation count (tests)."""
-    for memo in (_built, _neighborhood, _relation_count, _disputed):
+    for memo in (_built, _neighborhood, _relation_count, _disputed, _degree_values, _weights_uniform):
         memo.cache_clear()
