@@ -225,17 +225,27 @@ def main(argv: list[str] | None = None) -> int:
         default="no",
         help="also the evidence recall of every question of the split (memory mode, or both modes)",
     )
+    ap.add_argument(
+        "--edges-per-group",
+        default="shipped",
+        help="edges kept per node, relation type and direction: an int, none (every edge) or shipped",
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
     from kgmind.eval.environment import machine_info
 
+    if args.edges_per_group != "shipped":
+        from kgmind.retrievers.graph_index_cache import set_edges_per_group
+
+        set_edges_per_group(None if args.edges_per_group == "none" else int(args.edges_per_group))
     kgs = ["emckg", "recrawl"] if args.kg == "both" else [args.kg]
     out = {
         "benchmark": "pushdown",
         "date": date.today().isoformat(),
         "machine": machine_info(),
         "argv": argv,
+        "edges_per_group": args.edges_per_group,
         "kgs": [
             measure(
                 kg,

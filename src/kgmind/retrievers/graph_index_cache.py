@@ -55,6 +55,7 @@ __all__ = [
     "notify_weight_changes",
     "pushdown_wanted",
     "relation_schema_of",
+    "set_edges_per_group",
 ]
 
 #: Guards every cache below; waiters for a key being built wait on it.
@@ -130,7 +131,7 @@ def _built(store: IndexableStore, fingerprint: str, weights_version: int, disput
         schema=store.relation_schema(),
     )
     gi.set_hidden(disputed_relation_ids(store, fingerprint, disputes))
-    gi.bound(EDGES_PER_GROUP)  # the edges a pushed-down read keeps, so both modes give the same evidence
+    gi.bound(_bound.k)  # the edges a pushed-down read keeps, so both modes give the same evidence
     return _Kept(gi, disputes_version=disputes)
 
 
@@ -222,6 +223,28 @@ def notify_disputes_changed(store_uri: str) -> None:
         kept.checked_at = -math.inf
 
 
+@dataclass
+class _Bound:
+    """The edges kept per node, relation type and direction by every index this process builds."""
+
+    k: int | None = EDGES_PER_GROUP
+
+
+_bound = _Bound()
+
+
+def set_edges_per_group(k: int | None) -> None:
+    """Bound every index built from now on to ``k`` edges per node, type and direction (``None``: all).
+
+    The shipped value is :data:`kgmind.tuning.EDGES_PER_GROUP`; the benchmark that fits it
+    (``benchmarks/pushdown.py --edges-per-group``) tries others. Forgets the cached indexes.
+    """
+    if k is not None and k < 1:
+        raise ValueError(f"edges per group must be >= 1 or None, not {k}")
+    _bound.k = k
+    clear_graph_index_cache()
+
+
 #: Per-question indexes kept for reuse: the explore nodes of one run (and repeated
 #: questions) share one, keyed by store, fingerprint, weights and disputes versions and seeds.
 _HOOD_CACHE_SIZE = 64
@@ -231,7 +254,7 @@ _NeighborhoodKey = tuple[str, str, int, int, tuple[str, ...]]
 @cached(LRUCache(maxsize=_HOOD_CACHE_SIZE), key=lambda store, key: key, condition=_cond)
 def _neighborhood(store: GraphStore, key: _NeighborhoodKey) -> GraphIndex:
     _, fingerprint, weights, disputes, seeds = key
-    bounded = EDGES_PER_GROUP is not None
+    bounded = _bound.k is not None
     return GraphIndex.neighborhood(
         store,
         seeds,
@@ -239,7 +262,7 @@ def _neighborhood(store: GraphStore, key: _NeighborhoodKey) -> GraphIndex:
         weights_version=weights,
         schema=_schema(store, fingerprint),
         hidden=disputed_relation_ids(store, fingerprint, disputes),
-        bound=EDGES_PER_GROUP,
+        bound=_bound.k,
         degree_values=_degree_values(store, fingerprint, disputes) if bounded else None,
         uniform=_weights_uniform(store, fingerprint, weights),
     )
