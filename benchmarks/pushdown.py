@@ -75,7 +75,9 @@ def _recall(values: list[float | None]) -> float | None:
     return round(mean(got), 4) if got else None
 
 
-def measure(kg: str, questions: int, seed: int, split: str, recall_all: str) -> dict[str, Any]:
+def measure(
+    kg: str, questions: int, seed: int, split: str, recall_all: str, modes: str = "both"
+) -> dict[str, Any]:
     """Measure one KG (see the module doc)."""
     from kgmind.eval.config import EvalConfig
     from kgmind.eval.items import build_items
@@ -92,9 +94,9 @@ def measure(kg: str, questions: int, seed: int, split: str, recall_all: str) -> 
     items = [it for it in build_items(cfg)[0] if it.entities]
     res = Resources(store_uri=uri, seed=seed)
     gx.clear_graph_index_cache()
-    _run(items[0], "pushdown", res, store)  # warm-up: models, entity index, the store's caches
+    _run(items[0], "pushdown" if modes == "both" else "memory", res, store)  # warm-up: models, caches
     rss_start = _rss_mb()
-    push = [_run(it, "pushdown", res, store) for it in items]
+    push = [_run(it, "pushdown", res, store) for it in items] if modes == "both" else []
     rss_pushdown = _rss_mb()
 
     tracemalloc.start()
@@ -104,6 +106,8 @@ def measure(kg: str, questions: int, seed: int, split: str, recall_all: str) -> 
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     mem = [_run(it, "memory", res, store) for it in items]
+    if not push:  # memory only: the pushed-down columns repeat the memory ones, marked below
+        push = [{**m, "edges": 0} for m in mem]
     rows = [
         {
             "id": it.id,
@@ -133,6 +137,7 @@ def measure(kg: str, questions: int, seed: int, split: str, recall_all: str) -> 
         "pushdown_ms_p95": _pct([r["pushdown_ms"] for r in rows], 0.95),
         "pushdown_edges_p50": median(r["pushdown_edges"] for r in rows),
         "pushdown_edges_max": max(r["pushdown_edges"] for r in rows),
+        "modes": modes,
         "rss_mb_before_pushdown": rss_start,
         "rss_mb_after_pushdown": rss_pushdown,
         "rss_mb_after_memory": _rss_mb(),
@@ -230,6 +235,7 @@ def main(argv: list[str] | None = None) -> int:
         default="shipped",
         help="edges kept per node, relation type and direction: an int, none (every edge) or shipped",
     )
+    ap.add_argument("--modes", choices=("both", "memory"), default="both", help="memory: no pushed-down pass")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
@@ -253,6 +259,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.seed,
                 args.split,
                 args.recall_all,
+                args.modes,
             )
             for kg in kgs
         ],
