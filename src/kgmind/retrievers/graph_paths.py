@@ -173,6 +173,8 @@ class PathSearch:
             front = side.fronts[level - 1]
             if max_degree is not None and level > 1:  # the root itself is always expanded
                 front = [u for u in front if self.degree(u) <= max_degree]
+            if self._complete is not None:  # pushed down: the level's reads in one query, not one per node
+                self._complete_nodes(front)
             side.fronts.append(self._expand(front, forward, directed, level, side.dist, side.links))
         return side.fronts[level]
 

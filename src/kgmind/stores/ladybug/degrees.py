@@ -98,5 +98,7 @@ def bounded_edges(
                     id=rid, head=head, type=rtype, tail=tail, weight=float(w), source=src or ""
                 )
                 found.append((str(node), rel, side, int(deg or 0)))
-    back = dict(store._rows(q.BACK_EDGES, {"ids": sorted({r.id for _, r, _, _ in found})})) if found else {}
-    return [(n, r, side, deg, bool(back.get(r.id))) for n, r, side, deg in found]
+    pairs = sorted({(r.head, r.tail) for _, r, _, _ in found})
+    rows = store._rows(q.BACK_EDGES, {"pairs": [{"head": h, "tail": t} for h, t in pairs]}) if pairs else []
+    back = {(h, t) for h, t in rows}
+    return [(n, r, side, deg, (r.head, r.tail) in back) for n, r, side, deg in found]

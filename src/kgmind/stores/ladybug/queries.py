@@ -255,9 +255,11 @@ BOUNDED_OUT = "UNWIND $ids AS x MATCH (n:Entity {id: x})-[r:REL]->(m:Entity)" + 
 BOUNDED_IN = "UNWIND $ids AS x MATCH (m:Entity)-[r:REL]->(n:Entity {id: x})" + _BOUNDED_TAIL
 #: The lightest and heaviest weight (equal: nothing learnt, what a pushed-down index cannot see itself).
 WEIGHT_RANGE = "MATCH (:Entity)-[r:REL]->(:Entity) RETURN min(r.weight), max(r.weight)"
-#: Per relation id: whether the KG stores a way back (any edge tail → head).
+#: Of the ``$pairs`` (head, tail) of edges read, those whose way back the KG stores (any edge tail →
+#: head): looked up from the tails' adjacency, not by scanning relation ids.
 BACK_EDGES = (
-    "MATCH (h:Entity)-[r:REL]->(t:Entity) WHERE r.id IN $ids RETURN r.id, EXISTS { MATCH (t)-[:REL]->(h) }"
+    "UNWIND $pairs AS p MATCH (t:Entity {id: p.tail})-[:REL]->(h:Entity {id: p.head}) "
+    "RETURN DISTINCT p.head, p.tail"
 )
 
 # -- feedback -----------------------------------------------------------------------

@@ -74,5 +74,6 @@ class Neo4jDegrees:
                 weight=float(r["weight"]),
                 source=r["source"] or "",
             )
-            out.append((r["node"], rel, r["side"], int(r["degree"]), bool(r["back"])))
+            side = "out" if r["outgoing"] else "in"
+            out.append((r["node"], rel, side, int(r["degree"]), bool(r["back"])))
         return out

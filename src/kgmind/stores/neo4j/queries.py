@@ -440,7 +440,7 @@ SET e.degree = row.degree, e.degrees = row.degrees
 GET_DEGREES = """
 UNWIND $ids AS x
 MATCH (e:Entity {id: x})
-RETURN e.id AS id, coalesce(e.degree, 0) AS degree, coalesce(e.degrees, '{}') AS degrees
+RETURN e.id AS id, coalesce(e.degree, 0) AS degree, e.degrees AS degrees
 """
 
 #: Every entity's degree (a hub percentile is taken over them).
@@ -465,18 +465,18 @@ UNWIND $types AS rtype
 CALL (n, rtype) {
   MATCH (n)-[r]->(m:Entity)
   WHERE toLower(type(r)) = rtype AND NOT r.id IN $hidden
-  RETURN 'out' AS side, r, m
+  RETURN true AS outgoing, r, m
   ORDER BY r.weight DESC, coalesce(m.degree, 0), r.id
   LIMIT $k
   UNION ALL
   MATCH (m:Entity)-[r]->(n)
   WHERE toLower(type(r)) = rtype AND NOT r.id IN $hidden
-  RETURN 'in' AS side, r, m
+  RETURN false AS outgoing, r, m
   ORDER BY r.weight DESC, coalesce(m.degree, 0), r.id
   LIMIT $k
 }
-WITH n, rtype, side, r, m, startNode(r) AS h, endNode(r) AS t
-RETURN n.id AS node, side, r.id AS id, h.id AS head, rtype AS type, t.id AS tail, r.weight AS weight,
+WITH n, rtype, outgoing, r, m, startNode(r) AS h, endNode(r) AS t
+RETURN n.id AS node, outgoing, r.id AS id, h.id AS head, rtype AS type, t.id AS tail, r.weight AS weight,
        r.source AS source, coalesce(m.degree, 0) AS degree, EXISTS { (t)-->(h) } AS back
 """
 
