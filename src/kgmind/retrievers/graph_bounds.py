@@ -18,14 +18,23 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from kgmind.relations import REVERSE_MARK
 from kgmind.retrievers.graph_edges import EdgeIds
 
-__all__ = ["BoundedIndex", "Bounds", "apply_bounds", "kept_lists", "restore_uncut", "stored_degrees"]
+__all__ = [
+    "BoundedIndex",
+    "BoundedLists",
+    "Bounds",
+    "apply_bounds",
+    "bounded_rows",
+    "kept_lists",
+    "restore_uncut",
+    "stored_degrees",
+]
 
 
 class BoundedIndex(Protocol):
@@ -193,3 +202,68 @@ def bounded_rows(store: Any, ids: Sequence[str], k: int, hidden: Collection[str]
             rs.sort(key=lambda r: (-r.weight, degree.get(other(r), 0), r.id))
             rows += [(node, r, side, degree.get(other(r), 0), (r.tail, r.head) in pairs) for r in rs[:k]]
     return rows
+
+
+class BoundedLists:
+    """The bounds of a ``GraphIndex`` (a base class; the index provides these attributes)."""
+
+    ids: list[str]
+    out_adj: list[Any]
+    in_adj: list[Any]
+    _lock: Any
+    _weights: Any
+    _complete: set[int] | None
+    _bounds: Bounds | None
+    _bound_k: int | None
+    _node_degree: dict[int, int] | None
+
+    if TYPE_CHECKING:  # provided by GraphIndex and PushdownGrowth (defined here they would hide those)
+
+        def _out_list(self, node: int) -> np.ndarray: ...
+
+        def _drop_out_arrays(self, nodes: Collection[int]) -> None: ...
+
+    def bound(self, k: int | None) -> None:
+        """Keep at most ``k`` edges per node, type and direction (:mod:`kgmind.retrievers.graph_bounds`).
+
+        A full index cuts its lists now (and again when weights or disputes change); a
+        pushed-down one is told by :meth:`neighborhood`. ``None``: every edge.
+        """
+        if k is None or self._complete is not None:
+            return
+        with self._lock:
+            was_cut = list(self._bounds.uncut) if self._bounds is not None else []
+            restore_uncut(self)
+            self._bound_to(k, was_cut)
+
+    def _bound_to(self, k: int, was_cut: Collection[int] = ()) -> None:
+        """Cut every node to ``k`` (caller holds the lock); new totals for the nodes cut now or before."""
+        self._bounds = None
+        changed = {*apply_bounds(self, k), *was_cut}
+        self.__dict__.pop("_hub_degree", None)
+        self._drop_out_arrays(changed)
+        self._weights = self._weights.retotalled(changed, self._out_list)
+
+    def _recut(self, nodes: Collection[int]) -> None:
+        """Cut ``nodes`` again from their uncut lists (weights moved; the caller holds the lock)."""
+        cut = apply_bounds(self, 0, [n for n in nodes if self._bounds and n in self._bounds.uncut])
+        if cut:
+            self._drop_out_arrays(cut)
+            self._weights = self._weights.retotalled(cut, self._out_list)
+
+    @property
+    def bounded(self) -> bool:
+        """Whether this index keeps a bounded number of edges per node (:meth:`bound`, ``neighborhood``)."""
+        return self._bounds is not None or self._bound_k is not None
+
+    def degree(self, node: int) -> int:
+        """A node's degree as the hub cap reads it.
+
+        Bounded: its visible stored edges, as the store keeps them (:mod:`kgmind.stores.degrees`),
+        known before any of its edges are read; else the edges in its lists.
+        """
+        if self._bounds is not None:
+            return int(self._bounds.degree[node])
+        if self._node_degree is not None:
+            return self._node_degree[node]
+        return len(self.out_adj[node]) + len(self.in_adj[node])

@@ -37,7 +37,7 @@ import numpy as np
 
 from kgmind.models import Entity, Relation, relation_id
 from kgmind.relations import REVERSE_MARK, RelationSchema, RelationStats, infer_schema, reverse_name
-from kgmind.retrievers.graph_bounds import apply_bounds, restore_uncut
+from kgmind.retrievers.graph_bounds import BoundedLists, restore_uncut
 from kgmind.retrievers.graph_edges import (
     EdgeIds,
     EdgeLookup,
@@ -81,7 +81,7 @@ class IndexableStore(Protocol):
         ...
 
 
-class GraphIndex(PushdownGrowth, PathSearch):
+class GraphIndex(BoundedLists, PushdownGrowth, PathSearch):
     """In-memory adjacency of a KG (see the module docstring).
 
     Public integer-level attributes (used by :mod:`kgmind.retrievers.exploration`):
@@ -520,52 +520,8 @@ class GraphIndex(PushdownGrowth, PathSearch):
                 self.__dict__.pop("_hub_degree", None)
                 self._weights = self._weights.retotalled(plan.out_lists, self._out_list)
             if bounds is not None:
-                self._bound_to(bounds.k)
+                self._bound_to(bounds.k, bounds.uncut.keys())
         return plan.changed
-
-    def bound(self, k: int | None) -> None:
-        """Keep at most ``k`` edges per node, type and direction (:mod:`kgmind.retrievers.graph_bounds`).
-
-        A full index cuts its lists now (and again when weights or disputes change); a
-        pushed-down one is told by :meth:`neighborhood`. ``None``: every edge.
-        """
-        if k is None or self._complete is not None:
-            return
-        with self._lock:
-            restore_uncut(self)
-            self._bound_to(k)
-
-    def _bound_to(self, k: int) -> None:
-        """Cut every node to ``k`` (the caller holds the lock) and republish the cut nodes' totals."""
-        self._bounds = None
-        cut = apply_bounds(self, k)
-        self.__dict__.pop("_hub_degree", None)
-        self._drop_out_arrays(cut)
-        self._weights = self._weights.retotalled(cut, self._out_list)
-
-    def _recut(self, nodes: Collection[int]) -> None:
-        """Cut ``nodes`` again from their uncut lists (weights moved; the caller holds the lock)."""
-        cut = apply_bounds(self, 0, [n for n in nodes if self._bounds and n in self._bounds.uncut])
-        if cut:
-            self._drop_out_arrays(cut)
-            self._weights = self._weights.retotalled(cut, self._out_list)
-
-    @property
-    def bounded(self) -> bool:
-        """Whether this index keeps a bounded number of edges per node (:meth:`bound`, ``neighborhood``)."""
-        return self._bounds is not None or self._bound_k is not None
-
-    def degree(self, node: int) -> int:
-        """A node's degree as the hub cap reads it.
-
-        Bounded: its visible stored edges, as the store keeps them (:mod:`kgmind.stores.degrees`),
-        known before any of its edges are read; else the edges in its lists.
-        """
-        if self._bounds is not None:
-            return int(self._bounds.degree[node])
-        if self._node_degree is not None:
-            return self._node_degree[node]
-        return len(self.out_adj[node]) + len(self.in_adj[node])
 
     def hub_degree(self, percentile: float) -> int | None:
         """The degree (edges in + out) at ``percentile`` of this index's nodes, cached per percentile.
