@@ -269,7 +269,7 @@ class GraphIndex(BoundedLists, PushdownGrowth, PathSearch):
                 on the full index, so the reverse readings are the same, but never listed.
             bound: Read at most this many edges per node, relation type and direction,
                 picked by the store (``bounded_edges``, :mod:`kgmind.retrievers.graph_bounds`);
-                nothing is completed up front. ``None``: every edge.
+                only the seeds are completed up front. ``None``: every edge.
             degree_values: Bounded: every entity's kept degree (the hub percentile's base).
             uniform: Whether the store's weights are all equal (``None``: judged from the
                 edges read, which may differ from the whole KG's answer).
@@ -299,7 +299,7 @@ class GraphIndex(BoundedLists, PushdownGrowth, PathSearch):
             gi._bound_k, gi._degree_values, gi._node_degree = bound, degree_values, {}
             known = gi._source_degrees([gi.ids[n] for n in frontier])
             gi._node_degree.update({gi.index_of[i]: d for i, d in known.items()})
-            complete_depth = -1  # lazily: a node's bounded edges are read when it is read
+            complete_depth = 0  # the seeds now (every exploration reads them); any other node when read
         for depth in range(complete_depth + 1):
             if not frontier:
                 break

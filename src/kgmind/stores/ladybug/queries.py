@@ -104,7 +104,7 @@ SCHEMA: tuple[str, ...] = (
 #: The degree columns a store made before them gets when it opens (its degrees are then counted once).
 SCHEMA_DEGREES: tuple[str, ...] = (
     "ALTER TABLE Entity ADD IF NOT EXISTS degree INT64 DEFAULT 0",
-    "ALTER TABLE Entity ADD IF NOT EXISTS degrees STRING DEFAULT '{}'",
+    "ALTER TABLE Entity ADD IF NOT EXISTS degrees STRING",
 )
 
 #: Column order of the Arrow table that :data:`COPY_ENTITIES` reads.
