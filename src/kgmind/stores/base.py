@@ -473,6 +473,7 @@ class StoreBase(ABC):
         checked = check_verdicts(verdicts)
         if not checked.rows():
             raise ValueError(f"feedback {fid!r} holds no verdict")
+        checked = self._with_twins(checked)
         changes = self._write_verdicts(fid, run, checked, src, rule)
         states = self.dispute_states(checked.relation_ids(), dispute_rule)
         if changes is None:
@@ -489,6 +490,28 @@ class StoreBase(ABC):
         and ``rule("excellent")`` to the right edges through the feedback weight write, bump
         both versions, and return the weight changes.
         """
+
+    def relation_twins(self, relation_ids: Sequence[str]) -> dict[str, list[str]]:
+        """See :meth:`GraphStore.relation_twins` (two reads per edge; verdicts and restores only)."""
+        schema = self.relation_schema()
+        twins: dict[str, list[str]] = {}
+        for rel in self.get_relations(list(dict.fromkeys(relation_ids))):
+            kinds = schema.twin_types(rel.type)
+            back = self.neighbors([rel.tail], "out", kinds) if kinds else []
+            twins[rel.id] = [b.id for b in back if b.tail == rel.head and b.id != rel.id]
+        return twins
+
+    def _with_twins(self, checked: WeightVerdicts) -> WeightVerdicts:
+        """``checked`` with each edge's twins given its verdict, unless the feedback judges a twin itself."""
+        twins = self.relation_twins(checked.relation_ids())
+        judged = set(checked.relation_ids())
+        wrong = list(checked.wrong)
+        right = list(checked.right)
+        for rid in checked.wrong:
+            wrong += [t for t in twins.get(rid, []) if t not in judged and t not in wrong]
+        for rid in checked.right:
+            right += [t for t in twins.get(rid, []) if t not in judged and t not in right and t not in wrong]
+        return WeightVerdicts(wrong, right)
 
     def dispute_states(
         self, relation_ids: Sequence[str], rule: DisputeRule = DISPUTE_RULE
@@ -507,10 +530,14 @@ class StoreBase(ABC):
         rid = require_text("relation id", relation_id)
         src = require_text("source", source)
 
-        def disputed(rows: Sequence[VerdictRecord]) -> bool:
-            return dispute_states(rows, rule, [rid])[rid].disputed
+        restored = False
+        for edge in [rid, *self.relation_twins([rid]).get(rid, [])]:
 
-        return self._write_restore(rid, f"restore:{uuid.uuid4().hex}", src, disputed)
+            def disputed(rows: Sequence[VerdictRecord], edge: str = edge) -> bool:
+                return dispute_states(rows, rule, [edge])[edge].disputed
+
+            restored = self._write_restore(edge, f"restore:{uuid.uuid4().hex}", src, disputed) or restored
+        return restored
 
     @abstractmethod
     def _write_restore(

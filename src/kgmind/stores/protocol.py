@@ -300,6 +300,8 @@ class GraphStore(Protocol):
         """Record verdicts on edges and apply KGCoT's bounded rule to exactly those edges, in one transaction.
 
         If ``feedback_id`` was recorded before, nothing changes (``already_applied``).
+        Each edge's twins (:meth:`relation_twins`: the same fact stored the other way) get
+        its verdict too, so a flag on either reading counts for the fact and hides both.
         Otherwise one audited verdict row per edge is written, the edges called wrong get
         the ``poor`` update and those called right the ``excellent`` update (the same
         audited weight write as :meth:`apply_weight_updates`, audit rows under
@@ -331,8 +333,16 @@ class GraphStore(Protocol):
         """Every edge ``rule`` marks disputed, by relation id (the explorations hide these)."""
         ...
 
+    def relation_twins(self, relation_ids: Sequence[str]) -> dict[str, list[str]]:
+        """Each edge's twins: stored edges from its tail back to its head that state the same fact.
+
+        A twin's type is one :meth:`kgmind.relations.RelationSchema.twin_types` names (the
+        inverse relation of a KG stored both ways). Unknown ids are left out.
+        """
+        ...
+
     def restore(self, relation_id: str, *, source: str, rule: DisputeRule = DISPUTE_RULE) -> bool:
-        """Undo a dispute: an audited ``restore`` row after which earlier verdicts no longer count.
+        """Undo the dispute of an edge and its twins: audited ``restore`` rows; older verdicts stop counting.
 
         Returns:
             True when the edge was disputed and is restored (disputes version bumped);
