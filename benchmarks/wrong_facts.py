@@ -365,6 +365,8 @@ def disputed_summary(
         "disputed_facts": len({_fact(k[0], k[2]) for k in keys}),
         "disputed_false": len(false_keys),
         "disputed_true": len(keys - false_keys),
+        "disputed_false_shown": len(false_keys & false_shown),
+        "disputed_true_shown": len(true_disputed),
         "trained_true_edges": len(true_shown),
         "trained_false_edges": len(false_shown),
         "true_disputed_share": len(true_disputed) / len(true_shown) if true_shown else None,
@@ -630,6 +632,14 @@ def _rel(value: Any, base: Any) -> str:
     return f"{(value - base) / base * 100:+.0f} %"
 
 
+def _shown_count(point: dict[str, Any], kind: str) -> int:
+    """Disputed edges among the ``kind`` (true/false) edges training showed (older records: by the share)."""
+    found = point.get(f"disputed_{kind}_shown")
+    if found is None:
+        found = round(point[f"{kind}_disputed_share"] * point[f"trained_{kind}_edges"])
+    return int(found)
+
+
 def language_md(lang: str, rec: dict[str, Any]) -> list[str]:
     """One language's tables: before/after on test, the local model, the rule candidates."""
     src, clean = rec["source"], rec["clean"]
@@ -649,11 +659,11 @@ def language_md(lang: str, rec: dict[str, Any]) -> list[str]:
     ]
     for p in rec["points"]:
         disputed_true = (
-            f"{_pct(p['true_disputed_share'], 2)} ({p['disputed_true']} of {p['trained_true_edges']:,})"
+            f"{_pct(p['true_disputed_share'], 2)} ({_shown_count(p, 'true')} of {p['trained_true_edges']:,})"
             if p["trained_true_edges"] else "–"
         )  # fmt: skip
         disputed_false = (
-            f"{_pct(p['false_disputed_share'])} ({p['disputed_false']} of {p['trained_false_edges']:,})"
+            f"{_pct(p['false_disputed_share'])} ({_shown_count(p, 'false')} of {p['trained_false_edges']:,})"
             if p["trained_false_edges"] else "–"
         )  # fmt: skip
         md.append(
