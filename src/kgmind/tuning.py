@@ -234,17 +234,15 @@ class DisputeRule:
 
 #: The default dispute rule: one run calling a fact wrong disputes it, unless as many runs confirm it
 #: (``min_wrong=1, margin=1``). Verdicts count per *fact*: a flag on either stored reading of a
-#: fact reaches its twin (:meth:`kgmind.stores.protocol.GraphStore.relation_twins`). Fitted on
-#: non-test questions only (``benchmarks/wrong_facts.py``: EMCKG-full with 5 % false edges, a
-#: simulated reviewer who flags a shown false edge with p = 0.5 and one edge of an all-true item
-#: with p = 0.02; benchmarks/results/2026-11-26-wrong-facts). After 1,000 training questions,
-#: recounting the reviewer's verdicts: ``min_wrong=1`` disputes 74 % of the false edges training
-#: showed and 0.96 % of the true ones; ``min_wrong=2`` 33 % and 0.01 %; ``min_wrong=3`` 14 % and
-#: none. Recounted on the held-out questions' evidence, one flag removes 71.5 % of the shown items
-#: carrying a false edge and two flags 42.9 %: with reviewers who miss half, most false edges are
-#: shown once or twice in training, so waiting for a second flag leaves most of them in front of
-#: the next patient. One flag is what a curation queue does; the cost is about 1 % of shown true
-#: edges hidden after 1,000 questions, a share that grows with mistaken flags while nothing
-#: confirms them, so ``kg disputed`` is the review queue: any ``--right`` verdict outweighs one
-#: flag (``margin=1``, the issue's rule) and ``kg restore`` undoes a dispute.
+#: fact reaches its twin (:meth:`kgmind.stores.protocol.GraphStore.relation_twins`). Chosen on
+#: non-test questions only (``benchmarks/wrong_facts.py``: 5 % false edges, a simulated reviewer who
+#: flags a shown false edge with p = 0.5 and one edge of an all-true item with p = 0.02). Recounting
+#: the reviewer's verdicts on the training questions (EMCKG, 1,263): ``min_wrong=1`` disputes 79 %
+#: of the false facts training showed, ``min_wrong=2`` 19.5 %, ``min_wrong=3`` 5 %; with reviewers
+#: who miss half, most false facts are shown once or twice, so waiting for a second flag leaves most
+#: of them in front of the next patient. The cost: the reviewer's mistaken flags hide 1.2 % (English)
+#: to 3.3 % (Chinese) of the true edges training showed, a share that grows while nothing confirms
+#: them, so ``kg disputed`` is the review queue: any ``--right`` verdict outweighs one flag
+#: (``margin=1``) and ``kg restore`` undoes a dispute. Measured on held-out test questions:
+#: benchmarks/results/2026-11-26-wrong-facts-per-fact.
 DISPUTE_RULE = DisputeRule()
