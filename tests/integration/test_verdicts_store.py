@@ -234,3 +234,41 @@ def test_a_flag_on_either_reading_of_a_fact_counts_for_the_fact(
     assert store.restore(twin[FEVER], source="curator") is True  # undoing one reading undoes the fact
     assert set(store.disputed_relations()) == {RASH, twin[RASH]}
     assert [r.verdict for r in store.verdict_log([FEVER, twin[FEVER]])][-2:] == ["restore", "restore"]
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("", (1, 1)), ("2,1", (2, 1)), (" 3 2 ", (3, 2))],
+)
+def test_a_deployment_sets_the_dispute_rule(
+    store: GraphStore, monkeypatch: pytest.MonkeyPatch, value: str, expected: tuple[int, int]
+) -> None:
+    """KGMIND_DISPUTE_RULE is read by every dispute state (a curation team may want two flags)."""
+    from kgmind.settings import reload_settings
+    from kgmind.stores.disputes import active_rule
+
+    monkeypatch.setenv("KGMIND_DISPUTE_RULE", value)
+    reload_settings()
+    try:
+        rule = active_rule()
+        assert (rule.min_wrong, rule.margin) == expected
+        apply_verdicts(store, "a:N1:wrong", "a", [(FEVER, "wrong")], source="cli")
+        assert (FEVER in store.disputed_relations()) == (expected[0] == 1)
+        apply_verdicts(store, "b:N1:wrong", "b", [(FEVER, "wrong")], source="cli")
+        assert (FEVER in store.disputed_relations()) == (expected[0] <= 2 and expected[1] <= 2)
+    finally:
+        monkeypatch.delenv("KGMIND_DISPUTE_RULE")
+        reload_settings()
+
+
+@pytest.mark.parametrize("value", ["2", "0,1", "a,b", "1,2,3"])
+def test_a_bad_dispute_rule_is_an_error_naming_it(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    from kgmind.settings import SettingsError, reload_settings
+
+    monkeypatch.setenv("KGMIND_DISPUTE_RULE", value)
+    try:
+        with pytest.raises(SettingsError, match="KGMIND_DISPUTE_RULE"):
+            reload_settings()
+    finally:
+        monkeypatch.delenv("KGMIND_DISPUTE_RULE")
+        reload_settings()

@@ -43,7 +43,7 @@ from kgmind.stores.protocol import (
     VerdictResult,
     WeightRule,
 )
-from kgmind.tuning import DISPUTE_RULE, DisputeRule
+from kgmind.tuning import DisputeRule
 
 __all__ = [
     "NO_LIMIT",
@@ -464,7 +464,7 @@ class StoreBase(ABC):
         *,
         source: str,
         rule: RatingRules,
-        dispute_rule: DisputeRule = DISPUTE_RULE,
+        dispute_rule: DisputeRule | None = None,
     ) -> VerdictResult:
         """See :meth:`GraphStore.record_verdicts` (everything is checked before the transaction)."""
         fid = require_text("feedback id", feedback_id)
@@ -514,18 +514,18 @@ class StoreBase(ABC):
         return WeightVerdicts(wrong, right)
 
     def dispute_states(
-        self, relation_ids: Sequence[str], rule: DisputeRule = DISPUTE_RULE
+        self, relation_ids: Sequence[str], rule: DisputeRule | None = None
     ) -> dict[str, DisputeState]:
         """See :meth:`GraphStore.dispute_states`."""
         ids = list(dict.fromkeys(relation_ids))
         return dispute_states(self._read_verdicts(ids), rule, ids) if ids else {}
 
-    def disputed_relations(self, rule: DisputeRule = DISPUTE_RULE) -> dict[str, DisputeState]:
+    def disputed_relations(self, rule: DisputeRule | None = None) -> dict[str, DisputeState]:
         """See :meth:`GraphStore.disputed_relations` (one scan of the verdict log)."""
         states = dispute_states(self._read_verdicts(None), rule)
         return {rid: st for rid, st in states.items() if st.disputed}
 
-    def restore(self, relation_id: str, *, source: str, rule: DisputeRule = DISPUTE_RULE) -> bool:
+    def restore(self, relation_id: str, *, source: str, rule: DisputeRule | None = None) -> bool:
         """See :meth:`GraphStore.restore`; the edge's state is read inside the write transaction."""
         rid = require_text("relation id", relation_id)
         src = require_text("source", source)

@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from kgmind.models import DisputeState, Entity, KnowledgeDoc, Relation, VerdictRecord, WeightChange
 from kgmind.relations import RelationSchema
-from kgmind.tuning import DISPUTE_RULE, DisputeRule
+from kgmind.tuning import DisputeRule
 
 __all__ = [
     "Direction",
@@ -295,7 +295,7 @@ class GraphStore(Protocol):
         *,
         source: str,
         rule: RatingRules,
-        dispute_rule: DisputeRule = DISPUTE_RULE,
+        dispute_rule: DisputeRule | None = None,
     ) -> VerdictResult:
         """Record verdicts on edges and apply KGCoT's bounded rule to exactly those edges, in one transaction.
 
@@ -324,13 +324,17 @@ class GraphStore(Protocol):
         ...
 
     def dispute_states(
-        self, relation_ids: Sequence[str], rule: DisputeRule = DISPUTE_RULE
+        self, relation_ids: Sequence[str], rule: DisputeRule | None = None
     ) -> dict[str, DisputeState]:
         """The dispute state of each given edge (a clean state for an edge never judged)."""
         ...
 
-    def disputed_relations(self, rule: DisputeRule = DISPUTE_RULE) -> dict[str, DisputeState]:
-        """Every edge ``rule`` marks disputed, by relation id (the explorations hide these)."""
+    def disputed_relations(self, rule: DisputeRule | None = None) -> dict[str, DisputeState]:
+        """Every edge ``rule`` marks disputed, by relation id (the explorations hide these).
+
+        ``rule`` None (everywhere in this protocol): ``KGMIND_DISPUTE_RULE`` if set, else
+        :data:`kgmind.tuning.DISPUTE_RULE` (:func:`kgmind.stores.disputes.active_rule`).
+        """
         ...
 
     def relation_twins(self, relation_ids: Sequence[str]) -> dict[str, list[str]]:
@@ -341,7 +345,7 @@ class GraphStore(Protocol):
         """
         ...
 
-    def restore(self, relation_id: str, *, source: str, rule: DisputeRule = DISPUTE_RULE) -> bool:
+    def restore(self, relation_id: str, *, source: str, rule: DisputeRule | None = None) -> bool:
         """Undo the dispute of an edge and its twins: audited ``restore`` rows; older verdicts stop counting.
 
         Returns:
