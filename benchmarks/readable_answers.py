@@ -19,6 +19,7 @@ any commit (run it with that commit's ``src`` on ``PYTHONPATH``).
 Usage::
 
     python benchmarks/readable_answers.py --limit 10 --out benchmarks/results/DIR
+    python benchmarks/readable_answers.py --dataset cmcqa --limit 50 --out benchmarks/results/DIR
 """
 
 from __future__ import annotations
@@ -157,6 +158,12 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--model", default=DEFAULT_MODEL, help="chat model (default: the shipped default)")
     ap.add_argument("--split", default="test")
+    ap.add_argument(
+        "--dataset",
+        default="genmedgpt5k",
+        choices=("genmedgpt5k", "cmcqa"),
+        help="genmedgpt5k (English, EMCKG-full) or cmcqa (Chinese, the CMCKG re-crawl)",
+    )
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
 
@@ -165,7 +172,7 @@ def main() -> int:
 
     outs: list[dict[str, Any]] = []
     _recording(outs)
-    cfg = answer_eval_config("kgmind", args.model, args.split, args.limit, args.seed)
+    cfg = answer_eval_config("kgmind", args.model, args.split, args.limit, args.seed, dataset=args.dataset)
     results = run_eval(cfg, on_advance=lambda name: print(f"  {name}", file=sys.stderr, flush=True))
     scored = outs[1:]  # the first invoke is the eval's warm-up run
     results["benchmark"] = "readable_answers"
