@@ -122,8 +122,12 @@ def readability(outs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _recording(outs: list[dict[str, Any]]) -> None:
-    """Wrap the eval's compiled graph so every ``invoke`` output is kept in ``outs``."""
+def _recording(outs: list[dict[str, Any]], partial: Path | None = None) -> None:
+    """Wrap the eval's compiled graph so every ``invoke`` output is kept in ``outs``.
+
+    With ``partial`` each output is also appended there as it comes (its evidence in full), so
+    a run stopped early still leaves the answers it gave (``--from-partial`` scores them).
+    """
     from kgmind.eval.resources import Resources
 
     built = Resources.graph
@@ -135,6 +139,11 @@ def _recording(outs: list[dict[str, Any]]) -> None:
         def invoke(self, *args: Any, **kwargs: Any) -> Any:
             out = self.graph.invoke(*args, **kwargs)
             outs.append(dict(out))
+            if partial is not None:
+                rec = _record(out)
+                rec["selected_evidence"] = [ev.model_dump() for ev in out.get("selected_evidence") or []]
+                with partial.open("a", encoding="utf-8") as fh:
+                    fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
             return out
 
     def graph(self: Any) -> Any:
@@ -171,7 +180,9 @@ def main() -> int:
     from kgmind.eval.runner import run_eval
 
     outs: list[dict[str, Any]] = []
-    _recording(outs)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "partial.jsonl").unlink(missing_ok=True)
+    _recording(outs, args.out / "partial.jsonl")
     cfg = answer_eval_config("kgmind", args.model, args.split, args.limit, args.seed, dataset=args.dataset)
     results = run_eval(cfg, on_advance=lambda name: print(f"  {name}", file=sys.stderr, flush=True))
     scored = outs[1:]  # the first invoke is the eval's warm-up run
