@@ -159,11 +159,12 @@ def _record(out: Mapping[str, Any]) -> dict[str, Any]:
     return rec
 
 
-def score_partial(path: Path, cfg: Any) -> dict[str, Any]:
+def score_partial(path: Path, cfg: Any, first: int | None = None) -> dict[str, Any]:
     """Score the answers a run appended to ``partial.jsonl`` (finished or stopped early), as the eval would.
 
     The items are rebuilt from ``cfg`` (same data set, split, seed and limit) and matched by
     question; the first record is the eval's warm-up (the first item again) and is skipped.
+    ``first`` scores only the first that many answers (two stopped runs on the same questions).
     Answer recall and precision use the eval's own metrics and vocabulary, citation rate and
     support the graph's grounding report; the reader-facing figures are :func:`readability`.
     So the code doing the scoring is the same whatever commit wrote the answers.
@@ -179,7 +180,7 @@ def score_partial(path: Path, cfg: Any) -> dict[str, Any]:
     lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     rows: list[dict[str, Any]] = []
     outs: list[dict[str, Any]] = []
-    for line in lines[1:]:
+    for line in lines[1:][:first]:
         rec = json.loads(line)
         item = by_question[rec["question"]]
         answer = str(rec.get("answer") or "")
@@ -227,11 +228,13 @@ def main() -> int:
         action="store_true",
         help="run nothing: score OUT/partial.jsonl (a finished or stopped run) into OUT/summary-partial.json",
     )
+    ap.add_argument("--first", type=int, help="with --from-partial: score only the first N answers")
     args = ap.parse_args()
     cfg = answer_eval_config("kgmind", args.model, args.split, args.limit, args.seed, dataset=args.dataset)
     if args.from_partial:
-        scored = score_partial(args.out / "partial.jsonl", cfg)
-        (args.out / "summary-partial.json").write_text(json.dumps(scored, indent=2, ensure_ascii=False))
+        scored = score_partial(args.out / "partial.jsonl", cfg, args.first)
+        name = f"summary-first{args.first}.json" if args.first else "summary-partial.json"
+        (args.out / name).write_text(json.dumps(scored, indent=2, ensure_ascii=False))
         print(
             json.dumps(
                 {k: v for k, v in scored.items() if k not in ("per_question", "mind_map_nodes")}, indent=2
