@@ -29,13 +29,16 @@ def cpu_model() -> str:
     return f"{info['cpu']} ({', '.join(isa) if isa else 'no AVX-512/AMX'})"
 
 
-def answer_eval_config(methods: str, model: str, split: str, limit: int, seed: int, **extra: Any) -> Any:
-    """The ``kgmind eval genmedgpt5k`` settings of the answer benchmarks: a seeded sample, no BERTScore,
-    no LLM cache, methods interleaved per question (so drift hits every method alike)."""
+def answer_eval_config(
+    methods: str, model: str, split: str, limit: int, seed: int, dataset: str = "genmedgpt5k", **extra: Any
+) -> Any:
+    """The ``kgmind eval DATASET`` settings of the answer benchmarks (GenMedGPT-5k unless told; CMCQA is
+    the Chinese one): a seeded sample, no BERTScore, no LLM cache, methods interleaved per question (so
+    drift hits every method alike)."""
     from kgmind.eval.config import EvalConfig
 
     return EvalConfig(
-        dataset="genmedgpt5k",
+        dataset=dataset,
         methods=methods,
         llm=model,
         split=split,
