@@ -58,6 +58,7 @@ from kgmind.stores.ladybug import verdicts as lv
 from kgmind.stores.ladybug.rows import (
     SEP,
     alias_keys,
+    arrow_chunks,
     change_from_row,
     doc_from_row,
     entities_from_table,
@@ -416,10 +417,19 @@ class LadybugStore(StoreBase):
         yield from entities_from_table(self._table(q.SCAN_ENTITIES))
 
     def iter_relations(self) -> Iterator[Relation]:
-        """Every relation with its current weight, ordered by id."""
-        t = self._table(q.SCAN_RELATIONS)
-        for row in zip(t["head"], t["id"], t["type"], t["tail"], t["weight"], t["source"], strict=True):
-            yield relation_from_row(row)
+        """Every relation with its current weight, ordered by id, made into objects a chunk at a time."""
+        for t in self._chunks(q.SCAN_RELATIONS):
+            for row in zip(t["head"], t["id"], t["type"], t["tail"], t["weight"], t["source"], strict=True):
+                yield relation_from_row(row)
+
+    def _chunks(self, query: str) -> Iterator[dict[str, list[Any]]]:
+        """A scan's columns a chunk at a time (:func:`~kgmind.stores.ladybug.rows.arrow_chunks`)."""
+        try:
+            result = self._reader().execute(query)
+            chunks = arrow_chunks(result)
+        except RuntimeError as exc:
+            raise StoreError(f"LadybugDB query failed on {self.path}: {exc}") from exc
+        yield from chunks
 
     def _fetch_neighbors(
         self, query: str, ids: list[str], types: list[str] | None, limit: int
