@@ -98,7 +98,8 @@ def parse_columns(path: str | Path, fmt: str, tracker: ProgressTracker | None = 
     p = check_path(path)
     spec = mindmap_format() if fmt == "mindmap-tsv" else triples_format(p)
     builder, errors = GraphBuilder(), list[RowError]()
-    index: dict[str, int] = {}
+    index: dict[str, int] = {}  # entity id -> index
+    known: dict[tuple[str, str], int] = {}  # (name as written, type) -> index
     type_index: dict[str, int] = {}
     ends: dict[str, tuple[str, str]] = {}
     heads, types, tails, weights = array("i"), array("i"), array("i"), array("d")
@@ -114,10 +115,14 @@ def parse_columns(path: str | Path, fmt: str, tracker: ProgressTracker | None = 
         if weight != 1.0:
             weight = Relation(head="h", type=rtype, tail="t", weight=weight).weight
         head_type, tail_type = ends[rtype]
-        hid = builder.entity(head, head_type)
-        tid = builder.entity(tail, tail_type)
-        heads.append(index.setdefault(hid, len(index)))
-        tails.append(index.setdefault(tid, len(index)))
+        h = known.get((head, head_type))
+        if h is None:  # a name seen again with the same type changes nothing in the builder
+            h = known[head, head_type] = index.setdefault(builder.entity(head, head_type), len(index))
+        t = known.get((tail, tail_type))
+        if t is None:
+            t = known[tail, tail_type] = index.setdefault(builder.entity(tail, tail_type), len(index))
+        heads.append(h)
+        tails.append(t)
         types.append(k)
         weights.append(weight)
     relations = _distinct(list(index), heads, types, tails, weights, list(type_index))
