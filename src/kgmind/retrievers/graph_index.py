@@ -163,7 +163,7 @@ class GraphIndex(PushdownGrowth, PathSearch):
         # the published weights and Σ out-weights per node (KGCoT's normaliser), swapped whole
         self._weights = WeightState.build(np.asarray(weights, dtype=np.float64), heads, len(self.ids))
         self._lock = threading.Lock()  # orders writers (updates, pushed-down growth); readers take none
-        self.edge_tail_array: np.ndarray = np.asarray(tails, dtype=np.int64)
+        self.edge_tail_array: np.ndarray = np.array(tails, dtype=np.int32)  # a copy: edge_tail may grow
         self._out_arrays: dict[int, np.ndarray] = {}
         # pushed down (see neighborhood_index): the store to complete nodes from, and the
         # nodes whose every edge is loaded; None = a full index, where every node is complete
