@@ -22,8 +22,9 @@ __all__ = [
 
 SEP = "\x1f"  # never part of a normalised key (``\s`` in normalize_name folds it)
 
-#: Rows of a whole-KG scan made into Python objects at a time (:func:`arrow_chunks`).
-SCAN_CHUNK = 65_536
+#: Rows of a whole-KG scan made into Python objects at a time (:func:`arrow_chunks`): small enough
+#: that even EMCKG-full (45,600 edges) is read in a dozen chunks, and no slower to read.
+SCAN_CHUNK = 4_096
 
 
 def arrow_chunks(result: Any, size: int | None = None) -> Iterator[dict[str, list[Any]]]:
