@@ -239,16 +239,20 @@ class GraphIndex(PushdownGrowth, PathSearch):
 
     def _add_reverse_readings(self, weights: Any) -> None:
         """Append a reverse reading of every stored edge whose way back the KG lacks (module docstring)."""
-        heads = np.array(self.edge_head, dtype=np.int32)  # copies: the arrays grow below
-        tails = np.array(self.edge_tail, dtype=np.int32)
+        if not len(self.edge_head):
+            return
+        heads = np.frombuffer(self.edge_head, dtype=np.int32)  # views, let go before the arrays grow
+        tails = np.frombuffer(self.edge_tail, dtype=np.int32)
         need = missing_reverse(heads, tails, len(self.ids))
+        new_heads, new_tails = tails[need].tobytes(), heads[need].tobytes()
+        del heads, tails
         if not len(need):
             return
         first = len(self.edge_head)
         names: dict[str, str] = {}
         types, sources = self.edge_type, self.edge_source
-        self.edge_head.extend(array("i", tails[need].tobytes()))
-        self.edge_tail.extend(array("i", heads[need].tobytes()))
+        self.edge_head.extend(array("i", new_heads))
+        self.edge_tail.extend(array("i", new_tails))
         self.edge_type.extend([names.setdefault(types[e], reverse_name(types[e])) for e in need.tolist()])
         self.edge_source.extend([sources[e] for e in need.tolist()])
         self.edge_twin.extend(array("i", need.astype(np.int32).tobytes()))
