@@ -157,10 +157,23 @@ def check_resume(paused: PausedRun, payload: Any, kind: str) -> bool:
     return False
 
 
+#: Payloads that were bugs, each a regression example.
+KNOWN_BAD: dict[str, Any] = {
+    "claim list a number": {"wrong": 5},
+    "int past 64 bits": -9_223_512_774_343_131_136,
+}
+
+
 @given(data=st.data())
-@example(data=None).via("a claim list that is a number")
+@example(data="claim list a number").via("a claim list that is a number (failed the run with a TypeError)")
+@example(data="int past 64 bits").via(
+    "msgpack refused it: a TypeError while LangGraph wrote the resume value"
+)
 def test_fuzzed_resume_payload_finishes_or_pauses_again_cleanly(data: Any, paused: PausedRun) -> None:
-    payload = {"wrong": 5} if data is None else data.draw(any_payloads(paused.claims), label="payload")
+    if isinstance(data, str):
+        payload = KNOWN_BAD[data]
+    else:
+        payload = data.draw(any_payloads(paused.claims), label="payload")
     try:
         check_resume(paused, payload, "resume payload (any)")
     finally:
