@@ -10,10 +10,10 @@ One copy, used by ``tests/reliability/test_server_load.py`` (short, in CI) and b
    question once; the server's RSS (process tree) is read.
 3. A baseline asks ``baseline_runs`` questions one at a time (the C=1 figures).
 4. The load asks ``runs`` questions, ``concurrency`` at once (English and Chinese,
-   ``fake:`` model). Every ``rate_every``-th run is asked with ``feedback="human"``, so it
-   pauses in ``request_feedback``; when it returns, a **second process**
-   (``python server_load_driver.py rate URL``) resumes it through ``langgraph_sdk``, in
-   turn (:data:`FEEDBACK_KINDS`) with a rating (``excellent`` or ``poor``) or with
+   ``fake:`` model). One run in ``rate_every`` (:func:`feedback_kind`: every question, both
+   kinds) is asked with ``feedback="human"``, so it pauses in ``request_feedback``; when
+   it returns, a **second process** (``python server_load_driver.py rate URL``) resumes
+   it through ``langgraph_sdk`` with a rating (``excellent`` or ``poor``) or with
    per-claim verdicts (issue 41: ``{"wrong": [first claim], "right": [last claim]}`` over
    the evidence items that rest on KG edges), and the server's ``apply_feedback`` node
    writes the weights, verdict rows and dispute states (the same ``apply_rating`` and
@@ -190,6 +190,21 @@ def fingerprint(values: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def feedback_kind(index: int, rate_every: int) -> tuple[str | None, int]:
+    """Whether run ``index`` is rated, with which kind of feedback, and the turn of that kind.
+
+    One run in ``rate_every``, chosen so that every question gets both kinds: runs go
+    through :data:`QUESTIONS` in blocks; block ``b`` rates the questions ``q`` with
+    ``(b + index) % rate_every == 0``, and blocks alternate between the kinds. (Every
+    ``rate_every``-th run would rate only questions 0 and 3 with 6 questions and
+    ``rate_every=3``, and give each of them one kind only.)
+    """
+    block = index // len(QUESTIONS)
+    if rate_every <= 0 or (block + index) % rate_every:
+        return None, 0
+    return FEEDBACK_KINDS[block % len(FEEDBACK_KINDS)], block // len(FEEDBACK_KINDS)
+
+
 def feedback_payload(kind: str, turn: int, values: dict[str, Any]) -> dict[str, Any]:
     """The resume payload the rater sends: a rating, or verdicts on claims that rest on KG edges.
 
@@ -262,9 +277,7 @@ async def run_phase(
     records: list[RunRecord] = []
 
     async def one(i: int) -> None:
-        rated = rate_every > 0 and rater is not None and i % rate_every == 0
-        turn = i // rate_every if rated else 0
-        kind = FEEDBACK_KINDS[turn % len(FEEDBACK_KINDS)] if rated else None
+        kind, turn = feedback_kind(i, rate_every) if rater is not None else (None, 0)
         async with sem:
             record, values = await _ask(client, offset + i, QUESTIONS[i % len(QUESTIONS)], model, kind)
         records.append(record)
@@ -273,7 +286,7 @@ async def run_phase(
                 "kind": kind,
                 "thread_id": record.thread_id,
                 "run_id": record.run_id,
-                "payload": feedback_payload(kind, turn // len(FEEDBACK_KINDS), values),
+                "payload": feedback_payload(kind, turn, values),
                 "delete": delete_threads,
             }
             rater.stdin.write(json.dumps(item) + "\n")
