@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from kgmind.importers.base import GraphBuilder, ProgressTracker, RowError, check_path, iter_csv_records
-from kgmind.importers.roles import infer_and_type
+from kgmind.importers.roles import infer_and_type, typed_before
 from kgmind.importers.triples import mindmap_format, triples_format, valid_triples
 from kgmind.importers.vocab import infer_types
 from kgmind.models import TYPE_PRIORITY, Entity, Relation
@@ -239,10 +239,9 @@ def type_columns(
         ValueError: ``result`` was already typed with other overrides.
     """
     given = {k: dict(v) for k, v in (overrides or {}).items()}
-    if result.roles_schema is not None:
-        if given != result.roles_overrides:
-            raise ValueError(f"{result.source} was already typed by relation roles with another schema")
-        return result.roles_schema
+    before = typed_before(result, given)
+    if before is not None:
+        return before
     typing = _Typing(result)
     schema = infer_and_type(typing.stats(cues=True), given, typing.retype, lambda: typing.stats(cues=False))
     typing.write_back()

@@ -17,17 +17,32 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import replace
+from typing import Any
 
 from kgmind.importers.base import ImportResult
 from kgmind.importers.vocab import RELATION_TYPES
 from kgmind.models import TYPE_PRIORITY, Entity
 from kgmind.relations import RelationRole, RelationSchema, RelationStats, infer_schema
 
-__all__ = ["infer_and_type", "relation_stats", "retype_ends", "type_by_roles"]
+__all__ = ["infer_and_type", "relation_stats", "retype_ends", "type_by_roles", "typed_before"]
 
 #: Passes of infer → retype at most: a relation no cue read in the first pass may get its role
 #: from the types the others gave its ends (as the store's schema read would), and type the rest.
 _MAX_PASSES = 3
+
+
+def typed_before(result: Any, given: dict[str, dict[str, str]]) -> RelationSchema | None:
+    """The schema ``result`` was typed with, ``None`` before typing (typing changes entities once).
+
+    Raises:
+        ValueError: It was typed with overrides other than ``given``.
+    """
+    if result.roles_schema is None:
+        return None
+    if given != result.roles_overrides:
+        raise ValueError(f"{result.source} was already typed by relation roles with another schema")
+    schema: RelationSchema = result.roles_schema
+    return schema
 
 
 def relation_stats(result: ImportResult, *, cues: bool = True) -> list[RelationStats]:
@@ -95,10 +110,9 @@ def type_by_roles(
         ValueError: ``result`` was already typed with other overrides.
     """
     given = {k: dict(v) for k, v in (overrides or {}).items()}
-    if result.roles_schema is not None:
-        if given != result.roles_overrides:
-            raise ValueError(f"{result.source} was already typed by relation roles with another schema")
-        return result.roles_schema
+    before = typed_before(result, given)
+    if before is not None:
+        return before
     ents = {e.id: e for e in result.entities}
     schema = infer_and_type(
         relation_stats(result),
