@@ -28,6 +28,7 @@ Concurrency
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import threading
 import uuid
@@ -277,7 +278,7 @@ class LadybugStore(StoreBase):
         with self._write_lock:
             conn = self._write_conn()
             plan = self._plan_load(load, conn)
-            lb_bulk.check_endpoints(lambda qy, p: self._rows(qy, p, conn), relations, load.entities)
+            lb_bulk.check_endpoints(functools.partial(self._rows, conn=conn), relations, load.entities)
             has_relations = len(relations) and int(self._scalar(q.COUNT_RELATIONS, None, conn) or 0)
             stored = set(self._table(q.SCAN_RELATION_SOURCES, conn)["id"]) if has_relations else set()
             with self._transaction("bulk_load") as tx:
