@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import os
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path
@@ -72,3 +73,16 @@ def parsed_edges(source: Path, fmt: str) -> list[tuple[str, str, str]]:
     result = parse(source, fmt)
     names = {e.id: e.name for e in result.entities}
     return [(names[r.head], r.type, names[r.tail]) for r in result.relations]
+
+
+def cli_env() -> tuple[Path, dict[str, str]]:
+    """The data folder, resolved, and the environment ``kgmind`` subprocesses run in (offline)."""
+    from kgmind.settings import get_settings
+
+    data_dir = get_settings().data_dir.resolve()
+    env = {
+        **os.environ,
+        "KGMIND_DATA_DIR": str(data_dir),
+        "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1"),
+    }
+    return data_dir, env

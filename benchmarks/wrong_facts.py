@@ -47,7 +47,6 @@ import argparse
 import ast
 import csv
 import json
-import os
 import random
 import shlex
 import shutil
@@ -62,7 +61,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from _common import parsed_edges, write_triples
+from _common import cli_env, parsed_edges, write_triples
 
 #: The relation types false edges use (disease → X), and the ChatDoctor column of each.
 ROLE_COLUMNS: dict[str, str] = {
@@ -774,14 +773,7 @@ def _machine() -> tuple[str, str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark for each language and write the report (merging languages run before)."""
     args = parse_args(argv)
-    from kgmind.settings import get_settings
-
-    data_dir = get_settings().data_dir.resolve()
-    env = {
-        **os.environ,
-        "KGMIND_DATA_DIR": str(data_dir),
-        "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1"),
-    }
+    data_dir, env = cli_env()
     commit, cpu = _machine()
     old = args.out / "results.json"
     record = json.loads(old.read_text()) if old.exists() else {}
