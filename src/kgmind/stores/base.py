@@ -492,14 +492,24 @@ class StoreBase(ABC):
         """
 
     def relation_twins(self, relation_ids: Sequence[str]) -> dict[str, list[str]]:
-        """See :meth:`GraphStore.relation_twins` (two reads per edge; verdicts and restores only)."""
+        """See :meth:`GraphStore.relation_twins` (two reads in all; verdicts and restores only)."""
         schema = self.relation_schema()
-        twins: dict[str, list[str]] = {}
-        for rel in self.get_relations(list(dict.fromkeys(relation_ids))):
-            kinds = schema.twin_types(rel.type)
-            back = self.neighbors([rel.tail], "out", kinds) if kinds else []
-            twins[rel.id] = [b.id for b in back if b.tail == rel.head and b.id != rel.id]
-        return twins
+        rels = self.get_relations(list(dict.fromkeys(relation_ids)))
+        kinds = {rel.id: schema.twin_types(rel.type) for rel in rels}
+        all_kinds = sorted({k for ks in kinds.values() for k in ks})
+        tails = list(dict.fromkeys(rel.tail for rel in rels if kinds[rel.id]))
+        back = self.neighbors(tails, "out", all_kinds) if tails else []  # one read for every edge's way back
+        by_ends: dict[tuple[str, str], list[Relation]] = {}
+        for b in back:
+            by_ends.setdefault((b.head, b.tail), []).append(b)
+        return {
+            rel.id: [
+                b.id
+                for b in by_ends.get((rel.tail, rel.head), [])
+                if b.type in kinds[rel.id] and b.id != rel.id
+            ]
+            for rel in rels
+        }
 
     def _with_twins(self, checked: WeightVerdicts) -> WeightVerdicts:
         """``checked`` with each edge's twins given its verdict, unless the feedback judges a twin itself."""
