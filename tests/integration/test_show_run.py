@@ -99,19 +99,24 @@ def test_show_writes_html_and_mermaid(
     assert head in labels
 
 
-@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="no /usr/bin/chromium for the headless check")
-def test_html_renders_in_headless_chromium(stored_run: dict[str, Any], tmp_path: Path) -> None:
-    page, shot = tmp_path / "run.html", tmp_path / "shot.png"
-    res = runner.invoke(app, ["show", stored_run["run_id"], "--html", str(page)])
-    assert res.exit_code == 0, res.output
-    flags = [*HEADLESS, f"--user-data-dir={tmp_path / 'profile'}"]
-    dom = subprocess.run(
+def _chromium_dom(page: Path, flags: list[str]) -> str:
+    """The DOM headless Chromium renders from ``page`` (scripts run)."""
+    return subprocess.run(
         [CHROMIUM, *flags, "--dump-dom", page.as_uri()],
         capture_output=True,
         text=True,
         timeout=120,
         check=True,
     ).stdout
+
+
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="no /usr/bin/chromium for the headless check")
+def test_html_renders_in_headless_chromium(stored_run: dict[str, Any], tmp_path: Path) -> None:
+    page, shot = tmp_path / "run.html", tmp_path / "shot.png"
+    res = runner.invoke(app, ["show", stored_run["run_id"], "--html", str(page)])
+    assert res.exit_code == 0, res.output
+    flags = [*HEADLESS, f"--user-data-dir={tmp_path / 'profile'}"]
+    dom = _chromium_dom(page, flags)
     assert dom.count("<svg") == 2 and "Mind map" in dom
     subprocess.run(
         [CHROMIUM, *flags, f"--screenshot={shot}", "--window-size=1200,900", page.as_uri()],
@@ -167,13 +172,7 @@ def test_evidence_labels_clear_the_boxes_in_real_fonts(run: str, tmp_path: Path)
         f'<!DOCTYPE html><html><head><meta charset="utf-8"></head><body>{svg}{_MEASURE}</body></html>'
     )
     flags = [*HEADLESS, f"--user-data-dir={tmp_path / 'profile'}"]
-    dom = subprocess.run(
-        [CHROMIUM, *flags, "--dump-dom", page.as_uri()],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    ).stdout
+    dom = _chromium_dom(page, flags)
     found = re.findall(r'<pre id="measured">(\{.*?)</pre>', dom, re.S)  # not the script's own template
     assert found, dom[-2000:]
     measured = json.loads(found[-1].replace("&quot;", '"'))
