@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import os
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path
@@ -29,13 +30,16 @@ def cpu_model() -> str:
     return f"{info['cpu']} ({', '.join(isa) if isa else 'no AVX-512/AMX'})"
 
 
-def answer_eval_config(methods: str, model: str, split: str, limit: int, seed: int, **extra: Any) -> Any:
-    """The ``kgmind eval genmedgpt5k`` settings of the answer benchmarks: a seeded sample, no BERTScore,
-    no LLM cache, methods interleaved per question (so drift hits every method alike)."""
+def answer_eval_config(
+    methods: str, model: str, split: str, limit: int, seed: int, dataset: str = "genmedgpt5k", **extra: Any
+) -> Any:
+    """The ``kgmind eval DATASET`` settings of the answer benchmarks (GenMedGPT-5k unless told; CMCQA is
+    the Chinese one): a seeded sample, no BERTScore, no LLM cache, methods interleaved per question (so
+    drift hits every method alike)."""
     from kgmind.eval.config import EvalConfig
 
     return EvalConfig(
-        dataset="genmedgpt5k",
+        dataset=dataset,
         methods=methods,
         llm=model,
         split=split,
@@ -69,3 +73,16 @@ def parsed_edges(source: Path, fmt: str) -> list[tuple[str, str, str]]:
     result = parse(source, fmt)
     names = {e.id: e.name for e in result.entities}
     return [(names[r.head], r.type, names[r.tail]) for r in result.relations]
+
+
+def cli_env() -> tuple[Path, dict[str, str]]:
+    """The data folder, resolved, and the environment ``kgmind`` subprocesses run in (offline)."""
+    from kgmind.settings import get_settings
+
+    data_dir = get_settings().data_dir.resolve()
+    env = {
+        **os.environ,
+        "KGMIND_DATA_DIR": str(data_dir),
+        "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1"),
+    }
+    return data_dir, env

@@ -15,6 +15,10 @@ The stores are built once under ``--work`` (LadybugDB, entity indexes beside the
 reused. Run it on main's code for the "before" figure: the lay-term module and lists are
 inert data there (nothing in main's linker reads them).
 
+A listed lay term links by construction, so ``--list-half calib`` also measures the linker
+on words outside its list: the product then reads only the calibration half's pairs while
+the test half is scored (``--halves test``), which is what a new everyday word meets.
+
 Run: ``PYTHONPATH=src python benchmarks/lay_terms.py --work /tmp/lay-kgs --out DIR [--languages en zh]``
 """
 
@@ -139,7 +143,7 @@ def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def markdown(summary: list[dict[str, Any]], rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     """The results table, then the pairs that did not link."""
     lines = [
-        f"# Lay-term link recall (commit {meta['commit']}, {meta['cpu']})",
+        f"# Lay-term link recall (commit {meta['commit']}, {meta['cpu']}; list: {meta['list_half']} pairs)",
         "",
         "Questions: " + "; ".join(f"{lg} {k}: `{v}`" for lg, t in TEMPLATES.items() for k, v in t.items()),
         "",
@@ -166,6 +170,24 @@ def markdown(summary: list[dict[str, Any]], rows: list[dict[str, Any]], meta: di
     return "\n".join(lines) + "\n"
 
 
+def hold_out_test_half() -> None:
+    """Make the product's lay-term list the calibration half only (the benchmark keeps the full list).
+
+    The gazetteer and the linker read the list through ``lay_synonyms``, which reads
+    ``load_lay_terms`` of its own module: both are replaced before any store is opened.
+    """
+    from kgmind.retrievers import lay_terms
+
+    shipped = lay_terms.load_lay_terms
+
+    def calib_only(language: str | None = None) -> tuple[LayTerm, ...]:
+        return tuple(t for t in shipped(language) if t.split == "calib")
+
+    lay_terms.load_lay_terms = calib_only  # type: ignore[assignment]
+    lay_terms.lay_synonyms.cache_clear()
+    assert all(lay_terms.lay_term_split(lay) == "calib" for lay in lay_terms.lay_synonyms())
+
+
 def main() -> None:
     """Score every pair of the chosen languages and write ``results.json`` and ``results.md``."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -173,7 +195,16 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True, help="folder for results.json and results.md")
     ap.add_argument("--languages", nargs="+", default=["en", "zh"], choices=["en", "zh"])
     ap.add_argument("--commit", help="the commit of the code run (default: HEAD of the working directory)")
+    ap.add_argument(
+        "--list-half",
+        choices=["all", "calib"],
+        default="all",
+        help="the pairs the product reads while linking: all (as shipped) or the calibration half only",
+    )
+    ap.add_argument("--halves", nargs="+", default=["calib", "test"], choices=["calib", "test"])
     args = ap.parse_args()
+    if args.list_half == "calib":
+        hold_out_test_half()
     args.work.mkdir(parents=True, exist_ok=True)
     args.out.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []
@@ -181,9 +212,11 @@ def main() -> None:
     for lang in args.languages:
         kgs = open_kgs(args.work, lang)
         for term in load_lay_terms(lang):
-            rows.append(score_pair(kgs, term))
+            if term.split in args.halves:
+                rows.append(score_pair(kgs, term))
     summary = summarise(rows)
     meta = {
+        "list_half": args.list_half,
         "commit": args.commit or git_commit(),
         "cpu": cpu_model(),
         "seconds": round(time.perf_counter() - t0, 1),

@@ -19,6 +19,7 @@ any commit (run it with that commit's ``src`` on ``PYTHONPATH``).
 Usage::
 
     python benchmarks/readable_answers.py --limit 10 --out benchmarks/results/DIR
+    python benchmarks/readable_answers.py --dataset cmcqa --limit 50 --out benchmarks/results/DIR
 """
 
 from __future__ import annotations
@@ -121,8 +122,12 @@ def readability(outs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _recording(outs: list[dict[str, Any]]) -> None:
-    """Wrap the eval's compiled graph so every ``invoke`` output is kept in ``outs``."""
+def _recording(outs: list[dict[str, Any]], partial: Path | None = None) -> None:
+    """Wrap the eval's compiled graph so every ``invoke`` output is kept in ``outs``.
+
+    With ``partial`` each output is also appended there as it comes (its evidence in full), so
+    a run stopped early still leaves the answers it gave (``--from-partial`` scores them).
+    """
     from kgmind.eval.resources import Resources
 
     built = Resources.graph
@@ -134,6 +139,11 @@ def _recording(outs: list[dict[str, Any]]) -> None:
         def invoke(self, *args: Any, **kwargs: Any) -> Any:
             out = self.graph.invoke(*args, **kwargs)
             outs.append(dict(out))
+            if partial is not None:
+                rec = _record(out)
+                rec["selected_evidence"] = [ev.model_dump() for ev in out.get("selected_evidence") or []]
+                with partial.open("a", encoding="utf-8") as fh:
+                    fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
             return out
 
     def graph(self: Any) -> Any:
@@ -149,6 +159,55 @@ def _record(out: Mapping[str, Any]) -> dict[str, Any]:
     return rec
 
 
+def score_partial(path: Path, cfg: Any, first: int | None = None) -> dict[str, Any]:
+    """Score the answers a run appended to ``partial.jsonl`` (finished or stopped early), as the eval would.
+
+    The items are rebuilt from ``cfg`` (same data set, split, seed and limit) and matched by
+    question; the first record is the eval's warm-up (the first item again) and is skipped.
+    ``first`` scores only the first that many answers (two stopped runs on the same questions).
+    Answer recall and precision use the eval's own metrics and vocabulary, citation rate and
+    support the graph's grounding report; the reader-facing figures are :func:`readability`.
+    So the code doing the scoring is the same whatever commit wrote the answers.
+    """
+    from kgmind.eval import metrics as mt
+    from kgmind.eval.items import build_items
+    from kgmind.eval.scoring import scoring_vocabulary
+    from kgmind.models import Evidence
+
+    items, _info = build_items(cfg)
+    by_question = {item.question: item for item in items}
+    vocab = scoring_vocabulary(cfg)
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows: list[dict[str, Any]] = []
+    outs: list[dict[str, Any]] = []
+    for line in lines[1:][:first]:
+        rec = json.loads(line)
+        item = by_question[rec["question"]]
+        answer = str(rec.get("answer") or "")
+        found = [e.name for e in vocab.matcher.find(answer)] if vocab is not None else []
+        grounding = rec.get("grounding") or {}
+        rows.append(
+            {
+                "answer_entity_recall": mt.answer_entity_recall(answer, item.gold),
+                "answer_precision": mt.evidence_precision(found, item.gold_names)
+                if item.gold_names
+                else None,
+                "citation_rate": grounding.get("citation_rate"),
+                "citation_support": grounding.get("citation_support"),
+            }
+        )
+        evidence = [Evidence.model_validate(e) for e in rec.get("selected_evidence") or []]
+        outs.append({**rec, "selected_evidence": evidence})
+    summary: dict[str, Any] = {"answered": len(rows), "of": len(items)}
+    for key in ("answer_entity_recall", "answer_precision", "citation_rate", "citation_support"):
+        summary[key] = mt.summarize(rows, key)
+    summary.update(readability(outs))
+    summary["per_question"] = [
+        {"question": o["question"][:60], **row} for o, row in zip(outs, rows, strict=True)
+    ]
+    return summary
+
+
 def main() -> int:
     from kgmind.tuning import DEFAULT_MODEL
 
@@ -157,15 +216,39 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--model", default=DEFAULT_MODEL, help="chat model (default: the shipped default)")
     ap.add_argument("--split", default="test")
+    ap.add_argument(
+        "--dataset",
+        default="genmedgpt5k",
+        choices=("genmedgpt5k", "cmcqa"),
+        help="genmedgpt5k (English, EMCKG-full) or cmcqa (Chinese, the CMCKG re-crawl)",
+    )
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument(
+        "--from-partial",
+        action="store_true",
+        help="run nothing: score OUT/partial.jsonl (a finished or stopped run) into OUT/summary-partial.json",
+    )
+    ap.add_argument("--first", type=int, help="with --from-partial: score only the first N answers")
     args = ap.parse_args()
+    cfg = answer_eval_config("kgmind", args.model, args.split, args.limit, args.seed, dataset=args.dataset)
+    if args.from_partial:
+        scored = score_partial(args.out / "partial.jsonl", cfg, args.first)
+        name = f"summary-first{args.first}.json" if args.first else "summary-partial.json"
+        (args.out / name).write_text(json.dumps(scored, indent=2, ensure_ascii=False))
+        print(
+            json.dumps(
+                {k: v for k, v in scored.items() if k not in ("per_question", "mind_map_nodes")}, indent=2
+            )
+        )
+        return 0
 
     from kgmind.eval.report import write_results
     from kgmind.eval.runner import run_eval
 
     outs: list[dict[str, Any]] = []
-    _recording(outs)
-    cfg = answer_eval_config("kgmind", args.model, args.split, args.limit, args.seed)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "partial.jsonl").unlink(missing_ok=True)
+    _recording(outs, args.out / "partial.jsonl")
     results = run_eval(cfg, on_advance=lambda name: print(f"  {name}", file=sys.stderr, flush=True))
     scored = outs[1:]  # the first invoke is the eval's warm-up run
     results["benchmark"] = "readable_answers"

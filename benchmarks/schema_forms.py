@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shlex
 import shutil
 import subprocess
@@ -49,7 +48,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from _common import parsed_edges, write_triples
+from _common import cli_env, parsed_edges, write_triples
 
 FORMS = ("a", "a0", "b", "c", "d", "e")
 
@@ -477,14 +476,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark and write the report."""
     args = parse_args(argv)
-    from kgmind.settings import get_settings
-
-    data_dir = get_settings().data_dir.resolve()
-    env = {
-        **os.environ,
-        "KGMIND_DATA_DIR": str(data_dir),
-        "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1"),
-    }
+    data_dir, env = cli_env()
     t0, started = time.perf_counter(), datetime.now(UTC).isoformat(timespec="seconds")
     langs = ["en", "zh"] if args.lang == "both" else [args.lang]
     record: dict[str, Any] = {

@@ -5,8 +5,11 @@ The driver is ``tests/server_load_driver.py`` (one copy; the CI test
 script runs it at a chosen size and writes ``results.json`` and ``results.md`` under
 ``--out``: throughput and p50/p95 latency of the load against one client at a time, the
 server's RSS after warm-up and after the load, and the checks (every run finished, each
-answer equals a serial run's on the weights it may have read, weights and audit log equal
-a serial replay in commit order, no error in the server log).
+answer equals a serial run's on the weights it may have read, weights, audit log, verdict
+log and dispute states equal a serial replay in commit order, no error in the server log).
+The second process alternates ratings and per-claim flags; ``--delete-threads`` deletes
+each thread once its run is over, as a deployment with a thread TTL would (``langgraph
+dev`` otherwise keeps every thread in memory).
 
 Example (the long version; the real local model answers the last 20 runs)::
 
@@ -45,12 +48,17 @@ def _markdown(summary: dict[str, Any], args: argparse.Namespace) -> str:
     checks = [
         f"- unfinished runs: {len(summary['unfinished'])}",
         f"- answers unlike the serial run's: {len(summary['mismatched'])}",
-        f"- ratings sent: {summary['ratings']}; weight commits: {summary['weight_commits']}",
-        f"- weights equal the serial replay: {summary['weights_equal']}; "
-        f"audit log equal: {summary['audit_equal']}",
+        f"- ratings sent: {summary['ratings']} (weight commits: {summary['weight_commits']}); "
+        f"per-claim flag payloads sent: {summary['flags']} (verdict commits: {summary['verdict_commits']}; "
+        f"edges disputed at the end: {summary['disputed_edges']})",
+        f"- equal to the serial replay: weights {summary['weights_equal']}, "
+        f"audit log {summary['audit_equal']}, verdict log {summary['verdicts_equal']}, "
+        f"dispute states {summary['disputes_equal']}",
         f"- errors in the server log: {len(summary['log_errors'])}",
         f"- server RSS: {summary['rss_warm_mib']} MiB after warm-up, {summary['rss_after_mib']} MiB after "
-        f"the load ({summary['rss_ratio']}×; limit 1.2×)",
+        f"the load ({summary['rss_ratio']}×; limit 1.2×; finished threads deleted: "
+        f"{summary['threads_deleted']}); langgraph dev's own store of threads, runs and checkpoints "
+        f"(`.langgraph_api/`, written when it stopped): {summary['langgraph_api_persisted_mib']} MiB",
     ]
     return "\n".join(
         [
@@ -58,7 +66,7 @@ def _markdown(summary: dict[str, Any], args: argparse.Namespace) -> str:
             "",
             f"`python benchmarks/server_load.py --runs {args.runs} --concurrency {args.concurrency} "
             f"--baseline-runs {args.baseline_runs} --rate-every {args.rate_every} "
-            f"--local-llm-runs {args.local_llm_runs}`",
+            f"--local-llm-runs {args.local_llm_runs}{' --delete-threads' if args.delete_threads else ''}`",
             "",
             f"commit {summary['commit']}, {summary['cpu']}",
             "",
@@ -74,8 +82,7 @@ def _ok(report: LoadReport) -> bool:
     return (
         not report.unfinished
         and not report.mismatched
-        and report.weights_equal
-        and report.audit_equal
+        and report.replay_equal
         and not report.log_errors
         and report.rss_ratio <= 1.2
     )
@@ -91,6 +98,11 @@ def main() -> None:
     ap.add_argument(
         "--local-llm-runs", type=int, default=0, help="runs with the real local model after the load"
     )
+    ap.add_argument(
+        "--delete-threads",
+        action="store_true",
+        help="delete each thread once its run is over (as a thread TTL would)",
+    )
     ap.add_argument("--out", type=Path, required=True, help="folder for results.json and results.md")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -102,6 +114,7 @@ def main() -> None:
             baseline_runs=args.baseline_runs,
             rate_every=args.rate_every,
             local_llm_runs=args.local_llm_runs,
+            delete_threads=args.delete_threads,
         )
         (args.out / "server.log").write_text(report.server_log)
     summary = {"argv": sys.argv, "commit": git_commit(), "cpu": cpu_model(), **report.summary()}

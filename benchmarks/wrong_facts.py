@@ -47,7 +47,6 @@ import argparse
 import ast
 import csv
 import json
-import os
 import random
 import shlex
 import shutil
@@ -62,7 +61,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from _common import parsed_edges, write_triples
+from _common import cli_env, parsed_edges, write_triples
 
 #: The relation types false edges use (disease → X), and the ChatDoctor column of each.
 ROLE_COLUMNS: dict[str, str] = {
@@ -85,11 +84,14 @@ class Source:
     path: str  # under KGMIND_DATA_DIR
     fmt: str
     dataset: str
+    #: More training traffic after the QA set's own non-test rows (kgmind's own NER links it).
+    extra: str = ""
 
 
 SOURCES: dict[str, Source] = {
     "en": Source("emckg/format_dataset.csv", "chatdoctor", "genmedgpt5k"),
-    "zh": Source("cmckg/recrawl_full", "recrawl-json", "cmcqa"),
+    # CMCQA has 77 non-test rows; Chinese patients' questions from medical_dialogue_zh follow them
+    "zh": Source("cmckg/recrawl_full", "recrawl-json", "cmcqa", extra="medical_dialogue_zh"),
 }
 
 Triple = tuple[str, str, str]
@@ -336,13 +338,16 @@ def fact_outcomes(
     rules: Sequence[tuple[int, int]],
 ) -> list[dict[str, Any]]:
     """:func:`rule_outcomes` per *fact* instead of per stored edge: a fact's two readings (an edge and
-    its stored inverse) pool their flags. What the rules would do if a flag on one reading counted
-    for its twin (kgmind counts each stored edge on its own)."""
+    its stored inverse) pool their flags, as kgmind counts them (a verdict reaches the edge's twins)."""
+    return rule_outcomes(fact_wrong_counts(verdicts), {_fact(e[0], e[2]) for e in shown}, pairs, rules)
+
+
+def fact_wrong_counts(verdicts: Iterable[dict[str, str]]) -> dict[Triple, int]:
+    """Distinct sources that called each fact (either reading) wrong."""
     sources: dict[Triple, set[str]] = defaultdict(set)
     for v in verdicts:
         sources[_fact(v["head"], v["tail"])].add(v["source"])
-    counts = {k: len(v) for k, v in sources.items()}
-    return rule_outcomes(counts, {_fact(e[0], e[2]) for e in shown}, pairs, rules)
+    return {k: len(v) for k, v in sources.items()}
 
 
 def disputed_summary(
@@ -356,8 +361,11 @@ def disputed_summary(
     true_disputed = (keys - false_keys) & true_shown
     return {
         "disputed": len(keys),
+        "disputed_facts": len({_fact(k[0], k[2]) for k in keys}),
         "disputed_false": len(false_keys),
         "disputed_true": len(keys - false_keys),
+        "disputed_false_shown": len(false_keys & false_shown),
+        "disputed_true_shown": len(true_disputed),
         "trained_true_edges": len(true_shown),
         "trained_false_edges": len(false_shown),
         "true_disputed_share": len(true_disputed) / len(true_shown) if true_shown else None,
@@ -416,10 +424,17 @@ class Cli:
 
 
 def eval_rows(
-    cli: Cli, dataset: str, store: str, out: Path, label: str, split_args: list[str], llm: str = "none"
+    cli: Cli,
+    dataset: str,
+    store: str,
+    out: Path,
+    label: str,
+    split_args: list[str],
+    llm: str = "none",
+    entities: str = "chatgpt",
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """``kgmind eval DATASET --methods kgmind --rows`` on ``store``: the kgmind figures and rows."""
-    args = ["eval", dataset, *split_args, "--methods", "kgmind", "--entities", "chatgpt", "--llm", llm]
+    args = ["eval", dataset, *split_args, "--methods", "kgmind", "--entities", entities, "--llm", llm]
     args += ["--store", store, "--out", str(out), "--rows", "--no-progress", "--memory-sample", "0"]
     if llm != "none":
         args += ["--no-bertscore"]
@@ -438,12 +453,15 @@ def split_ids(dataset: str, split: str) -> list[str]:
     return [str(it.id) for it in items]
 
 
-def training_pool(dataset: str, seed: int) -> list[str]:
-    """Every non-test question id (``all`` minus ``test``), shuffled by ``seed``."""
+def training_pool(dataset: str, seed: int, extra: str = "") -> list[tuple[str, str]]:
+    """``(dataset, id)`` of every non-test question (``all`` minus ``test``), shuffled by ``seed``,
+    then every question of ``extra`` (a data set with no test split of its own), shuffled likewise."""
     test = set(split_ids(dataset, "test"))
     pool = [i for i in dict.fromkeys(split_ids(dataset, "all")) if i not in test]
     random.Random(seed).shuffle(pool)
-    return pool
+    more = list(dict.fromkeys(split_ids(extra, "all"))) if extra else []
+    random.Random(seed).shuffle(more)
+    return [(dataset, i) for i in pool] + [(extra, i) for i in more]
 
 
 # --- one language -------------------------------------------------------------------------------
@@ -517,13 +535,22 @@ def llm_point(cli: Cli, ctx: dict[str, Any], label: str) -> dict[str, Any]:
             "evidence_recall": figures.get("evidence_recall")}  # fmt: skip
 
 
-def train_step(cli: Cli, ctx: dict[str, Any], ids: list[str], label: str) -> tuple[list, list]:
-    """Evaluate training questions ``ids`` on the corrupted store, review them, send the verdicts."""
+def train_step(cli: Cli, ctx: dict[str, Any], ids: list[tuple[str, str]], label: str) -> tuple[list, list]:
+    """Evaluate training questions ``ids`` on the corrupted store, review them, send the verdicts.
+
+    The QA set's own rows use its stored entities, like the test questions; an ``extra`` data set's
+    rows go through kgmind's own NER (``--entities own``), as a user's question does.
+    """
     out = ctx["out"] / ctx["lang"]
-    ids_file = ctx["work"] / ctx["lang"] / f"train-{label}.ids"
-    ids_file.write_text("\n".join(ids) + "\n")
-    _fig, rows = eval_rows(cli, ctx["dataset"], ctx["stores"]["corrupted"], ctx["evals"] / f"train-{label}",
-                           f"eval-train-{label}", ["--split", "all", "--ids", str(ids_file)])  # fmt: skip
+    rows: list[dict[str, Any]] = []
+    for dataset in dict.fromkeys(d for d, _ in ids):
+        tag = label if dataset == ctx["dataset"] else f"{label}-{dataset}"
+        ids_file = ctx["work"] / ctx["lang"] / f"train-{tag}.ids"
+        ids_file.write_text("\n".join(i for d, i in ids if d == dataset) + "\n")
+        _fig, part = eval_rows(cli, dataset, ctx["stores"]["corrupted"], ctx["evals"] / f"train-{tag}",
+                               f"eval-train-{tag}", ["--split", "all", "--ids", str(ids_file)],
+                               entities="chatgpt" if dataset == ctx["dataset"] else "own")  # fmt: skip
+        rows += [r if dataset == ctx["dataset"] else {**r, "id": f"{dataset}:{r['id']}"} for r in part]
     verdicts = review(rows, ctx["pairs"], ctx["seed"])
     vfile = out / f"verdicts-{label}.jsonl"
     vfile.write_text("".join(json.dumps(v, ensure_ascii=False) + "\n" for v in verdicts))
@@ -549,7 +576,7 @@ def run_language(lang: str, args: argparse.Namespace, cli: Cli, data_dir: Path) 
            "llm_questions": args.llm_questions, "evals": args.work / lang / "evals"}  # fmt: skip
     clean, clean_rows = eval_rows(cli, src.dataset, stores["clean"], ctx["evals"] / "test-clean",
                                   "eval-test-clean", test_args)  # fmt: skip
-    pool = training_pool(src.dataset, args.seed)
+    pool = training_pool(src.dataset, args.seed, src.extra if args.extra else "")
     sizes = sorted({min(n, len(pool)) for n in args.train})
     record: dict[str, Any] = {
         "source": asdict(src), "facts": prep["facts"], "false_edges": len(prep["false"]),
@@ -579,7 +606,8 @@ def run_language(lang: str, args: argparse.Namespace, cli: Cli, data_dir: Path) 
         counts = wrong_counts(verdicts)
         point["rules"] = rule_outcomes(counts, shown_edges(trained_rows), pairs, args.rules)
         point["rules_by_fact"] = fact_outcomes(verdicts, shown_edges(trained_rows), pairs, args.rules)
-        point["shipped_rule_recount"] = sum(1 for n in counts.values() if shipped_rule().disputed(n, 0))
+        facts = fact_wrong_counts(verdicts)
+        point["shipped_rule_recount"] = sum(1 for n in facts.values() if shipped_rule().disputed(n, 0))
     return record
 
 
@@ -603,6 +631,14 @@ def _rel(value: Any, base: Any) -> str:
     return f"{(value - base) / base * 100:+.0f} %"
 
 
+def _shown_count(point: dict[str, Any], kind: str) -> int:
+    """Disputed edges among the ``kind`` (true/false) edges training showed (older records: by the share)."""
+    found = point.get(f"disputed_{kind}_shown")
+    if found is None:
+        found = round(point[f"{kind}_disputed_share"] * point[f"trained_{kind}_edges"])
+    return int(found)
+
+
 def language_md(lang: str, rec: dict[str, Any]) -> list[str]:
     """One language's tables: before/after on test, the local model, the rule candidates."""
     src, clean = rec["source"], rec["clean"]
@@ -622,11 +658,11 @@ def language_md(lang: str, rec: dict[str, Any]) -> list[str]:
     ]
     for p in rec["points"]:
         disputed_true = (
-            f"{_pct(p['true_disputed_share'], 2)} ({p['disputed_true']} of {p['trained_true_edges']:,})"
+            f"{_pct(p['true_disputed_share'], 2)} ({_shown_count(p, 'true')} of {p['trained_true_edges']:,})"
             if p["trained_true_edges"] else "–"
         )  # fmt: skip
         disputed_false = (
-            f"{_pct(p['false_disputed_share'])} ({p['disputed_false']} of {p['trained_false_edges']:,})"
+            f"{_pct(p['false_disputed_share'])} ({_shown_count(p, 'false')} of {p['trained_false_edges']:,})"
             if p["trained_false_edges"] else "–"
         )  # fmt: skip
         md.append(
@@ -658,8 +694,8 @@ def language_md(lang: str, rec: dict[str, Any]) -> list[str]:
                 f"({r['false_disputed']} of {r['false_shown']}) | {_pct(r['true_disputed_share'], 2)} "
                 f"({r['true_disputed']} of {r['true_shown']:,}) |"
             )
-        md += ["", "The same, if a flag on one reading of a fact also counted for its stored inverse "
-               "(per fact, not per stored edge; not what kgmind does now):", "",
+        md += ["", "The same per fact, as kgmind counts verdicts (a flag on one reading of a fact counts for "
+               "its stored inverse too):", "",
                "| min_wrong, margin | false facts shown in training, disputed | true facts shown, disputed |",
                "|---|---|---|"]  # fmt: skip
         for r in last.get("rules_by_fact", []):
@@ -669,8 +705,8 @@ def language_md(lang: str, rec: dict[str, Any]) -> list[str]:
                 f"({r['true_disputed']} of {r['true_shown']:,}) |"
             )
         md.append(
-            f"\nRecount under the shipped rule: {last['shipped_rule_recount']} edges; `kg disputed --json`: "
-            f"{last['disputed']}."
+            f"\nRecount under the shipped rule: {last['shipped_rule_recount']} facts; `kg disputed --json`: "
+            f"{last.get('disputed_facts', '?')} facts ({last['disputed']} stored edges)."
         )
     return md
 
@@ -707,6 +743,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--work", type=Path, default=None, help="folder for KG files and stores (default: temporary)"
     )
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--no-extra", dest="extra", action="store_false", help="train on the QA set's own non-test rows only"
+    )
     ap.add_argument("--rate", type=float, default=0.05, help="false edges per true fact")
     ap.add_argument("--limit-test", type=int, default=None, help="a seeded sample of N test questions")
     ap.add_argument("--llm-questions", type=int, default=0, help="test questions the local model answers")
@@ -734,14 +773,7 @@ def _machine() -> tuple[str, str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark for each language and write the report (merging languages run before)."""
     args = parse_args(argv)
-    from kgmind.settings import get_settings
-
-    data_dir = get_settings().data_dir.resolve()
-    env = {
-        **os.environ,
-        "KGMIND_DATA_DIR": str(data_dir),
-        "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1"),
-    }
+    data_dir, env = cli_env()
     commit, cpu = _machine()
     old = args.out / "results.json"
     record = json.loads(old.read_text()) if old.exists() else {}

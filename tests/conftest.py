@@ -9,7 +9,8 @@ test sees the environment it set up and never the one a previous test left.
 
 Hypothesis profiles of the fuzz tests (``tests/reliability/test_fuzz_*.py``): ``ci``, the
 default, a seeded sample of 25 cases per test; ``long``, 500 random cases per test, chosen
-with ``pytest --hypothesis-profile=long`` or ``HYPOTHESIS_PROFILE=long``.
+with ``pytest --hypothesis-profile=long`` or ``HYPOTHESIS_PROFILE=long``; ``--fuzz-counts=FILE``
+writes how many cases of each input kind ran and how each ended (JSON).
 """
 
 from __future__ import annotations
@@ -34,6 +35,15 @@ settings.register_profile(
     "long", max_examples=500, deadline=None, database=None, suppress_health_check=_UNCHECKED
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--fuzz-counts",
+        default=None,
+        metavar="FILE",
+        help="write the fuzz tests' cases per input kind and outcome to FILE (JSON)",
+    )
 
 
 def _then_reread(method: Callable[..., Any]) -> Callable[..., Any]:

@@ -84,8 +84,14 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 @contextmanager
-def langgraph_dev(home: Path, log: Path, ready_s: float = 120) -> Iterator[LanggraphServer]:
+def langgraph_dev(
+    home: Path, log: Path, ready_s: float = 120, cwd: Path | None = None
+) -> Iterator[LanggraphServer]:
     """Run ``langgraph dev`` with ``KGMIND_HOME=home`` until the block ends.
+
+    ``langgraph dev`` keeps its threads and runs in ``.langgraph_api/`` under its working
+    directory and loads them again when it starts; ``cwd`` (a fresh directory) gives a server
+    that starts empty and leaves nothing in the repository (default: the repository root).
 
     Raises:
         FileNotFoundError: ``langgraph`` (langgraph-cli) is not installed.
@@ -99,8 +105,19 @@ def langgraph_dev(home: Path, log: Path, ready_s: float = 120) -> Iterator[Langg
     port = free_port()
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [exe, "dev", "--no-browser", "--no-reload", "--port", str(port), "--host", "127.0.0.1"],
-            cwd=ROOT,
+            [
+                exe,
+                "dev",
+                "--config",
+                str(ROOT / "langgraph.json"),
+                "--no-browser",
+                "--no-reload",
+                "--port",
+                str(port),
+                "--host",
+                "127.0.0.1",
+            ],
+            cwd=cwd or ROOT,
             env=server_env(home),
             stdout=out,
             stderr=subprocess.STDOUT,

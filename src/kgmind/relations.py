@@ -473,6 +473,24 @@ class RelationSchema:
             found = self._lists[name] = self.reading(name).lists_symptoms
         return found
 
+    def twin_types(self, relation: str) -> list[str]:
+        """Stored types whose edge from this type's tail back to its head states the same fact.
+
+        A KG stored both ways (``has_symptom`` and ``possible_disease``) holds each fact as two
+        edges; a person who flags one reading flags the fact, so verdicts must reach both. A
+        medical role's twin has the same role with the disease at the other end; an ``other``
+        relation's twin is the one import read as its inverse (``via``).
+        """
+        own = self.role(relation)
+        if own.role == "other":
+            inverse = {k for k, r in self.roles.items() if r.via == relation}
+            return sorted((inverse | {own.via}) - {relation, ""})
+        return sorted(
+            k
+            for k, r in self.roles.items()
+            if r.role == own.role and r.disease_end is not None and r.disease_end != own.disease_end
+        )
+
     def as_dict(self) -> dict[str, dict[str, str]]:
         """``relation -> role data`` (the import report's ``relations``)."""
         return {k: self.roles[k].as_dict() for k in sorted(self.roles)}

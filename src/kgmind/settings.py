@@ -98,6 +98,23 @@ class Settings(BaseSettings):
         "unset = $KGMIND_HOME/cache.",
     )
 
+    dispute_rule: tuple[PositiveInt, PositiveInt] | None = Field(
+        default=None,
+        description="KGMIND_DISPUTE_RULE: MIN_WRONG,MARGIN of the rule that disputes an edge (e.g. 2,1 for "
+        "two independent flags); unset = kgmind.tuning.DISPUTE_RULE.",
+    )
+
+    @field_validator("dispute_rule", mode="before")
+    @classmethod
+    def _pair(cls, value: object) -> object:
+        """``"2,1"`` (or ``"2 1"``) as two integers."""
+        if isinstance(value, str):
+            parts = value.replace(",", " ").split()
+            if len(parts) != 2:
+                raise ValueError("expected MIN_WRONG,MARGIN, e.g. 2,1")
+            return tuple(parts)
+        return value
+
     @field_validator("home", "data_dir", mode="after")
     @classmethod
     def _expand(cls, value: Path) -> Path:

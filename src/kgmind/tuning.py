@@ -219,9 +219,9 @@ class DisputeRule:
 
     An edge is disputed iff ``wrong >= min_wrong and wrong - right >= margin``, where
     ``wrong`` and ``right`` count the distinct runs (judges) that called it wrong or right
-    since its last restore (:class:`kgmind.models.DisputeState`). ``min_wrong`` keeps a
-    single mistaken flag from hiding any edge; ``margin`` keeps flags from hiding an edge
-    that as many other verdicts confirm. Evaluated in Python from the stored counts, so a
+    since its last restore (:class:`kgmind.models.DisputeState`). ``min_wrong`` above one
+    waits for independent flags; ``margin`` keeps flags from hiding an edge that as many
+    other verdicts confirm. Evaluated in Python from the stored counts, so a
     changed rule needs no data migration.
 
     Attributes:
@@ -229,7 +229,7 @@ class DisputeRule:
         margin: How many more "wrong" than "right" verdicts a disputed edge needs (>= 1).
     """
 
-    min_wrong: int = 2
+    min_wrong: int = 1
     margin: int = 1
 
     def __post_init__(self) -> None:
@@ -241,16 +241,17 @@ class DisputeRule:
         return wrong >= self.min_wrong and wrong - right >= self.margin
 
 
-#: The default dispute rule: two distinct runs must call an edge wrong, and more must call it wrong
-#: than right. Fitted on non-test questions only (``benchmarks/wrong_facts.py``, EMCKG-full with 5 %
-#: false edges, a simulated reviewer who flags a shown false edge with p = 0.5 and one edge of an
-#: all-true item with p = 0.02; benchmarks/results/2026-11-26-wrong-facts). After 1,000 training
-#: questions, recounting the reviewer's verdicts per stored edge: ``min_wrong=1`` disputes 74 % of
-#: the false edges training showed but 0.96 % of the true ones, a share that grows with every
-#: question (1.15 % after all 1,263 non-test questions: mistaken flags add up, nothing confirms);
-#: ``min_wrong=2`` disputes 33 % of the false and 0.01 % of the true ones; ``min_wrong=3`` 14 % and
-#: none. Two keeps true edges far inside the issue's bar (at most 1 % of shown true edges disputed;
-#: one mistaken flag never hides an edge) while still hiding false edges that recur. ``margin=1``:
-#: the simulated reviewer never says "right", so the margins tried (1, 2) did not differ; one
-#: confirmation outweighing one flag is the issue's requirement.
+#: The default dispute rule: one run calling a fact wrong disputes it, unless as many runs confirm it
+#: (``min_wrong=1, margin=1``). Verdicts count per *fact*: a flag on either stored reading of a
+#: fact reaches its twin (:meth:`kgmind.stores.protocol.GraphStore.relation_twins`). Chosen on
+#: non-test questions only (``benchmarks/wrong_facts.py``: 5 % false edges, a simulated reviewer who
+#: flags a shown false edge with p = 0.5 and one edge of an all-true item with p = 0.02). Recounting
+#: the reviewer's verdicts on the training questions (EMCKG, 1,263): ``min_wrong=1`` disputes 79 %
+#: of the false facts training showed, ``min_wrong=2`` 19.5 %, ``min_wrong=3`` 5 %; with reviewers
+#: who miss half, most false facts are shown once or twice, so waiting for a second flag leaves most
+#: of them in front of the next patient. The cost: the reviewer's mistaken flags hide 1.2 % (English)
+#: to 3.3 % (Chinese) of the true edges training showed, a share that grows while nothing confirms
+#: them, so ``kg disputed`` is the review queue: any ``--right`` verdict outweighs one flag
+#: (``margin=1``) and ``kg restore`` undoes a dispute. Measured on held-out test questions:
+#: benchmarks/results/2026-11-26-wrong-facts-per-fact.
 DISPUTE_RULE = DisputeRule()

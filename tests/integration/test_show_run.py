@@ -19,6 +19,16 @@ pytestmark = pytest.mark.slow
 
 runner = CliRunner()
 CHROMIUM = "/usr/bin/chromium"
+SHOW_FIX = Path(__file__).parents[1] / "fixtures" / "show"
+HEADLESS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 @pytest.fixture(scope="module")
@@ -89,28 +99,24 @@ def test_show_writes_html_and_mermaid(
     assert head in labels
 
 
-@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="no /usr/bin/chromium for the headless check")
-def test_html_renders_in_headless_chromium(stored_run: dict[str, Any], tmp_path: Path) -> None:
-    page, shot = tmp_path / "run.html", tmp_path / "shot.png"
-    res = runner.invoke(app, ["show", stored_run["run_id"], "--html", str(page)])
-    assert res.exit_code == 0, res.output
-    flags = [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        f"--user-data-dir={tmp_path / 'profile'}",
-    ]
-    dom = subprocess.run(
+def _chromium_dom(page: Path, flags: list[str]) -> str:
+    """The DOM headless Chromium renders from ``page`` (scripts run)."""
+    return subprocess.run(
         [CHROMIUM, *flags, "--dump-dom", page.as_uri()],
         capture_output=True,
         text=True,
         timeout=120,
         check=True,
     ).stdout
+
+
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="no /usr/bin/chromium for the headless check")
+def test_html_renders_in_headless_chromium(stored_run: dict[str, Any], tmp_path: Path) -> None:
+    page, shot = tmp_path / "run.html", tmp_path / "shot.png"
+    res = runner.invoke(app, ["show", stored_run["run_id"], "--html", str(page)])
+    assert res.exit_code == 0, res.output
+    flags = [*HEADLESS, f"--user-data-dir={tmp_path / 'profile'}"]
+    dom = _chromium_dom(page, flags)
     assert dom.count("<svg") == 2 and "Mind map" in dom
     subprocess.run(
         [CHROMIUM, *flags, f"--screenshot={shot}", "--window-size=1200,900", page.as_uri()],
@@ -125,3 +131,51 @@ def test_html_renders_in_headless_chromium(stored_run: dict[str, Any], tmp_path:
     assert pixels.shape[:2] == (900, 1200)
     colours = np.unique((pixels[..., :3] * 255).astype(np.uint8).reshape(-1, 3), axis=0)
     assert len(colours) > 50  # text, boxes, purple ids: not a blank or single-colour page
+
+
+#: Measures, with the browser's own fonts, every label and box of the evidence subgraph.
+_MEASURE = """<script>
+const svg = document.querySelector('svg'), box = e => e.getBBox();
+const hit = (a, b) =>
+  a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
+const nodes = [...svg.querySelectorAll('g.node')];
+const rects = nodes.map(g => box(g.querySelector('rect')));
+const labels = [...svg.querySelectorAll('g.edge text')].map(box);
+const bad = [];
+labels.forEach((l, i) => {
+  rects.forEach((r, j) => { if (hit(l, r)) bad.push(`label ${i} over box ${j}`); });
+  labels.forEach((m, k) => { if (k > i && hit(l, m)) bad.push(`label ${i} over label ${k}`); });
+});
+nodes.forEach((g, j) => g.querySelectorAll('text').forEach(t => {
+  const b = box(t), r = rects[j];
+  if (b.x < r.x || b.x + b.width > r.x + r.width) bad.push(`text of box ${j} leaves it`);
+}));
+document.body.insertAdjacentHTML('beforeend',
+  `<pre id="measured">${JSON.stringify({labels: labels.length, boxes: rects.length, bad})}</pre>`);
+</script>"""
+
+
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="no /usr/bin/chromium for the headless check")
+@pytest.mark.parametrize("run", ["en_demo_run.json", "zh_demo_run.json"])
+def test_evidence_labels_clear_the_boxes_in_real_fonts(run: str, tmp_path: Path) -> None:
+    """Headless Chromium lays out the text of two recorded demo runs (CJK fonts for the Chinese one):
+    no edge label overlaps a box or another label, and each box holds its text."""
+    import re
+
+    from kgmind.graphs.evidence_svg import evidence_svg
+    from kgmind.models import Evidence
+
+    data = json.loads((SHOW_FIX / run).read_text(encoding="utf-8"))
+    svg = evidence_svg([Evidence.model_validate(e) for e in data["selected_evidence"]])
+    page = tmp_path / "measure.html"
+    page.write_text(
+        f'<!DOCTYPE html><html><head><meta charset="utf-8"></head><body>{svg}{_MEASURE}</body></html>'
+    )
+    flags = [*HEADLESS, f"--user-data-dir={tmp_path / 'profile'}"]
+    dom = _chromium_dom(page, flags)
+    found = re.findall(r'<pre id="measured">(\{.*?)</pre>', dom, re.S)  # not the script's own template
+    assert found, dom[-2000:]
+    measured = json.loads(found[-1].replace("&quot;", '"'))
+    edges = {tuple(t) for e in data["selected_evidence"] for t in e["triples"]}
+    assert measured["labels"] == len(edges) and measured["boxes"] > 0
+    assert measured["bad"] == []

@@ -9,9 +9,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from kgmind.models import Entity, Relation
+from kgmind.stores.columns import RelationColumns
 from kgmind.stores.factory import close_all_stores, open_store
 from kgmind.stores.feedback import apply_verdicts, restore_dispute
 from kgmind.stores.ladybug import LadybugStore
@@ -84,9 +86,10 @@ def test_feedback_moves_weights_not_degrees(store: LadybugStore) -> None:
 
 def test_a_disputed_edge_leaves_its_ends_degrees_and_a_restore_puts_it_back(store: LadybugStore) -> None:
     before = kept(store)
-    apply_verdicts(store, "a:N1:wrong", "a", [(FLU_FEVER, "wrong")], source="kg flag")
-    assert kept(store) == before  # one flag disputes nothing (DISPUTE_RULE)
+    apply_verdicts(store, "a:N1:right", "a", [(FLU_FEVER, "right")], source="kg flag")
     apply_verdicts(store, "b:N1:wrong", "b", [(FLU_FEVER, "wrong")], source="kg flag")
+    assert kept(store) == before  # a flag against a confirmation disputes nothing (DISPUTE_RULE = (1, 1))
+    apply_verdicts(store, "c:N1:wrong", "c", [(FLU_FEVER, "wrong")], source="kg flag")
     assert FLU_FEVER in store.disputed_relations()
     assert kept(store)[FLU.id] == (2, {"has_symptom": (1, 0), "treated_by": (1, 0)})
     assert kept(store)[FEVER.id] == (0, {})
@@ -127,3 +130,34 @@ def test_bounded_reads_keep_k_edges_per_node_type_and_direction_heaviest_then_mo
     assert [r.head for _, r, *_ in store.bounded_edges([COUGH.id], 5)] == [COLD.id, FLU.id]
     assert store.bounded_edges([COUGH.id], 5, hidden={RELS[1].id})[0][1].head == COLD.id
     assert len(store.bounded_edges([COUGH.id], 5, hidden={RELS[1].id})) == 1
+
+
+def _columns(entities: list[Entity], rels: list[Relation]) -> RelationColumns:
+    ids = [e.id for e in entities]
+    types = sorted({r.type for r in rels})
+    return RelationColumns(
+        ids,
+        np.array([ids.index(r.head) for r in rels], dtype=np.int32),
+        np.array([types.index(r.type) for r in rels], dtype=np.int32),
+        np.array([ids.index(r.tail) for r in rels], dtype=np.int32),
+        np.ones(len(rels)),
+        types,
+    )
+
+
+def test_a_columnar_import_counts_degrees_fresh_and_onto_stored_edges(tmp_path: Path) -> None:
+    close_all_stores()
+    s = LadybugStore(tmp_path / "cols")
+    try:
+        every = [FLU, COLD, FEVER, COUGH, RASH, ASPIRIN]
+        s.bulk_load_columns(every, _columns(every, RELS[:3]))  # a fresh store: every degree counted
+        assert kept(s)[COUGH.id] == (2, {"has_symptom": (0, 2)})
+        assert kept(s) == counted(s)
+        # onto stored edges: one already stored (not counted twice), two new
+        more = [RELS[0], RELS[3], Relation(head=COLD.id, type="has_symptom", tail=RASH.id)]
+        s.bulk_load_columns([], _columns(every, more))
+        assert kept(s)[FLU.id] == (3, {"has_symptom": (2, 0), "treated_by": (1, 0)})
+        assert kept(s)[RASH.id] == (1, {"has_symptom": (0, 1)})
+        assert kept(s) == counted(s)
+    finally:
+        s.close()

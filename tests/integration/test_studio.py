@@ -23,7 +23,7 @@ def studio(tmp_path: Path) -> Iterator[str]:
     import kgmind.importers.demo_store  # noqa: F401 - a broken import must fail, not skip
 
     try:
-        with langgraph_dev(tmp_path / "home", tmp_path / "server.log") as server:
+        with langgraph_dev(tmp_path / "home", tmp_path / "server.log", cwd=tmp_path) as server:
             yield server.url
     except FileNotFoundError:
         pytest.skip("langgraph-cli is not installed")

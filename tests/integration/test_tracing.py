@@ -177,5 +177,7 @@ def test_runs_for_every_node_reach_local_endpoint(
     assert selected and metadata(selected[0])["kgmind_evidence_ids"] == ids
     reason_llm = [r for r in capture.runs if r.get("name") == "reason_mindmap_llm"]
     assert metadata(reason_llm[0])["kgmind_evidence_ids"] == ids
+    bounds = metadata(reason_llm[0])["kgmind_list_bounds"]  # what the status line counts lists by
+    assert "inference_chain" in bounds and all(0 <= low <= high for low, high in bounds.values())
     node_runs = [r for r in capture.runs if r.get("name") == "explore_paths"]
     assert metadata(node_runs[0]).get("langgraph_node") == "explore_paths"

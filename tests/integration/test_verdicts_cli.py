@@ -71,7 +71,9 @@ def test_flag_a_claim_once_then_already_applied(stored_run: dict[str, Any]) -> N
     assert res.exit_code == 0, res.output
     assert f"claim {claim} wrong: {len(edges)} edge(s)" in res.stdout and "rating poor" in res.stdout
     rows = [v for v in store.verdict_log() if v.feedback_id == f"{stored_run['run_id']}:{claim}:wrong"]
-    assert sorted(v.relation_id for v in rows) == sorted(edges) and {v.source for v in rows} == {"cli"}
+    twins = {t for ts in store.relation_twins(edges).values() for t in ts}
+    assert sorted(v.relation_id for v in rows) == sorted({*edges, *twins})
+    assert {v.source for v in rows} == {"cli"}
     before = _state(store)
     again = runner.invoke(app, ["feedback", stored_run["run_id"], "--wrong", claim.lower()])
     assert again.exit_code == 0 and "already applied" in again.stdout

@@ -197,3 +197,78 @@ def test_verdicts_from_another_process_count_once(store: GraphStore, tmp_path: P
     assert again.disputes_version() == version
     assert again.disputed_relations()[FEVER].runs == ["a", "b"]
     assert apply_verdicts(again, "b:N1:wrong", "b", [(FEVER, "wrong")], source="cli").already_applied
+
+
+@pytest.fixture
+def both_ways(tmp_path: Path) -> Iterator[tuple[GraphStore, dict[str, str]]]:
+    """A KG storing each fact twice (``has_symptom`` and its inverse ``possible_disease``), as EMCKG does."""
+    close_all_stores()
+    s = open_store(f"ladybug:{tmp_path / 'kg2'}", create=True)
+    back = [Relation(head=t.id, type="possible_disease", tail=FLU.id) for t in TAILS]
+    s.bulk_load([FLU, *TAILS], RELS + back)
+    yield s, {r.id: b.id for r, b in zip(RELS, back, strict=True)}
+    close_all_stores()
+
+
+def test_a_flag_on_either_reading_of_a_fact_counts_for_the_fact(
+    both_ways: tuple[GraphStore, dict[str, str]],
+) -> None:
+    store, twin = both_ways
+    twins = store.relation_twins([FEVER, twin[FEVER], "r-unknown"])
+    assert twins == {FEVER: [twin[FEVER]], twin[FEVER]: [FEVER]}
+    one = apply_verdicts(store, "a:N1:wrong", "a", [(FEVER, "wrong")], source="cli")
+    assert one.verdicts == [(FEVER, "wrong"), (twin[FEVER], "wrong")]
+    assert {c.relation_id for c in one.changes} == {FEVER}  # the twin: Fever's only out-edge
+    assert {r.relation_id for r in store.verdict_log()} == {FEVER, twin[FEVER]}
+    assert set(store.disputed_relations()) == {FEVER, twin[FEVER]}  # one unconfirmed flag hides the fact
+    apply_verdicts(store, "b:N4:right", "b", [(twin[FEVER], "right")], source="cli")  # the other reading
+    assert store.disputed_relations() == {}  # a confirmation of either reading outweighs the flag
+    apply_verdicts(store, "c:N4:wrong", "c", [(twin[FEVER], "wrong")], source="cli")
+    assert {k: v.wrong for k, v in store.disputed_relations().items()} == {FEVER: 2, twin[FEVER]: 2}
+    assert store.dispute_states([COUGH, twin[COUGH]])[twin[COUGH]].wrong == 0
+    # a feedback judging both readings itself keeps its own verdicts; a confirmation reaches the twin
+    mixed = apply_verdicts(store, "d:N2:mixed", "d", [(COUGH, "right"), (twin[RASH], "wrong")], source="cli")
+    assert sorted(mixed.verdicts) == sorted(
+        [(COUGH, "right"), (twin[COUGH], "right"), (twin[RASH], "wrong"), (RASH, "wrong")]
+    )
+    assert store.restore(twin[FEVER], source="curator") is True  # undoing one reading undoes the fact
+    assert set(store.disputed_relations()) == {RASH, twin[RASH]}
+    assert [r.verdict for r in store.verdict_log([FEVER, twin[FEVER]])][-2:] == ["restore", "restore"]
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("", (1, 1)), ("2,1", (2, 1)), (" 3 2 ", (3, 2))],
+)
+def test_a_deployment_sets_the_dispute_rule(
+    store: GraphStore, monkeypatch: pytest.MonkeyPatch, value: str, expected: tuple[int, int]
+) -> None:
+    """KGMIND_DISPUTE_RULE is read by every dispute state (a curation team may want two flags)."""
+    from kgmind.settings import reload_settings
+    from kgmind.stores.disputes import active_rule
+
+    monkeypatch.setenv("KGMIND_DISPUTE_RULE", value)
+    reload_settings()
+    try:
+        rule = active_rule()
+        assert (rule.min_wrong, rule.margin) == expected
+        apply_verdicts(store, "a:N1:wrong", "a", [(FEVER, "wrong")], source="cli")
+        assert (FEVER in store.disputed_relations()) == (expected[0] == 1)
+        apply_verdicts(store, "b:N1:wrong", "b", [(FEVER, "wrong")], source="cli")
+        assert (FEVER in store.disputed_relations()) == (expected[0] <= 2 and expected[1] <= 2)
+    finally:
+        monkeypatch.delenv("KGMIND_DISPUTE_RULE")
+        reload_settings()
+
+
+@pytest.mark.parametrize("value", ["2", "0,1", "a,b", "1,2,3"])
+def test_a_bad_dispute_rule_is_an_error_naming_it(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    from kgmind.settings import SettingsError, reload_settings
+
+    monkeypatch.setenv("KGMIND_DISPUTE_RULE", value)
+    try:
+        with pytest.raises(SettingsError, match="KGMIND_DISPUTE_RULE"):
+            reload_settings()
+    finally:
+        monkeypatch.delenv("KGMIND_DISPUTE_RULE")
+        reload_settings()

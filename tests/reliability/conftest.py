@@ -7,6 +7,7 @@ NER are real; only the vectors are cheap), so the whole suite stays fast on 2 co
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 from collections.abc import Iterator
@@ -23,6 +24,15 @@ from rel_harness import (  # noqa: E402
     install_hash_embeddings,
     load_demo,
 )
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Write the fuzz tests' tally (``--fuzz-counts=FILE``) when any fuzz case ran."""
+    from fuzz_strategies import outcome_table
+
+    path = session.config.getoption("--fuzz-counts", default=None)
+    if path and outcome_table():
+        Path(path).write_text(json.dumps(outcome_table(), ensure_ascii=False, indent=2) + "\n")
 
 
 @pytest.fixture(autouse=True)

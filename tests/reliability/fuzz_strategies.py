@@ -6,6 +6,9 @@ mix the demo KG's, hostile ones (quotes, backticks, Cypher) and generated text, 
 values of the wrong type and JSON objects with repeated keys. :func:`damaged` then hands
 it in as bytes, whole or truncated, in UTF-8, UTF-16, GBK or Latin-1, with a BOM, CRLF
 line ends, NUL or random bytes spliced in, or replaced by random bytes or nothing.
+
+:func:`count_outcome` tallies what each case did (``pytest --fuzz-counts=FILE`` writes
+the tally, per input kind, when the session ends): the counts of a long run.
 """
 
 from __future__ import annotations
@@ -13,11 +16,35 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 from hypothesis import strategies as st
 from rel_harness import HOSTILE_NAMES, HOSTILE_REL_TYPES
+
+#: ``(input kind, outcome)`` → cases, over the session (:func:`count_outcome`).
+OUTCOMES: Counter[tuple[str, str]] = Counter()
+
+
+def count_outcome(kind: str, outcome: str) -> None:
+    """Tally one case of ``kind`` (``import:triples``, ``resume payload`` …) that ended in ``outcome``.
+
+    Called after the case's checks passed, so a failure outcome counts a case whose
+    "nothing was written" check held.
+    """
+    OUTCOMES[(kind, outcome)] += 1
+
+
+def outcome_table() -> dict[str, dict[str, int]]:
+    """The tally as ``{kind: {outcome: cases, "total": cases}}``."""
+    table: dict[str, dict[str, int]] = {}
+    for (kind, outcome), n in sorted(OUTCOMES.items()):
+        row = table.setdefault(kind, {"total": 0})
+        row[outcome] = n
+        row["total"] += n
+    return table
+
 
 #: A big field: past the csv module's default field limit (128 KiB) and any sane cell.
 HUGE = "x" * 200_000

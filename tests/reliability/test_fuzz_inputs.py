@@ -8,8 +8,9 @@ message, exit code 1 or 2 and no traceback, and then the store is byte-identical
 (:func:`rel_harness.full_dump`: content, weights, audit and verdict logs, dispute states,
 schema overrides, fingerprint) and a store that did not exist was not created. A command
 that succeeded wrote, so the store is copied back from the template before the next
-example. Case counts: the ``ci`` profile (default) runs a seeded 25 per test, ``long`` 500
-(``tests/conftest.py``).
+example. Case counts: the ``ci`` profile (default) runs a seeded 25 per test (the import
+test is one test per format), ``long`` 500 (``tests/conftest.py``); ``--fuzz-counts=FILE``
+writes how many cases of each kind succeeded and how many failed with the store unchanged.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 import pytest
 from fuzz_strategies import (
     chatdoctor_doc,
+    count_outcome,
     damaged,
     qasystem_doc,
     recrawl_doc,
@@ -88,8 +90,13 @@ def fuzz_store(demo_template: Path, tmp_path: Path) -> Iterator[FuzzStore]:
     clear_caches()
 
 
-def check_outcome(res: Any, store: FuzzStore, *, one_line: bool = True) -> bool:
+def check_outcome(
+    res: Any, store: FuzzStore, kind: str, *, one_line: bool = True, tally: bool = True
+) -> bool:
     """Assert the command succeeded or failed cleanly; on failure, that the store is unchanged.
+
+    The case is tallied under ``kind`` (:func:`fuzz_strategies.count_outcome`) once its checks
+    held, unless ``tally`` is off (the caller checks more and tallies the case itself).
 
     Returns:
         Whether the command succeeded (the store may have changed: restore it).
@@ -98,12 +105,15 @@ def check_outcome(res: Any, store: FuzzStore, *, one_line: bool = True) -> bool:
         raise AssertionError(f"uncaught {type(res.exception).__name__}: {res.exception}") from res.exception
     assert "Traceback" not in res.output
     if res.exit_code == 0:
+        count_outcome(kind, "succeeded")
         return True
     assert res.exit_code in (1, 2), res.output
     assert res.output.startswith("error: "), res.output[:500]
     if one_line:
         assert len(res.output.strip().splitlines()) == 1, res.output[:500]
     assert store.unchanged(), "a failed command changed the store"
+    if tally:
+        count_outcome(kind, f"failed (exit {res.exit_code}), store unchanged")
     return False
 
 
@@ -114,24 +124,29 @@ def _import(path: Path, fmt: str, uri: str, *extra: str) -> Any:
 # -- KG import files ---------------------------------------------------------------------------
 
 
-@st.composite
-def import_files(draw: st.DrawFn) -> tuple[str, bytes]:
-    fmt = draw(st.sampled_from(sorted(DOCS)))
-    return fmt, draw(damaged(DOCS[fmt]))
-
-
-@given(case=import_files())
-@example(case=("triples", b"Flu,has_symptom," + b"x" * 200_000 + b"\n")).via("a field past the csv limit")
-def test_fuzzed_import_file_succeeds_or_fails_cleanly(case: tuple[str, bytes], fuzz_store: FuzzStore) -> None:
-    fmt, data = case
-    path = fuzz_store.file(data, "medical_1.json" if fmt == "recrawl-json" else "kg.csv")
-    if check_outcome(_import(path, fmt, fuzz_store.uri), fuzz_store):
+@pytest.mark.parametrize("fmt", sorted(DOCS))
+@given(data=st.data())
+@example(data=None).via("a field past the csv limit")
+def test_fuzzed_import_file_succeeds_or_fails_cleanly(fmt: str, data: Any, fuzz_store: FuzzStore) -> None:
+    if data is None:
+        if fmt != "triples":
+            return
+        body = b"Flu,has_symptom," + b"x" * 200_000 + b"\n"
+    else:
+        body = data.draw(damaged(DOCS[fmt]), label="file")
+    path = fuzz_store.file(body, "medical_1.json" if fmt == "recrawl-json" else "kg.csv")
+    res = _import(path, fmt, fuzz_store.uri)
+    if check_outcome(res, fuzz_store, f"import file ({fmt})", tally=False):
         assert open_store(fuzz_store.uri).stats().relations_total >= 1
+        count_outcome(f"import file ({fmt})", "succeeded")
         fuzz_store.restore()
         return
     fresh = fuzz_store.root / "fresh"
-    res = _import(path, fmt, f"ladybug:{fresh}")
-    assert res.exit_code in (1, 2) and not fresh.exists(), "a bad file created a store"
+    again = _import(path, fmt, f"ladybug:{fresh}")
+    assert again.exit_code in (1, 2) and not fresh.exists(), "a bad file created a store"
+    count_outcome(
+        f"import file ({fmt})", f"failed (exit {res.exit_code}), store unchanged, no new store created"
+    )
 
 
 # -- --schema files ----------------------------------------------------------------------------
@@ -144,7 +159,9 @@ SCHEMA_KG = b"Flu,presents_with,Fever\nFlu,treats_with,Rest\nCold,presents_with,
 def test_fuzzed_schema_file_succeeds_or_fails_cleanly(data: bytes, fuzz_store: FuzzStore) -> None:
     kg = fuzz_store.file(SCHEMA_KG, "kg.csv")
     schema = fuzz_store.file(data, "schema.txt")
-    if check_outcome(_import(kg, "triples", fuzz_store.uri, "--schema", str(schema)), fuzz_store):
+    if check_outcome(
+        _import(kg, "triples", fuzz_store.uri, "--schema", str(schema)), fuzz_store, "schema file"
+    ):
         assert open_store(fuzz_store.uri).stats().relations_total > 0
         fuzz_store.restore()
 
@@ -179,7 +196,7 @@ def test_fuzzed_verdict_file_succeeds_or_fails_cleanly(
     path = fuzz_store.file(body, "verdicts.jsonl")
     res = runner.invoke(app, ["kg", "flag", "--file", str(path), "--store", fuzz_store.uri, "--json"])
     # one error message that lists every bad line (``FILE:LINE: why``), so not one line
-    succeeded = check_outcome(res, fuzz_store, one_line=False)
+    succeeded = check_outcome(res, fuzz_store, "verdict file", one_line=False)
     if data is None:
         assert succeeded, res.output
     if succeeded:

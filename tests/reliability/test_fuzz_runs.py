@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fuzz_strategies import HUGE, json_values, odd_text
+from fuzz_strategies import HUGE, count_outcome, json_values, odd_text
 from hypothesis import example, given
 from hypothesis import strategies as st
 from langgraph.errors import EmptyInputError, InvalidUpdateError
@@ -130,12 +130,16 @@ def any_payloads(draw: st.DrawFn, claims: list[str]) -> Any:
     )
 
 
-def check_resume(paused: PausedRun, payload: Any) -> bool:
-    """Resume with ``payload``; assert it finished or paused again cleanly. Returns whether it finished."""
+def check_resume(paused: PausedRun, payload: Any, kind: str) -> bool:
+    """Resume with ``payload``; assert it finished or paused again cleanly. Returns whether it finished.
+
+    The case is tallied under ``kind`` (:func:`fuzz_strategies.count_outcome`) once its checks held.
+    """
     out = paused.resume(payload)
     interrupts = out.get("__interrupt__")
     if not interrupts:
         assert out.get("feedback", {}).get("source") == "human"
+        count_outcome(kind, "finished the run")
         return True
     ask = interrupts[0].value
     # LangGraph reads a dict resume as {interrupt id: value}; an empty one resumes nothing, so
@@ -149,15 +153,29 @@ def check_resume(paused: PausedRun, payload: Any) -> bool:
     assert now == [row for row in paused.rows if row[0] == "checkpoints"], (
         "a rejected payload wrote a checkpoint"
     )
+    count_outcome(kind, "paused again, store, state and checkpoints unchanged")
     return False
 
 
+#: Payloads that were bugs, each a regression example.
+KNOWN_BAD: dict[str, Any] = {
+    "claim list a number": {"wrong": 5},
+    "int past 64 bits": -9_223_512_774_343_131_136,
+}
+
+
 @given(data=st.data())
-@example(data=None).via("a claim list that is a number")
+@example(data="claim list a number").via("a claim list that is a number (failed the run with a TypeError)")
+@example(data="int past 64 bits").via(
+    "msgpack refused it: a TypeError while LangGraph wrote the resume value"
+)
 def test_fuzzed_resume_payload_finishes_or_pauses_again_cleanly(data: Any, paused: PausedRun) -> None:
-    payload = {"wrong": 5} if data is None else data.draw(any_payloads(paused.claims), label="payload")
+    if isinstance(data, str):
+        payload = KNOWN_BAD[data]
+    else:
+        payload = data.draw(any_payloads(paused.claims), label="payload")
     try:
-        check_resume(paused, payload)
+        check_resume(paused, payload, "resume payload (any)")
     finally:
         paused.restore()
 
@@ -166,7 +184,9 @@ def test_fuzzed_resume_payload_finishes_or_pauses_again_cleanly(data: Any, pause
 def test_valid_resume_payload_finishes_the_run(data: st.DataObject, paused: PausedRun) -> None:
     payload = data.draw(valid_payloads(paused.claims), label="payload")
     try:
-        assert check_resume(paused, payload), f"a valid payload was refused: {payload!r}"
+        assert check_resume(paused, payload, "resume payload (valid)"), (
+            f"a valid payload was refused: {payload!r}"
+        )
     finally:
         paused.restore()
 
@@ -232,12 +252,14 @@ def test_fuzzed_graph_input_answers_or_raises_a_documented_error(
         StoreError,
         InvalidUpdateError,
         EmptyInputError,
-    ):  # the last two: LangGraph's
-        pass
+    ) as exc:  # the last two: LangGraph's
+        outcome = f"raised {type(exc).__name__}, store unchanged"
     else:
         assert isinstance(out.get("answer"), str)
         assert not unknown_mode, f"mode {fields['mode']!r} was accepted"
+        outcome = "answered, store unchanged"
     assert fuzz_store.unchanged(), "a run with feedback off changed the store"
+    count_outcome("graph input (SDK)", outcome)
 
 
 @pytest.fixture

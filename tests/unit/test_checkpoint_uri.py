@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from kgmind.cli import app
 from kgmind.graphs.checkpoint import (
+    PLAIN_JSON,
     CheckpointUnavailableError,
     get_checkpointer,
     load_run_state,
@@ -127,3 +128,21 @@ def test_cli_unknown_run_names_the_database(tmp_path: Path) -> None:
     res = runner.invoke(app, ["show", "r1", "--checkpoint", f"sqlite:{tmp_path / 'ck.sqlite'}"])
     assert res.exit_code == 1
     assert f"no run with that id in {tmp_path / 'ck.sqlite'}" in res.stderr
+
+
+@pytest.mark.parametrize(
+    "value", [2**70, -(2**64), {"rating": 2**64, "wrong": ["N1", 2**65]}, [1, "a", None, 2**100]]
+)
+def test_values_msgpack_refuses_round_trip_as_plain_json(value: object, tmp_path: Path) -> None:
+    """An integer past 64 bits (a client's resume value) is stored, and read back unchanged."""
+    serde = get_checkpointer(f"sqlite:{tmp_path / 'c.sqlite'}").serde
+    kind, data = serde.dumps_typed(value)
+    assert kind == PLAIN_JSON
+    assert serde.loads_typed((kind, data)) == value
+
+
+def test_a_value_neither_msgpack_nor_json_holds_is_still_refused(tmp_path: Path) -> None:
+    serde = get_checkpointer(f"sqlite:{tmp_path / 'c.sqlite'}").serde
+    with pytest.raises(TypeError):
+        serde.dumps_typed({"n": 2**70, "x": object()})
+    assert serde.dumps_typed({"n": 1})[0] == "msgpack"  # everything else as LangGraph writes it

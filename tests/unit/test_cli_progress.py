@@ -40,6 +40,19 @@ def test_status_line_says_the_answer_json_in_words() -> None:
     assert status.__rich__().plain.endswith("choosing diagnosis 1: Infl…")
 
 
+def test_status_line_counts_a_list_by_the_bounds_in_the_calls_metadata() -> None:
+    """reason_mindmap's model call carries its schema's list bounds; the line says "test 2 of 3-4"."""
+    status = NodeStatus(Console(file=io.StringIO(), width=120), language="en")
+    meta = {"langgraph_node": "reason_mindmap", "kgmind_list_bounds": {"Influenza/tests": [3, 4]}}
+    piece = '{"diagnoses": [{"disease": "Influenza", "tests": ["Rapid test", "PC'
+    update_status(status, "messages", (SimpleNamespace(content=piece, id="m1"), meta))
+    assert status.__rich__().plain.endswith("choosing test 2 of 3-4 for Influenza: PC…")
+    # a call without bounds (the hypothesis) counts what it has so far
+    status.end("reason_mindmap")
+    update_status(status, "messages", (SimpleNamespace(content=piece, id="m2"), {"langgraph_node": "x"}))
+    assert status.__rich__().plain.endswith("choosing test 2 for Influenza (1 so far): PC…")
+
+
 def test_status_line_in_chinese() -> None:
     status = NodeStatus(Console(file=io.StringIO(), width=100), language="zh")
     status.start("reason_mindmap")

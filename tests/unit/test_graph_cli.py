@@ -119,6 +119,8 @@ def test_wiring_ask_json_contract(cli_world: dict[str, Any]) -> None:
         "text": "Fever may be a sign of Flu.",
         "relation_ids": ["r1"],
         "triples": [["Fever", "possible_disease", "Flu"]],
+        "entity_types": {},  # what the exploring tool knew (none in this fake world)
+        "readings": {},
     }
     assert out["grounding"]["flagged"] == []
     ids = {e["id"] for e in out["selected_evidence"]}

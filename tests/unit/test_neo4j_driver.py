@@ -804,7 +804,7 @@ def test_restore_locks_reads_and_writes_only_a_disputed_edge(h: Harness) -> None
         "source": "curator",
     }
     h.tx.run.reset_mock()
-    h.tx_answers[q.VERDICTS] = lambda p: [_verdict_row("a", "wrong", "1")]  # one flag: not disputed
+    h.tx_answers[q.VERDICTS] = lambda p: [_verdict_row("a", "wrong", "1"), _verdict_row("b", "right", "2")]
     assert h.store.restore(R_FEVER.id, source="curator") is False
     assert h.tx_queries() == [q.LOCK_HEADS, q.VERDICTS]
 

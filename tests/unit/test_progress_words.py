@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -77,18 +78,21 @@ def test_mid_string() -> None:
 
 def test_mid_array() -> None:
     assert progress_words(_cut(EN, '"tests": ["Rapid influenza diagnostic test", "Influenza P'), "en") == (
-        "choosing test 2 for Influenza: Influenza P…"
+        "choosing test 2 for Influenza (1 so far): Influenza P…"
     )
     assert (
         progress_words(_cut(EN, '"Rapid influenza diagnostic test",'), "en")
-        == "choosing test 2 for Influenza…"
+        == "choosing test 2 for Influenza (1 so far)…"
     )
     assert progress_words(_cut(EN, '"medications": ['), "en") == "choosing medication 1 for Influenza…"
-    assert progress_words(_cut(EN, '{"disease": "Pneu'), "en") == "choosing diagnosis 2: Pneu…"
+    assert progress_words(_cut(EN, '{"disease": "Pneu'), "en") == "choosing diagnosis 2 (1 so far): Pneu…"
     assert progress_words(_cut(EN, '"children": [{"label": "Infl'), "en") == (
         "drawing the mind map: branch 1: Infl…"
     )
-    assert progress_words(_cut(ZH, '"tests": ["血常规", "胸部'), "zh") == "正在为感冒选择第 2 项检查：胸部…"
+    assert (
+        progress_words(_cut(ZH, '"tests": ["血常规", "胸部'), "zh")
+        == "正在为感冒选择第 2 项检查（已选 1 项）：胸部…"
+    )
     assert progress_words(_cut(ZH, '"medications": ["对乙'), "zh") == "正在为感冒选择第 1 种药物：对乙…"
     # a closed list is said as it ended, not as if it started again
     assert (
@@ -100,7 +104,7 @@ def test_finished_answer_and_the_hypothesis_call() -> None:
     assert progress_words(EN, "en") == "answer written" and progress_words(ZH, "zh") == "答案已写完"
     hyp = '{"hypothesis": "Influenza is likely", "entities": ["fever", "cou'
     assert progress_words(_cut(hyp, '"Influenza is'), "en") == "writing a first answer: Influenza is…"
-    assert progress_words(hyp, "en") == "naming entity 2: cou…"
+    assert progress_words(hyp, "en") == "naming entity 2 (1 so far): cou…"
     assert progress_words('```json\n{"summary": "Fl', "en") == "writing the summary: Fl…"  # a fence first
     assert progress_words('{"findings_of_note": "x', "en") == "writing the findings of note: x…"
 
@@ -132,12 +136,12 @@ def test_scan_tracks_keys_items_and_finished_values() -> None:
     assert cur.text == "Inf" and not cur.in_key and not cur.done
 
 
-def _steps(record: str) -> list[str]:
+def _steps(record: str, bounds: dict[str, Any] | None = None) -> list[str]:
     """The steps said while the recorded output is written, character by character (details left out)."""
     data = json.loads((FIX / record).read_text(encoding="utf-8"))
     text, steps = data["output"], []
     for end in range(1, len(text) + 1):
-        step = progress_words(text[:end], data["language"]).split(": ")[0].split("：")[0].rstrip("…")
+        step = progress_words(text[:end], data["language"], bounds).split(": ")[0].split("：")[0].rstrip("…")
         if not steps or steps[-1] != step:
             steps.append(step)
     return steps
@@ -152,10 +156,10 @@ def test_real_local_model_answers_are_said_step_by_step() -> None:
         "drawing the mind map",
         "choosing diagnosis 1",
         "choosing test 1 for Influenza",
-        "choosing test 2 for Influenza",
+        "choosing test 2 for Influenza (1 so far)",
         "choosing medication 1 for Influenza",
         "choosing diagnosis 1",
-        "choosing diagnosis 2",
+        "choosing diagnosis 2 (1 so far)",
         "adding a point of the model's own knowledge",
         "writing the summary",
         "answer written",
@@ -168,6 +172,51 @@ def test_real_local_model_answers_are_said_step_by_step() -> None:
         "正在画思维导图",
         "正在选择第 1 个诊断",
     ]
-    assert "正在为感冒选择第 4 项检查" in zh and "正在为感冒选择第 1 种药物" in zh
+    assert "正在为感冒选择第 4 项检查（已选 3 项）" in zh and "正在为感冒选择第 1 种药物" in zh
     assert zh[-3:] == ["正在补充模型自身的知识", "正在写总结", "答案已写完"]
     assert _steps("zh_generate_hypothesis.json")[1:3] == ["正在写初步答案", "正在列出第 1 个实体"]
+
+
+def _flu_bounds() -> dict[str, tuple[int, int]]:
+    """The list bounds of a real answer schema: influenza with three tests and a drug, then pneumonia."""
+    from evidence_fixtures import workup_item
+    from kgmind.models import normalize_name
+    from kgmind.prompts.grounded import build_answer_schema, list_bounds
+
+    flu_tests = ["Rapid influenza diagnostic test", "Influenza PCR test", "Chest X-ray"]
+    evidence = [
+        workup_item("N1", "Influenza workup.", "Influenza", flu_tests, ["Oseltamivir"]),
+        workup_item("N2", "Pneumonia workup.", "Pneumonia", ["Sputum culture"], ["Amoxicillin"]),
+    ]
+    kinds = {"Influenza": "disease", "Pneumonia": "disease", "Oseltamivir": "medication"}
+    kinds |= {"Amoxicillin": "medication", "Sputum culture": "test"} | dict.fromkeys(flu_tests, "test")
+    return list_bounds(build_answer_schema(evidence, {normalize_name(n): t for n, t in kinds.items()}))
+
+
+def test_a_list_the_schema_bounds_is_said_as_n_of_its_size() -> None:
+    """With the schema's bounds the real recorded answer says "test 2 of 3-4", "diagnosis 2 of 2"."""
+    bounds = _flu_bounds()
+    assert bounds["diagnoses"] == (2, 2) and bounds["Influenza/tests"] == (3, 4)
+    assert bounds["Influenza/medications"] == (1, 1) and "Pneumonia/tests" not in bounds  # rank 2: named only
+    steps = _steps("en_reason_mindmap.json", bounds)
+    assert steps[steps.index("drawing the mind map") + 1 :][:6] == [
+        "choosing diagnosis 1 of 2",
+        "choosing test 1 of 3-4 for Influenza",
+        "choosing test 2 of 3-4 for Influenza",
+        "choosing medication 1 of 1 for Influenza",
+        "choosing diagnosis 1 of 2",
+        "choosing diagnosis 2 of 2",
+    ]
+    zh = _steps(
+        "zh_reason_mindmap.json", {"diagnoses": (2, 2), "感冒/tests": (3, 4), "感冒/medications": [1, 1]}
+    )
+    assert "正在为感冒选择第 2 项检查（共 3-4 项）" in zh and "正在为感冒选择第 1 种药物（共 1 种）" in zh
+    assert "正在选择第 2 个诊断（共 2 个）" in zh
+    # a list bounded below by nothing says its ceiling; an unknown list still counts what it has
+    assert progress_words('{"diagnoses": ["Flu", "Co', "en", {"diagnoses": (0, 3)}) == (
+        "choosing diagnosis 2 of up to 3: Co…"
+    )
+    assert (
+        progress_words('{"diagnoses": ["Flu", "Co', "zh", {"tests": (1, 3)})
+        == "正在选择第 2 个诊断（已选 1 个）：Co…"
+    )

@@ -352,3 +352,29 @@ def test_a_name_that_only_names_diseases_is_a_symptom_relation_only_if_it_shares
 )
 def test_name_words_beyond_snake_case(name: str, role: str | None, end: str | None) -> None:
     assert role_from_name(name) == (role, end)
+
+
+def test_twin_types_are_the_inverse_readings_of_one_fact() -> None:
+    """A flag on one stored reading of a fact must reach the other (issue 41): which types are twins."""
+    names = {"symptom": "presents_with", "test": "diagnosed_by", "treatment": "treated_with"}
+    back = {"symptom": "sign_of", "test": "finds", "treatment": "cures"}
+    both = infer_schema(stats(edges(FACTS_EN, names) + edges(FACTS_EN, back, reverse=True)))
+    assert {k: both.twin_types(k) for k in [*names.values(), *back.values()]} == {
+        "presents_with": ["sign_of"],
+        "diagnosed_by": ["finds"],
+        "treated_with": ["cures"],
+        "sign_of": ["presents_with"],
+        "finds": ["diagnosed_by"],
+        "cures": ["treated_with"],
+    }
+    one_way = infer_schema(stats(edges(FACTS_EN, names)))
+    assert [one_way.twin_types(k) for k in names.values()] == [[], [], []]
+    other = RelationSchema(
+        {
+            "parent_of": RelationRole("parent_of", "other", "entity", "entity"),
+            "child_of": RelationRole("child_of", "other", "entity", "entity", how="inverse", via="parent_of"),
+            "sibling_of": RelationRole("sibling_of", "other", "entity", "entity"),
+        }
+    )
+    assert (other.twin_types("parent_of"), other.twin_types("child_of")) == (["child_of"], ["parent_of"])
+    assert other.twin_types("sibling_of") == [] and other.twin_types("unknown") == []

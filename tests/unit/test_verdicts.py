@@ -20,12 +20,14 @@ def rec(run: str, verdict: str, rid: str = "r1") -> VerdictRecord:
 # -- the dispute rule ---------------------------------------------------------------------------
 
 
-def test_one_mistaken_flag_never_disputes_and_a_confirmation_outweighs_it() -> None:
-    assert not DISPUTE_RULE.disputed(1, 0)  # one flag alone hides nothing
-    assert not DISPUTE_RULE.disputed(1, 1)
-    assert DISPUTE_RULE.disputed(2, 0)
+def test_one_flag_disputes_an_unconfirmed_edge_and_a_confirmation_outweighs_it() -> None:
+    assert DISPUTE_RULE.disputed(1, 0)  # one flag pulls an unconfirmed fact from view
+    assert not DISPUTE_RULE.disputed(1, 1)  # a single mistaken flag never hides a confirmed edge
+    assert not DISPUTE_RULE.disputed(0, 0)
     assert DISPUTE_RULE.disputed(2, 1)
     assert not DISPUTE_RULE.disputed(2, 2)  # as many confirmations as flags keep it shown
+    two = DisputeRule(min_wrong=2, margin=1)
+    assert not two.disputed(1, 0) and two.disputed(2, 0)
     strict = DisputeRule(min_wrong=3, margin=2)
     assert not strict.disputed(3, 2) and strict.disputed(4, 2)
 
@@ -49,9 +51,11 @@ def test_states_count_distinct_runs_and_a_restore_forgets_earlier_verdicts() -> 
     ]
     states = dispute_states(log, DISPUTE_RULE, ["r3"])
     assert (states["r1"].wrong, states["r1"].right, states["r1"].runs) == (2, 1, ["a", "b"])
-    assert states["r1"].disputed and not states["r2"].disputed
+    two = DisputeRule(min_wrong=2, margin=1)
+    assert states["r1"].disputed and states["r2"].disputed  # r2: one unconfirmed flag
+    assert not dispute_states(log, two)["r2"].disputed
     assert states["r3"].wrong == 0 and not states["r3"].disputed  # asked about, never judged
-    after = dispute_states([*log, rec("", "restore"), rec("d", "wrong")])
+    after = dispute_states([*log, rec("", "restore"), rec("d", "wrong")], two)
     assert (after["r1"].wrong, after["r1"].right, after["r1"].runs, after["r1"].disputed) == (
         1,
         0,

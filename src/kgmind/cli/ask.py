@@ -40,7 +40,8 @@ def result_dict(values: Mapping[str, Any]) -> dict[str, Any]:
 
     Returns:
         ``{run_id, question, answer, inference_chain, mind_map, selected_evidence:[{id, kind, text,
-        relation_ids}], grounding:{flagged, …}, llm_calls, timings_ms, flags}``.
+        relation_ids, triples, entity_types, readings}], grounding:{flagged, …}, llm_calls, timings_ms,
+        flags}`` (the types and readings place the entities of ``show --html``'s evidence subgraph).
 
     """
     evidence = []
@@ -53,6 +54,8 @@ def result_dict(values: Mapping[str, Any]) -> dict[str, Any]:
                 "text": data.get("text", ""),
                 "relation_ids": list(data.get("relation_ids") or []),
                 "triples": [list(t) for t in data.get("triples") or []],
+                "entity_types": dict(data.get("entity_types") or {}),
+                "readings": dict(data.get("readings") or {}),
             }
         )
     grounding = dict(values.get("grounding") or {})

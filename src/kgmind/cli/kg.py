@@ -135,17 +135,17 @@ def import_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary and report as JSON.")] = False,
 ) -> None:
     """Parse a KG file fully, load it into the store in one transaction, and report what it read."""
-    from kgmind.importers import ProgressTracker, check_result, get_parser, import_result
+    from kgmind.importers import ProgressTracker, check_result, get_parser, import_result, read_for_import
     from kgmind.relations import load_schema_file
     from kgmind.stores.factory import open_store
 
-    parser = get_parser(fmt)
+    get_parser(fmt)  # an unknown format fails before anything is read
     uri = resolve_store_uri(store, name)
     # read the schema file and parse everything first: bad input never creates or touches the store
     overrides = load_schema_file(schema) if schema is not None else None
     with ProgressTracker(progress and not as_json) as tracker:
         t0 = time.perf_counter()
-        result = parser(path, tracker)
+        result = read_for_import(path, fmt, tracker)
         parse_seconds = time.perf_counter() - t0
         check_result(result)
         summary = import_result(result, open_store(uri, create=True), tracker=tracker, overrides=overrides)

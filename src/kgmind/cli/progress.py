@@ -47,6 +47,7 @@ class NodeStatus:
         self.running: dict[str, float] = {}
         self.seen: list[str] = []
         self.written: dict[str, str] = {}
+        self.bounds: dict[str, Any] = {}  # per node: its answer schema's list bounds (call metadata)
         self._message: dict[str, str] = {}
         self._live: Any = None
 
@@ -63,12 +64,15 @@ class NodeStatus:
         """A node finished."""
         self.running.pop(node, None)
 
-    def token(self, text: str, node: str = "", message_id: str | None = None) -> None:
+    def token(self, text: str, node: str = "", message_id: str | None = None, bounds: Any = None) -> None:
         """``node``'s model wrote ``text`` (default: the node started last).
 
         A new ``message_id`` for the node is a new model call (a retry): its words start over.
+        ``bounds`` are the call's list bounds (``kgmind_list_bounds`` of its metadata), if any.
         """
         node = node or (max(self.running.items(), key=lambda kv: kv[1])[0] if self.running else "")
+        if bounds:
+            self.bounds[node] = bounds
         if message_id is not None and self._message.get(node) != message_id:
             self._message[node] = message_id
             self.written[node] = ""
@@ -82,7 +86,7 @@ class NodeStatus:
         line = Text.assemble(("⏵ ", "cyan"), (node, "bold"), f" {now - since:.1f} s")
         if len(self.running) > 1:
             line.append(f" (+{len(self.running) - 1} in parallel)", style="dim")
-        words = progress_words(self.written.get(node, ""), self.language)
+        words = progress_words(self.written.get(node, ""), self.language, self.bounds.get(node))
         if words:
             line.append(f"  {words}", style="dim")
         line.truncate(max(20, self.console.width - 1), overflow="ellipsis")
@@ -134,7 +138,7 @@ def update_status(status: NodeStatus, mode: str, chunk: Any) -> None:
         if text:
             node = str(meta.get("langgraph_node", ""))
             status.start(node)
-            status.token(text, node, getattr(message, "id", None))
+            status.token(text, node, getattr(message, "id", None), meta.get("kgmind_list_bounds"))
 
 
 def event_line(event: Mapping[str, Any], *, starts: bool = False) -> str | None:

@@ -9,10 +9,16 @@ a JSON library, because what matters is exactly what a repair throws away: which
 open, whether it is a key or a value, and how many items a list has begun.
 
 Fields not named here (a schema may grow) are said by their key, so the line never shows JSON.
+
+How many items a list will get is not in the text until the list closes. Where the schema the model
+is held to bounds it (:func:`kgmind.prompts.grounded.list_bounds`, passed as ``bounds``), the line
+says "choosing test 2 of 3-4 for Influenza"; without bounds it says how many are chosen so far:
+"choosing test 3 for Influenza (2 so far)".
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 __all__ = ["Cursor", "progress_words", "scan_partial_json"]
@@ -198,15 +204,37 @@ def _path(cur: Cursor) -> list[tuple[str, int, dict[str, str]]]:
     return out
 
 
-def _choice_words(key: str, n: int, owner: str, zh: bool) -> str:
+#: A list's bounds: ``(minItems, maxItems)`` by field, or by ``NAME/field`` inside item ``NAME``.
+Bounds = Mapping[str, Sequence[int]]
+
+
+def _count(key: str, n: int, bounds: Sequence[int] | None, zh: bool) -> str:
+    """How far a list is: "of 3-4" / "of up to 3" where bounded, else "(2 so far)" after the first."""
+    measure = CHOICES[key].split("/")[1][:1]
+    if bounds and len(bounds) == 2:
+        low, high = int(bounds[0]), int(bounds[1])
+        total = f"{high}" if low == high else (f"{low}-{high}" if low else "")
+        if zh:
+            return f"（共 {total} {measure}）" if total else f"（最多 {high} {measure}）"
+        return f" of {total}" if total else f" of up to {high}"
+    if n < 2:
+        return ""
+    return f"（已选 {n - 1} {measure}）" if zh else f" ({n - 1} so far)"
+
+
+def _choice_words(key: str, n: int, owner: str, zh: bool, bounds: Bounds) -> str:
     noun, noun_zh = CHOICES[key].split("/")
     verb, verb_zh = ("naming", "列出") if key == "entities" else ("choosing", "选择")
+    count = _count(key, n, bounds.get(f"{owner}/{key}" if owner else key), zh)
     if zh:
-        return f"正在为{owner}{verb_zh}第 {n} {noun_zh}" if owner else f"正在{verb_zh}第 {n} {noun_zh}"
-    return f"{verb} {noun} {n} for {owner}" if owner else f"{verb} {noun} {n}"
+        head = f"正在为{owner}{verb_zh}" if owner else f"正在{verb_zh}"
+        return f"{head}第 {n} {noun_zh}{count}"
+    if count.startswith(" of"):
+        return f"{verb} {noun} {n}{count}" + (f" for {owner}" if owner else "")
+    return f"{verb} {noun} {n}" + (f" for {owner}" if owner else "") + count
 
 
-def _step_words(path: list[tuple[str, int, dict[str, str]]], zh: bool) -> str:
+def _step_words(path: list[tuple[str, int, dict[str, str]]], zh: bool, bounds: Bounds) -> str:
     """The words of the innermost open field that has words (its parents say what it is about)."""
     key, n, _strings = path[0]
     if key == "inference_chain":
@@ -219,15 +247,15 @@ def _step_words(path: list[tuple[str, int, dict[str, str]]], zh: bool) -> str:
         inner = next(((k, m, s) for k, m, s in path[1:] if k in CHOICES), None)
         if inner is not None:  # a list inside an item (a diagnosis's tests): say whose
             owner = next((inner[2][k] for k in _NAME_KEYS if inner[2].get(k)), "")
-            return _choice_words(inner[0], inner[1], owner, zh)
-        return _choice_words(key, n, "", zh)
+            return _choice_words(inner[0], inner[1], owner, zh, bounds)
+        return _choice_words(key, n, "", zh, bounds)
     if key in FIELDS:
         return FIELDS[key][int(zh)]
     words = key.replace("_", " ")
     return f"正在写 {words}" if zh else f"writing the {words}"
 
 
-def progress_words(partial_json_text: str, language: str = "en") -> str:
+def progress_words(partial_json_text: str, language: str = "en", bounds: Bounds | None = None) -> str:
     """What the model has written so far, in words, from the partial JSON of its answer.
 
     Args:
@@ -235,10 +263,13 @@ def progress_words(partial_json_text: str, language: str = "en") -> str:
             mid-string, between list items). Text that holds no JSON is prose: its last words
             are returned.
         language: ``zh`` for Chinese words, anything else for English.
+        bounds: How many items each list may hold, from the answer's schema (``list_bounds``):
+            ``{"diagnoses": (2, 2), "Influenza/tests": (3, 4)}``; without them a list says how
+            many items it has so far.
 
     Returns:
         One line such as ``writing step 2 of the reasoning: fever and cough…``,
-        ``choosing test 2 for Influenza: Chest X-…`` or ``正在写总结：发热…``; the
+        ``choosing test 2 of 3-4 for Influenza: Chest X-…`` or ``正在写总结：发热…``; the
         empty string when nothing has been written. Never JSON.
 
     """
@@ -253,7 +284,7 @@ def progress_words(partial_json_text: str, language: str = "en") -> str:
     path = _path(cur)
     if not path:
         return _START[int(zh)] + "…"
-    words = _step_words(path, zh)
+    words = _step_words(path, zh, bounds or {})
     shown = "" if cur.in_key or path[-1][0] in ID_KEYS else _tail(cur.text)
     if not shown:
         return words + "…"

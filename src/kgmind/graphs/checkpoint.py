@@ -11,6 +11,7 @@ and the LangGraph server bring their own checkpointer and do not use this module
 from __future__ import annotations
 
 import functools
+import json
 import re
 import sqlite3
 from dataclasses import dataclass
@@ -26,9 +27,11 @@ from langgraph.graph.state import CompiledStateGraph
 from kgmind.settings import get_settings, kgmind_home, uri_path
 
 __all__ = [
+    "PLAIN_JSON",
     "SERDE_ALLOWED",
     "CheckpointURI",
     "CheckpointUnavailableError",
+    "RunSerializer",
     "checkpoint_path",
     "compile_persistent",
     "get_checkpointer",
@@ -131,8 +134,43 @@ def get_checkpointer(uri: str | None = None) -> BaseCheckpointSaver[Any]:
     return _open_sqlite(parsed.location)
 
 
+#: The type tag of a value stored as plain JSON (:class:`RunSerializer`).
+PLAIN_JSON = "kgmind-json"
+
+
+class RunSerializer(JsonPlusSerializer):
+    """LangGraph's serializer, allowing kgmind's own types, that also stores what msgpack cannot.
+
+    A client's resume value may hold an integer past 64 bits (``Command(resume=2**70)``);
+    msgpack refuses it, and LangGraph would raise while writing the value, before
+    ``request_feedback`` could answer "bad payload" and pause the run again (found by
+    fuzzing). Such a value is stored as plain JSON under its own tag and read back with
+    ``json.loads`` alone (no constructors, no pickle), so it reaches the node unchanged.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(allowed_msgpack_modules=SERDE_ALLOWED)
+
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+        """Msgpack as LangGraph writes it; plain JSON for a value msgpack refuses and JSON can hold."""
+        try:
+            return super().dumps_typed(obj)
+        except TypeError as exc:  # ormsgpack.MsgpackEncodeError
+            try:
+                data = json.dumps(obj).encode()
+            except (TypeError, ValueError):
+                raise exc from None
+            return PLAIN_JSON, data
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        """A value written by :meth:`dumps_typed`."""
+        if data[0] == PLAIN_JSON:
+            return json.loads(data[1])
+        return super().loads_typed(data)
+
+
 def _serde() -> JsonPlusSerializer:
-    return JsonPlusSerializer(allowed_msgpack_modules=SERDE_ALLOWED)
+    return RunSerializer()
 
 
 @functools.cache

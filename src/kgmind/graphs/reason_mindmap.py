@@ -37,6 +37,7 @@ from kgmind.prompts.grounded import (
     build_answer_schema,
     evidence_names,
     grounded_prompt,
+    list_bounds,
     render_conclusions,
 )
 from kgmind.prompts.mindmap import NO_EVIDENCE_EN, NO_EVIDENCE_ZH, mindmap_prompt
@@ -252,14 +253,17 @@ def run_reasoning(
     ids = [e.id for e in evidence]
     grounded = ctx.answer_schema == "grounded"
     types = answer_types(evidence, ctx) if grounded else {}
+    schema = build_answer_schema(evidence, types) if grounded else None
+    # the lists' bounds travel with the call, so a streaming client can say "test 2 of 3-4"
+    metadata = {"kgmind_evidence_ids": ids, "kgmind_list_bounds": list_bounds(schema) if schema else {}}
     with services.timed(node, timings):
         result = invoke_structured(
             services.get_llm(ctx, "reason"),
             GroundedAnswer if grounded else MindMapAnswer,
             messages,
             _parse_grounded if grounded else parse_mindmap_answer,
-            config={"run_name": f"{node}_llm", "metadata": {"kgmind_evidence_ids": ids}},
-            json_schema=build_answer_schema(evidence, types) if grounded else None,
+            config={"run_name": f"{node}_llm", "metadata": metadata},
+            json_schema=schema,
         )
     out: MindMapAnswer = result.value
     if result.used_fallback:

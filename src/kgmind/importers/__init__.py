@@ -31,13 +31,15 @@ from kgmind.importers.base import *  # noqa: F403 - the importer building blocks
 from kgmind.importers.base import ImportResult, ImportSummary, NoValidRowsError, Parser, ProgressTracker
 from kgmind.importers.chatdoctor import parse_chatdoctor
 from kgmind.importers.chinese import parse_qasystem_json, parse_recrawl_json
+from kgmind.importers.columnar import COLUMNAR_FORMATS, ColumnarResult, parse_columns, type_columns
 from kgmind.importers.demo import demo_kg_path, parse_demo
 from kgmind.importers.report import ImportReport, build_report
 from kgmind.importers.roles import type_by_roles
 from kgmind.importers.triples import parse_mindmap_tsv, parse_triples
 from kgmind.importers.vocab import INVERSE, RELATION_TYPES
 from kgmind.relations import RelationSchema
-from kgmind.stores.protocol import GraphStore
+from kgmind.stores.columns import load_columns
+from kgmind.stores.protocol import GraphStore, LoadReport
 
 __all__ = [
     "FORMATS",
@@ -45,6 +47,7 @@ __all__ = [
     "ImportReport",
     "RELATION_TYPES",
     *_base.__all__,
+    "ColumnarResult",
     "check_result",
     "demo_kg_path",
     "get_parser",
@@ -57,6 +60,7 @@ __all__ = [
     "parse_qasystem_json",
     "parse_recrawl_json",
     "parse_triples",
+    "read_for_import",
     "type_by_roles",
 ]
 
@@ -110,7 +114,24 @@ def parse(
     return result
 
 
-def check_result(result: ImportResult) -> None:
+def read_for_import(path: str | Path, fmt: str, tracker: ProgressTracker) -> ImportResult | ColumnarResult:
+    """Parse ``path`` as an import reads it: triple files as columns (:mod:`kgmind.importers.columnar`).
+
+    A triple file may hold millions of relations; read as columns it streams and never
+    becomes one object per relation. Other formats are parsed to objects.
+
+    Raises:
+        ValueError: Unknown format.
+        FileNotFoundError: ``path`` does not exist.
+    """
+    parser = get_parser(fmt)
+    key = fmt.strip().lower()
+    if key in COLUMNAR_FORMATS:
+        return parse_columns(path, key, tracker)
+    return parser(Path(path), tracker)
+
+
+def check_result(result: ImportResult | ColumnarResult) -> None:
     """Raise unless ``result`` holds at least one valid row.
 
     Raises:
@@ -145,7 +166,7 @@ def stored_roles(
 
 
 def import_result(
-    result: ImportResult,
+    result: ImportResult | ColumnarResult,
     store: GraphStore,
     *,
     tracker: ProgressTracker | None = None,
@@ -161,7 +182,7 @@ def import_result(
     cannot see (name sets, inverse pairs).
 
     Args:
-        result: The parsed KG (its entities are typed in place, once).
+        result: The parsed KG (its entities are typed in place, once), as objects or columns.
         store: The store to write to.
         tracker: Progress display.
         overrides: Relation roles a user gave (:func:`kgmind.relations.load_schema_file`).
@@ -173,11 +194,16 @@ def import_result(
 
     """
     check_result(result)
-    schema = type_by_roles(result, overrides)
+    columnar = isinstance(result, ColumnarResult)
+    schema = type_columns(result, overrides) if columnar else type_by_roles(result, overrides)  # type: ignore[arg-type]
     tracker = tracker or ProgressTracker(enabled=False)
     t0 = time.perf_counter()
     with tracker.status(f"writing {len(result.relations):,} relations to the store"):
-        report = store.bulk_load(result.entities, result.relations, result.docs)
+        report: LoadReport
+        if isinstance(result, ColumnarResult):
+            report = load_columns(store, result.entities.values(), result.relations)
+        else:
+            report = store.bulk_load(result.entities, result.relations, result.docs)
         store.set_schema_overrides(stored_roles(store.schema_overrides(), schema, overrides))
     load_seconds = time.perf_counter() - t0
     entity_types, relation_types = result.entity_counts(), result.relation_counts()
@@ -210,7 +236,10 @@ def import_kg(
     *,
     overrides: Mapping[str, Mapping[str, str]] | None = None,
 ) -> ImportSummary:
-    """Parse ``path`` fully, then load it into ``store`` with a single ``bulk_load`` (all or nothing).
+    """Parse ``path`` fully, then load it into ``store`` in one unit (all or nothing).
+
+    Triple files are read as columns and loaded in batches inside one transaction
+    (:func:`read_for_import`); other formats with one ``bulk_load``.
 
     Args:
         path: Input file (or directory for ``recrawl-json``).
@@ -229,10 +258,9 @@ def import_kg(
         StoreError: The store rejected the load.
 
     """
-    parser = get_parser(fmt)
     with ProgressTracker(progress) as tracker:
         t0 = time.perf_counter()
-        result = parser(Path(path), tracker)
+        result = read_for_import(path, fmt, tracker)
         parse_seconds = time.perf_counter() - t0
         summary = import_result(result, store, tracker=tracker, overrides=overrides)
     summary.parse_seconds = parse_seconds

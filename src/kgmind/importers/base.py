@@ -50,6 +50,7 @@ __all__ = [
     "check_path",
     "csv_records",
     "item_list",
+    "iter_csv_records",
 ]
 
 T = TypeVar("T")
@@ -427,14 +428,22 @@ def csv_records(path: Path, delimiter: str = ",") -> list[tuple[int, list[str]]]
         ValueError: The file cannot be read as CSV (a field past csv's 128 KiB limit hides the
             rows after it), naming the file and line.
     """
+    return list(iter_csv_records(path, delimiter))
+
+
+def iter_csv_records(path: Path, delimiter: str = ",") -> Iterator[tuple[int, list[str]]]:
+    """Each ``(line, row)`` of a CSV file as it is read (a file of 10M rows never sits in memory whole).
+
+    Raises:
+        ValueError: The file cannot be read as CSV (a field past csv's 128 KiB limit hides the
+            rows after it), naming the file and line.
+    """
     with path.open(encoding="utf-8-sig", newline="") as fh:
         reader = csv.reader(fh, delimiter=delimiter)
-        records: list[tuple[int, list[str]]] = []
         line = reader.line_num
         try:
             for row in reader:
-                records.append((line + 1, row))
+                yield line + 1, row
                 line = reader.line_num
         except csv.Error as exc:
             raise ValueError(f"{path}:{reader.line_num}: not readable as CSV: {exc}") from None
-    return records

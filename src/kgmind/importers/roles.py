@@ -15,19 +15,34 @@ file names them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
+from typing import Any
 
 from kgmind.importers.base import ImportResult
 from kgmind.importers.vocab import RELATION_TYPES
 from kgmind.models import TYPE_PRIORITY, Entity
 from kgmind.relations import RelationRole, RelationSchema, RelationStats, infer_schema
 
-__all__ = ["relation_stats", "type_by_roles"]
+__all__ = ["infer_and_type", "relation_stats", "retype_ends", "type_by_roles", "typed_before"]
 
 #: Passes of infer → retype at most: a relation no cue read in the first pass may get its role
 #: from the types the others gave its ends (as the store's schema read would), and type the rest.
 _MAX_PASSES = 3
+
+
+def typed_before(result: Any, given: dict[str, dict[str, str]]) -> RelationSchema | None:
+    """The schema ``result`` was typed with, ``None`` before typing (typing changes entities once).
+
+    Raises:
+        ValueError: It was typed with overrides other than ``given``.
+    """
+    if result.roles_schema is None:
+        return None
+    if given != result.roles_overrides:
+        raise ValueError(f"{result.source} was already typed by relation roles with another schema")
+    schema: RelationSchema = result.roles_schema
+    return schema
 
 
 def relation_stats(result: ImportResult, *, cues: bool = True) -> list[RelationStats]:
@@ -43,11 +58,13 @@ def relation_stats(result: ImportResult, *, cues: bool = True) -> list[RelationS
     )
 
 
-def _retype(result: ImportResult, schema: RelationSchema, ents: dict[str, Entity]) -> int:
+def retype_ends(schema: RelationSchema) -> dict[str, tuple[str, str]]:
+    """``relation -> (head type, tail type)`` of every relation whose ends an import types."""
+    return {rel: (r.head_type, r.tail_type) for rel, r in schema.roles.items() if _retypes(r)}
+
+
+def _retype(result: ImportResult, ends: Mapping[str, tuple[str, str]], ents: dict[str, Entity]) -> int:
     """Give the ends of every retypable medical relation their role's types; returns entities changed."""
-    ends: dict[str, tuple[str, str]] = {
-        rel: (r.head_type, r.tail_type) for rel, r in schema.roles.items() if _retypes(r)
-    }
     changed = 0
     if not ends:
         return 0
@@ -93,23 +110,43 @@ def type_by_roles(
         ValueError: ``result`` was already typed with other overrides.
     """
     given = {k: dict(v) for k, v in (overrides or {}).items()}
-    if result.roles_schema is not None:
-        if given != result.roles_overrides:
-            raise ValueError(f"{result.source} was already typed by relation roles with another schema")
-        return result.roles_schema
-    stats = relation_stats(result)
-    schema = infer_schema(stats, given)
+    before = typed_before(result, given)
+    if before is not None:
+        return before
     ents = {e.id: e for e in result.entities}
+    schema = infer_and_type(
+        relation_stats(result),
+        given,
+        lambda ends: _retype(result, ends, ents),
+        lambda: relation_stats(result, cues=False),
+    )
+    result.roles_schema, result.roles_overrides = schema, given
+    return schema
+
+
+def infer_and_type(
+    stats: list[RelationStats],
+    given: Mapping[str, Mapping[str, str]],
+    retype: Callable[[Mapping[str, tuple[str, str]]], int],
+    typed_stats: Callable[[], list[RelationStats]],
+) -> RelationSchema:
+    """Infer the roles from ``stats``, then type the ends by them until the reading settles.
+
+    The passes of :func:`type_by_roles`, for any holder of the edges: ``retype`` gives the
+    ends of each relation of :func:`retype_ends` its types (returns how many changed) and
+    ``typed_stats`` reads the ends' types again (no cues needed), so an import that holds its
+    edges as columns (:mod:`kgmind.importers.columnar`) reads the same schema.
+    """
+    schema = infer_schema(stats, given)
     for _ in range(_MAX_PASSES):
-        if not _retype(result, schema, ents):
+        if not retype(retype_ends(schema)):
             break
         # what the store will read from the new types: the roles no cue gave, and their ends
-        retyped = infer_schema(_with_types(stats, result), given)
+        retyped = infer_schema(_with_types(stats, typed_stats()), given)
         roles = {rel: _after_retyping(role, retyped.role(rel)) for rel, role in schema.roles.items()}
         if roles == schema.roles:
             break
         schema = RelationSchema(roles)
-    result.roles_schema, result.roles_overrides = schema, given
     return schema
 
 
@@ -126,9 +163,9 @@ def _after_retyping(role: RelationRole, new: RelationRole) -> RelationRole:
     return replace(role, head_type=new.head_type, tail_type=new.tail_type)
 
 
-def _with_types(stats: list[RelationStats], result: ImportResult) -> list[RelationStats]:
-    """``stats`` with the ends' type counts read again (names and pairs kept)."""
-    fresh = {st.relation: st for st in relation_stats(result, cues=False)}
+def _with_types(stats: list[RelationStats], typed: list[RelationStats]) -> list[RelationStats]:
+    """``stats`` with the ends' type counts of ``typed`` (names and pairs kept)."""
+    fresh = {st.relation: st for st in typed}
     out = []
     for st in stats:
         new = fresh[st.relation]

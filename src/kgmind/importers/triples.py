@@ -26,6 +26,8 @@ number > 0) are reported and skipped.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from kgmind.importers.base import (
@@ -44,7 +46,15 @@ from kgmind.models import (
     valid_relation_type,
 )
 
-__all__ = ["parse_mindmap_tsv", "parse_triples", "sniff_delimiter"]
+__all__ = [
+    "DelimitedFormat",
+    "mindmap_format",
+    "parse_mindmap_tsv",
+    "parse_triples",
+    "sniff_delimiter",
+    "triples_format",
+    "valid_triples",
+]
 
 _HEADERS = {
     ("head", "relation", "tail"),
@@ -64,36 +74,61 @@ def sniff_delimiter(path: Path, first_line: str) -> str:
     return "\t" if "\t" in first_line else ","
 
 
-def _parse_delimited(
+@dataclass(frozen=True)
+class DelimitedFormat:
+    """How one delimited triple format reads: its name, delimiter and what a row may hold."""
+
+    fmt: str
+    delimiter: str
+    underscores: bool
+    allow_weight: bool
+    allow_header: bool
+
+
+def mindmap_format() -> DelimitedFormat:
+    """``mindmap-tsv``: tab-separated, ``_`` for spaces, no weight, no header."""
+    return DelimitedFormat("mindmap-tsv", "\t", underscores=True, allow_weight=False, allow_header=False)
+
+
+def triples_format(p: Path) -> DelimitedFormat:
+    """``triples``: delimiter by extension or sniffed, optional weight column and header row."""
+    with p.open(encoding="utf-8-sig", newline="") as fh:
+        first_line = fh.readline()
+    return DelimitedFormat(
+        "triples", sniff_delimiter(p, first_line), underscores=False, allow_weight=True, allow_header=True
+    )
+
+
+def valid_triples(
     p: Path,
-    fmt: str,
-    delimiter: str,
-    *,
-    underscores: bool,
-    allow_weight: bool,
-    allow_header: bool,
+    spec: DelimitedFormat,
+    records: Iterable[tuple[int, list[str]]],
+    errors: list[RowError],
     tracker: ProgressTracker,
-) -> ImportResult:
-    builder = GraphBuilder()
-    errors: list[RowError] = []
-    rows = 0
+    total: int | None = None,
+) -> Iterator[tuple[str, str, str, float]]:
+    """Each valid row of ``records`` as ``(head, relation type, tail, weight)``; a bad row goes to ``errors``.
+
+    ``records`` may be a stream (:func:`~kgmind.importers.base.iter_csv_records`): a header is
+    recognised on the first record only.
+    """
     fname = str(p)
-    records = csv_records(p, delimiter)
-    if allow_header and records:
-        first = tuple(c.strip().lower() for c in records[0][1][:3])
-        if first in _HEADERS:
-            records = records[1:]
-    ncols = (3, 4) if allow_weight else (3,)
+    ncols = (3, 4) if spec.allow_weight else (3,)
     types: dict[str, str] = {}  # relation type as written -> as stored (validated)
-    for start, row in tracker.track(records, len(records), f"{fmt} {p.name}"):
+    first = True
+    for start, row in tracker.track(records, total, f"{spec.fmt} {p.name}"):
+        if first:
+            first = False
+            if spec.allow_header and tuple(c.strip().lower() for c in row[:3]) in _HEADERS:
+                continue
         if not any(c.strip() for c in row):
             continue
         if len(row) not in ncols:
-            want = "3 or 4" if allow_weight else "3"
+            want = "3 or 4" if spec.allow_weight else "3"
             errors.append(RowError(file=fname, line=start, reason=f"expected {want} columns, got {len(row)}"))
             continue
         head, rel_type, tail = (c.strip() for c in row[:3])
-        if underscores:
+        if spec.underscores:
             head, tail = head.replace("_", " ").strip(), tail.replace("_", " ").strip()
         if not normalize_name(head) or not normalize_name(tail):
             errors.append(RowError(file=fname, line=start, reason="blank head or tail name"))
@@ -118,12 +153,21 @@ def _parse_delimited(
                 errors.append(RowError(file=fname, line=start, reason=reason))
                 continue
             types[rel_type] = rtype
+        yield head, rtype, tail, weight
+
+
+def _parse_delimited(p: Path, spec: DelimitedFormat, tracker: ProgressTracker) -> ImportResult:
+    builder = GraphBuilder()
+    errors: list[RowError] = []
+    rows = 0
+    records = csv_records(p, spec.delimiter)
+    for head, rtype, tail, weight in valid_triples(p, spec, records, errors, tracker, len(records)):
         head_type, tail_type = infer_types(rtype)
         hid = builder.entity(head, head_type)
         tid = builder.entity(tail, tail_type)
         builder.relate(hid, rtype, tid, weight=weight)
         rows += 1
-    return builder.result(fmt, p, errors, rows)
+    return builder.result(spec.fmt, p, errors, rows)
 
 
 def parse_mindmap_tsv(path: str | Path, tracker: ProgressTracker | None = None) -> ImportResult:
@@ -142,15 +186,7 @@ def parse_mindmap_tsv(path: str | Path, tracker: ProgressTracker | None = None) 
 
     """
     p = check_path(path)
-    return _parse_delimited(
-        p,
-        "mindmap-tsv",
-        "\t",
-        underscores=True,
-        allow_weight=False,
-        allow_header=False,
-        tracker=tracker or ProgressTracker(enabled=False),
-    )
+    return _parse_delimited(p, mindmap_format(), tracker or ProgressTracker(enabled=False))
 
 
 def parse_triples(path: str | Path, tracker: ProgressTracker | None = None) -> ImportResult:
@@ -169,14 +205,4 @@ def parse_triples(path: str | Path, tracker: ProgressTracker | None = None) -> I
 
     """
     p = check_path(path)
-    with p.open(encoding="utf-8-sig", newline="") as fh:
-        first_line = fh.readline()
-    return _parse_delimited(
-        p,
-        "triples",
-        sniff_delimiter(p, first_line),
-        underscores=False,
-        allow_weight=True,
-        allow_header=True,
-        tracker=tracker or ProgressTracker(enabled=False),
-    )
+    return _parse_delimited(p, triples_format(p), tracker or ProgressTracker(enabled=False))

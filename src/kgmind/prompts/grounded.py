@@ -48,6 +48,7 @@ __all__ = [
     "build_answer_schema",
     "evidence_names",
     "grounded_prompt",
+    "list_bounds",
     "render_conclusions",
     "workups",
 ]
@@ -188,6 +189,35 @@ def _workup_field(ties: Mapping[str, Mapping[str, list[str]]]) -> dict[str, Any]
         "minItems": min(MIN_DIAGNOSES, len(variants)),
         "maxItems": MAX_DIAGNOSES,
     }
+
+
+def list_bounds(schema: Mapping[str, Any]) -> dict[str, tuple[int, int]]:
+    """How many items each list of an answer schema may hold, ``(minItems, maxItems)``, by field.
+
+    A list inside one offered item (a diagnosis's tests) is keyed ``NAME/field`` (``Influenza/tests``),
+    ``NAME`` being the item's ``const``. The CLI's status line says "test 2 of 3-4" from these: how
+    many items a list gets is not in the model's output until the list closes, but the schema the
+    model is held to bounds it.
+    """
+
+    def bounds(node: Any) -> tuple[int, int] | None:
+        if not isinstance(node, Mapping) or node.get("type") != "array" or "maxItems" not in node:
+            return None
+        return int(node.get("minItems", 0)), int(node["maxItems"])
+
+    out: dict[str, tuple[int, int]] = {}
+    for key, node in (schema.get("properties") or {}).items():
+        if (outer := bounds(node)) is None:
+            continue
+        out[key] = outer
+        items = node.get("items") if isinstance(node.get("items"), Mapping) else {}
+        for variant in items.get("anyOf") or []:
+            props = variant.get("properties") or {}
+            name = next((p["const"] for p in props.values() if isinstance(p, Mapping) and "const" in p), None)
+            for field, sub in props.items():
+                if name is not None and (inner := bounds(sub)) is not None:
+                    out[f"{name}/{field}"] = inner
+    return out
 
 
 def _conclusion_fields(

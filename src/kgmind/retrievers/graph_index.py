@@ -45,6 +45,7 @@ from kgmind.retrievers.graph_edges import (
     LazyAdjacency,
     csr_lists,
     missing_reverse,
+    repeated_edges,
 )
 from kgmind.retrievers.graph_hidden import HiddenEdges, relist
 from kgmind.retrievers.graph_paths import PathSearch
@@ -163,7 +164,7 @@ class GraphIndex(BoundedLists, PushdownGrowth, PathSearch):
         # the published weights and Σ out-weights per node (KGCoT's normaliser), swapped whole
         self._weights = WeightState.build(np.asarray(weights, dtype=np.float64), heads, len(self.ids))
         self._lock = threading.Lock()  # orders writers (updates, pushed-down growth); readers take none
-        self.edge_tail_array: np.ndarray = np.asarray(tails, dtype=np.int64)
+        self.edge_tail_array: np.ndarray = np.array(tails, dtype=np.int32)  # a copy: edge_tail may grow
         self._out_arrays: dict[int, np.ndarray] = {}
         # pushed down (see neighborhood_index): the store to complete nodes from, and the
         # nodes whose every edge is loaded; None = a full index, where every node is complete
@@ -173,29 +174,56 @@ class GraphIndex(BoundedLists, PushdownGrowth, PathSearch):
         self.hidden = HiddenEdges()  # disputed edges no exploration sees (set_hidden)
 
     def _read_relations(self, relations: Iterable[Relation]) -> tuple[Any, Any]:
-        """Append the edges of ``relations`` (each id once); return their weights and id hashes."""
+        """Append the edges of ``relations`` (each id once); return their weights and id hashes.
+
+        Nothing per edge is kept but the columns: no id string, no dict entry (an id seen
+        before is found afterwards among equal hashes, :func:`repeated_edges`), so the build
+        peaks near what the index holds (issue 42: ≤ 150 bytes an edge).
+        """
         weights = array("d")
         hashes = array("q")
         interned: dict[str, str] = {}
-        pending = self.edge_index_of.pending
+        head, tail, types, sources = self.edge_head, self.edge_tail, self.edge_type, self.edge_source
+        explicit, node = self.edge_id.explicit, self._node
         for rel in relations:
-            if rel.id in pending:
-                continue
-            h = self._node(rel.head)
-            t = self._node(rel.tail)
-            e = len(self.edge_head)
-            self.edge_head.append(h)
-            self.edge_tail.append(t)
+            e = len(head)
+            h = node(rel.head)
+            t = node(rel.tail)
+            head.append(h)
+            tail.append(t)
             rtype = interned.setdefault(rel.type, rel.type)
-            self.edge_type.append(rtype)
-            self.edge_source.append(interned.setdefault(rel.source, rel.source))
+            types.append(rtype)
+            sources.append(interned.setdefault(rel.source, rel.source))
             if rel.id != relation_id(rel.head, rtype, rel.tail):
-                self.edge_id.explicit[e] = rel.id
-            pending[rel.id] = e
+                explicit[e] = rel.id
             hashes.append(hash(rel.id))
             weights.append(rel.weight)
-        self.edge_twin.extend([-1] * (len(self.edge_head) - len(self.edge_twin)))
+        self.edge_twin.extend([-1] * (len(head) - len(self.edge_twin)))
+        repeats = repeated_edges(
+            np.frombuffer(hashes, dtype=np.int64) if hashes else np.zeros(0, np.int64), self
+        )
+        if len(repeats):
+            weights, hashes = self._drop_edges(repeats, weights, hashes)
         return weights, hashes
+
+    def _drop_edges(self, drop: np.ndarray, weights: Any, hashes: Any) -> tuple[Any, Any]:
+        """Remove the edges ``drop`` (a relation id read again: the first reading is kept)."""
+        keep = np.ones(len(self.edge_head), dtype=bool)
+        keep[drop] = False
+        new_index = np.cumsum(keep) - 1
+        for name, code in (("edge_head", "i"), ("edge_tail", "i"), ("edge_twin", "i")):
+            col = np.frombuffer(getattr(self, name), dtype=np.int32)[keep]
+            setattr(self, name, array(code, col.tobytes()))
+        kept = keep.tolist()
+        self.edge_type = [v for v, k in zip(self.edge_type, kept, strict=True) if k]
+        self.edge_source = [v for v, k in zip(self.edge_source, kept, strict=True) if k]
+        self.edge_id.explicit = {
+            int(new_index[e]): rid for e, rid in self.edge_id.explicit.items() if kept[e]
+        }
+        return (
+            array("d", np.frombuffer(weights, dtype=np.float64)[keep].tobytes()),
+            array("q", np.frombuffer(hashes, dtype=np.int64)[keep].tobytes()),
+        )
 
     def _own_schema(self) -> RelationSchema:
         """The relation roles read from this index's own edges (an index built without a store)."""
@@ -212,16 +240,20 @@ class GraphIndex(BoundedLists, PushdownGrowth, PathSearch):
 
     def _add_reverse_readings(self, weights: Any) -> None:
         """Append a reverse reading of every stored edge whose way back the KG lacks (module docstring)."""
-        heads = np.array(self.edge_head, dtype=np.int32)  # copies: the arrays grow below
-        tails = np.array(self.edge_tail, dtype=np.int32)
+        if not len(self.edge_head):
+            return
+        heads = np.frombuffer(self.edge_head, dtype=np.int32)  # views, let go before the arrays grow
+        tails = np.frombuffer(self.edge_tail, dtype=np.int32)
         need = missing_reverse(heads, tails, len(self.ids))
+        new_heads, new_tails = tails[need].tobytes(), heads[need].tobytes()
+        del heads, tails
         if not len(need):
             return
         first = len(self.edge_head)
         names: dict[str, str] = {}
         types, sources = self.edge_type, self.edge_source
-        self.edge_head.extend(array("i", tails[need].tobytes()))
-        self.edge_tail.extend(array("i", heads[need].tobytes()))
+        self.edge_head.extend(array("i", new_heads))
+        self.edge_tail.extend(array("i", new_tails))
         self.edge_type.extend([names.setdefault(types[e], reverse_name(types[e])) for e in need.tolist()])
         self.edge_source.extend([sources[e] for e in need.tolist()])
         self.edge_twin.extend(array("i", need.astype(np.int32).tobytes()))

@@ -43,7 +43,7 @@ from kgmind.stores.protocol import (
     VerdictResult,
     WeightRule,
 )
-from kgmind.tuning import DISPUTE_RULE, DisputeRule
+from kgmind.tuning import DisputeRule
 
 __all__ = [
     "NO_LIMIT",
@@ -464,7 +464,7 @@ class StoreBase(ABC):
         *,
         source: str,
         rule: RatingRules,
-        dispute_rule: DisputeRule = DISPUTE_RULE,
+        dispute_rule: DisputeRule | None = None,
     ) -> VerdictResult:
         """See :meth:`GraphStore.record_verdicts` (everything is checked before the transaction)."""
         fid = require_text("feedback id", feedback_id)
@@ -473,6 +473,7 @@ class StoreBase(ABC):
         checked = check_verdicts(verdicts)
         if not checked.rows():
             raise ValueError(f"feedback {fid!r} holds no verdict")
+        checked = self._with_twins(checked)
         changes = self._write_verdicts(fid, run, checked, src, rule)
         states = self.dispute_states(checked.relation_ids(), dispute_rule)
         if changes is None:
@@ -490,27 +491,63 @@ class StoreBase(ABC):
         both versions, and return the weight changes.
         """
 
+    def relation_twins(self, relation_ids: Sequence[str]) -> dict[str, list[str]]:
+        """See :meth:`GraphStore.relation_twins` (two reads in all; verdicts and restores only)."""
+        schema = self.relation_schema()
+        rels = self.get_relations(list(dict.fromkeys(relation_ids)))
+        kinds = {rel.id: schema.twin_types(rel.type) for rel in rels}
+        all_kinds = sorted({k for ks in kinds.values() for k in ks})
+        tails = list(dict.fromkeys(rel.tail for rel in rels if kinds[rel.id]))
+        back = self.neighbors(tails, "out", all_kinds) if tails else []  # one read for every edge's way back
+        by_ends: dict[tuple[str, str], list[Relation]] = {}
+        for b in back:
+            by_ends.setdefault((b.head, b.tail), []).append(b)
+        return {
+            rel.id: [
+                b.id
+                for b in by_ends.get((rel.tail, rel.head), [])
+                if b.type in kinds[rel.id] and b.id != rel.id
+            ]
+            for rel in rels
+        }
+
+    def _with_twins(self, checked: WeightVerdicts) -> WeightVerdicts:
+        """``checked`` with each edge's twins given its verdict, unless the feedback judges a twin itself."""
+        twins = self.relation_twins(checked.relation_ids())
+        judged = set(checked.relation_ids())
+        wrong = list(checked.wrong)
+        right = list(checked.right)
+        for rid in checked.wrong:
+            wrong += [t for t in twins.get(rid, []) if t not in judged and t not in wrong]
+        for rid in checked.right:
+            right += [t for t in twins.get(rid, []) if t not in judged and t not in right and t not in wrong]
+        return WeightVerdicts(wrong, right)
+
     def dispute_states(
-        self, relation_ids: Sequence[str], rule: DisputeRule = DISPUTE_RULE
+        self, relation_ids: Sequence[str], rule: DisputeRule | None = None
     ) -> dict[str, DisputeState]:
         """See :meth:`GraphStore.dispute_states`."""
         ids = list(dict.fromkeys(relation_ids))
         return dispute_states(self._read_verdicts(ids), rule, ids) if ids else {}
 
-    def disputed_relations(self, rule: DisputeRule = DISPUTE_RULE) -> dict[str, DisputeState]:
+    def disputed_relations(self, rule: DisputeRule | None = None) -> dict[str, DisputeState]:
         """See :meth:`GraphStore.disputed_relations` (one scan of the verdict log)."""
         states = dispute_states(self._read_verdicts(None), rule)
         return {rid: st for rid, st in states.items() if st.disputed}
 
-    def restore(self, relation_id: str, *, source: str, rule: DisputeRule = DISPUTE_RULE) -> bool:
+    def restore(self, relation_id: str, *, source: str, rule: DisputeRule | None = None) -> bool:
         """See :meth:`GraphStore.restore`; the edge's state is read inside the write transaction."""
         rid = require_text("relation id", relation_id)
         src = require_text("source", source)
 
-        def disputed(rows: Sequence[VerdictRecord]) -> bool:
-            return dispute_states(rows, rule, [rid])[rid].disputed
+        restored = False
+        for edge in [rid, *self.relation_twins([rid]).get(rid, [])]:
 
-        return self._write_restore(rid, f"restore:{uuid.uuid4().hex}", src, disputed)
+            def disputed(rows: Sequence[VerdictRecord], edge: str = edge) -> bool:
+                return dispute_states(rows, rule, [edge])[edge].disputed
+
+            restored = self._write_restore(edge, f"restore:{uuid.uuid4().hex}", src, disputed) or restored
+        return restored
 
     @abstractmethod
     def _write_restore(

@@ -8,7 +8,7 @@ edges), a verdict that disputes an edge (hidden from every exploration) and a re
 (shown again). Feedback moves weights only and leaves them alone.
 
 A degree counts the edges touching the entity that are not disputed under the shipped
-rule (:data:`kgmind.tuning.DISPUTE_RULE`, what the graph indexes hide): ``out`` where it
+rule in force (:func:`kgmind.stores.disputes.active_rule`, what the graph indexes hide): ``out`` where it
 is the head, ``in`` where it is the tail (a loop counts in both). ``degree`` is their sum
 over every type. Backends store both on the entity: ``degree`` (an integer the queries
 order by) and ``degrees`` (JSON ``{type: [out, in]}``).
@@ -22,9 +22,8 @@ from typing import Any
 
 from kgmind.models import VerdictRecord
 from kgmind.stores.disputes import dispute_states
-from kgmind.tuning import DISPUTE_RULE
 
-__all__ = ["Degrees", "count_degrees", "degree_rows", "disputed_ids", "parse_degrees"]
+__all__ = ["Degrees", "count_degrees", "degree_rows", "degrees_from_counts", "disputed_ids", "parse_degrees"]
 
 #: Per entity id, per relation type, ``[out, in]``.
 Degrees = dict[str, dict[str, list[int]]]
@@ -47,6 +46,21 @@ def count_degrees(ids: Iterable[str], edges: Iterable[Sequence[Any]], hidden: Co
     return out
 
 
+def degrees_from_counts(
+    ids: Iterable[str] | None, out_rows: Iterable[Sequence[Any]], in_rows: Iterable[Sequence[Any]]
+) -> Degrees:
+    """Degrees from a store's own counts, rows ``(entity id, type, n)`` per side.
+
+    ``ids`` are the entities asked for: each gets an entry, so one whose last visible edge
+    went is cleared (``None``: only the entities the rows name).
+    """
+    out: Degrees = {i: {} for i in ids} if ids is not None else {}
+    for rows, side in ((out_rows, 0), (in_rows, 1)):
+        for eid, rtype, n in rows:
+            out.setdefault(eid, {}).setdefault(rtype, [0, 0])[side] += int(n)
+    return out
+
+
 def degree_rows(degrees: Degrees) -> list[dict[str, Any]]:
     """``{"id", "degree", "degrees"}`` rows for the backends' ``SET_DEGREES``, sorted by id."""
     return [
@@ -65,5 +79,5 @@ def parse_degrees(text: str | None) -> dict[str, tuple[int, int]]:
 
 
 def disputed_ids(rows: Sequence[VerdictRecord]) -> set[str]:
-    """The relation ids the shipped dispute rule marks disputed in a verdict log (what the indexes hide)."""
-    return {rid for rid, st in dispute_states(rows, DISPUTE_RULE).items() if st.disputed}
+    """The relation ids the rule in force marks disputed in a verdict log (what the indexes hide)."""
+    return {rid for rid, st in dispute_states(rows).items() if st.disputed}

@@ -14,12 +14,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from kgmind.models import VERDICTS, DisputeState, Relation, VerdictRecord
+from kgmind.settings import get_settings
 from kgmind.stores.protocol import GraphStore
 from kgmind.tuning import DISPUTE_RULE, DisputeRule
 
 __all__ = [
     "RATING_OF_VERDICT",
     "WeightVerdicts",
+    "active_rule",
     "check_verdicts",
     "dispute_states",
     "edges_named",
@@ -85,8 +87,20 @@ def check_verdicts(verdicts: Iterable[Sequence[str]]) -> WeightVerdicts:
     )
 
 
+def active_rule(rule: DisputeRule | None = None) -> DisputeRule:
+    """``rule``, else the deployment's (``KGMIND_DISPUTE_RULE``), else the fitted default.
+
+    Which edges a flag hides is a curation policy (one flag, or two independent ones), so a
+    deployment may set it; every reader of dispute states asks here, so all agree.
+    """
+    if rule is not None:
+        return rule
+    given = get_settings().dispute_rule
+    return DisputeRule(*given) if given else DISPUTE_RULE
+
+
 def dispute_states(
-    records: Iterable[VerdictRecord], rule: DisputeRule = DISPUTE_RULE, relation_ids: Iterable[str] = ()
+    records: Iterable[VerdictRecord], rule: DisputeRule | None = None, relation_ids: Iterable[str] = ()
 ) -> dict[str, DisputeState]:
     """Fold verdict rows (oldest first) into each edge's dispute state under ``rule``.
 
@@ -102,6 +116,7 @@ def dispute_states(
         ``{relation_id: DisputeState}`` for every edge in ``records`` or ``relation_ids``.
 
     """
+    rule = active_rule(rule)
     wrong: dict[str, dict[str, None]] = {rid: {} for rid in relation_ids}
     right: dict[str, set[str]] = {rid: set() for rid in wrong}
     for rec in records:

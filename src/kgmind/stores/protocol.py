@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from kgmind.models import DisputeState, Entity, KnowledgeDoc, Relation, VerdictRecord, WeightChange
 from kgmind.relations import RelationSchema
-from kgmind.tuning import DISPUTE_RULE, DisputeRule
+from kgmind.tuning import DisputeRule
 
 __all__ = [
     "Direction",
@@ -295,11 +295,13 @@ class GraphStore(Protocol):
         *,
         source: str,
         rule: RatingRules,
-        dispute_rule: DisputeRule = DISPUTE_RULE,
+        dispute_rule: DisputeRule | None = None,
     ) -> VerdictResult:
         """Record verdicts on edges and apply KGCoT's bounded rule to exactly those edges, in one transaction.
 
         If ``feedback_id`` was recorded before, nothing changes (``already_applied``).
+        Each edge's twins (:meth:`relation_twins`: the same fact stored the other way) get
+        its verdict too, so a flag on either reading counts for the fact and hides both.
         Otherwise one audited verdict row per edge is written, the edges called wrong get
         the ``poor`` update and those called right the ``excellent`` update (the same
         audited weight write as :meth:`apply_weight_updates`, audit rows under
@@ -322,17 +324,29 @@ class GraphStore(Protocol):
         ...
 
     def dispute_states(
-        self, relation_ids: Sequence[str], rule: DisputeRule = DISPUTE_RULE
+        self, relation_ids: Sequence[str], rule: DisputeRule | None = None
     ) -> dict[str, DisputeState]:
         """The dispute state of each given edge (a clean state for an edge never judged)."""
         ...
 
-    def disputed_relations(self, rule: DisputeRule = DISPUTE_RULE) -> dict[str, DisputeState]:
-        """Every edge ``rule`` marks disputed, by relation id (the explorations hide these)."""
+    def disputed_relations(self, rule: DisputeRule | None = None) -> dict[str, DisputeState]:
+        """Every edge ``rule`` marks disputed, by relation id (the explorations hide these).
+
+        ``rule`` None (everywhere in this protocol): ``KGMIND_DISPUTE_RULE`` if set, else
+        :data:`kgmind.tuning.DISPUTE_RULE` (:func:`kgmind.stores.disputes.active_rule`).
+        """
         ...
 
-    def restore(self, relation_id: str, *, source: str, rule: DisputeRule = DISPUTE_RULE) -> bool:
-        """Undo a dispute: an audited ``restore`` row after which earlier verdicts no longer count.
+    def relation_twins(self, relation_ids: Sequence[str]) -> dict[str, list[str]]:
+        """Each edge's twins: stored edges from its tail back to its head that state the same fact.
+
+        A twin's type is one :meth:`kgmind.relations.RelationSchema.twin_types` names (the
+        inverse relation of a KG stored both ways). Unknown ids are left out.
+        """
+        ...
+
+    def restore(self, relation_id: str, *, source: str, rule: DisputeRule | None = None) -> bool:
+        """Undo the dispute of an edge and its twins: audited ``restore`` rows; older verdicts stop counting.
 
         Returns:
             True when the edge was disputed and is restored (disputes version bumped);

@@ -9,7 +9,7 @@ is counted once when it opens.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Sequence
 from typing import Any, Protocol
 
 from kgmind.models import Relation
@@ -45,21 +45,25 @@ def disputed_in(store: LadybugReader, conn: Any) -> set[str]:
 def refresh_degrees(store: LadybugReader, conn: Any, ids: Collection[str] | None) -> int:
     """Count the degrees of ``ids`` (``None``: every entity) again and write them on ``conn``.
 
+    The engine counts (one row per entity and relation type), so refreshing a 10M-edge
+    load never brings its edges into Python.
+
     Returns:
         How many entities were written.
     """
-    hidden = disputed_in(store, conn)
-    edges: Iterable[Sequence[Any]]
+    params: dict[str, Any] = {"hidden": sorted(disputed_in(store, conn))}
     if ids is None:
-        t = store._table(q.SCAN_DEGREE_EDGES, conn)
-        edges = zip(t["head"], t["type"], t["tail"], t["id"], strict=True)
         every = store._table(q.SCAN_ENTITIES, conn)["id"]
-        counts = dg.count_degrees(every, edges, hidden)
+        counts = dg.degrees_from_counts(
+            every, store._rows(q.DEGREES_OUT_ALL, params, conn), store._rows(q.DEGREES_IN_ALL, params, conn)
+        )
     else:
         if not ids:
             return 0
-        edges = store._rows(q.DEGREE_EDGES, {"ids": sorted(ids)}, conn)
-        counts = dg.count_degrees(ids, edges, hidden)
+        params["ids"] = sorted(ids)
+        counts = dg.degrees_from_counts(
+            ids, store._rows(q.DEGREES_OUT_OF, params, conn), store._rows(q.DEGREES_IN_OF, params, conn)
+        )
     rows = dg.degree_rows(counts)
     for i in range(0, len(rows), 20_000):
         conn.execute(q.SET_DEGREES, {"rows": rows[i : i + 20_000]})

@@ -39,7 +39,10 @@ __all__ = [
     "COUNT_ENTITIES_BY_TYPE",
     "COUNT_RELATIONS",
     "COUNT_RELATIONS_BY_TYPE",
-    "DEGREE_EDGES",
+    "DEGREES_IN_ALL",
+    "DEGREES_IN_OF",
+    "DEGREES_OUT_ALL",
+    "DEGREES_OUT_OF",
     "DEGREE_VALUES",
     "DELETE_ALL_AUDIT",
     "DELETE_ALL_DOCS",
@@ -66,7 +69,6 @@ __all__ = [
     "RELATION_PROFILE",
     "RESET_WEIGHTS",
     "ROLLBACK",
-    "SCAN_DEGREE_EDGES",
     "SCAN_DOC_IDS",
     "SCAN_ENTITIES",
     "SCAN_RELATIONS",
@@ -225,13 +227,21 @@ RELATION_PROFILE = (
 )
 
 # -- degrees (kgmind.stores.degrees) and bounded reads --------------------------------
-#: The edges touching ``$ids`` as ``head, type, tail, id`` (what their degrees count).
-DEGREE_EDGES = (
-    "MATCH (h:Entity)-[r:REL]->(t:Entity) WHERE h.id IN $ids OR t.id IN $ids RETURN h.id, r.type, t.id, r.id"
+#: Per entity of ``$ids`` and relation type, its edges that are not disputed (``$hidden``), counted in
+#: the engine: a refresh reads one row per (entity, type), never the edges (10M at the big KG's import).
+DEGREES_OUT_OF = (
+    "UNWIND $ids AS x MATCH (e:Entity {id: x})-[r:REL]->(:Entity) WHERE NOT r.id IN $hidden"
+    " RETURN e.id, r.type, count(*)"
 )
-SCAN_DEGREE_EDGES = (
-    "MATCH (h:Entity)-[r:REL]->(t:Entity) RETURN h.id AS head, r.type AS type, t.id AS tail, r.id AS id"
+DEGREES_IN_OF = (
+    "UNWIND $ids AS x MATCH (:Entity)-[r:REL]->(e:Entity {id: x}) WHERE NOT r.id IN $hidden"
+    " RETURN e.id, r.type, count(*)"
 )
+#: The same for every entity (a store counted whole: one made before degrees, a fresh bulk load).
+DEGREES_OUT_ALL = (
+    "MATCH (e:Entity)-[r:REL]->(:Entity) WHERE NOT r.id IN $hidden RETURN e.id, r.type, count(*)"
+)
+DEGREES_IN_ALL = "MATCH (:Entity)-[r:REL]->(e:Entity) WHERE NOT r.id IN $hidden RETURN e.id, r.type, count(*)"
 SET_DEGREES = (
     "UNWIND $rows AS row MATCH (e:Entity {id: row.id}) SET e.degree = row.degree, e.degrees = row.degrees"
 )

@@ -28,6 +28,7 @@ Concurrency
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import threading
 import uuid
@@ -49,14 +50,17 @@ from kgmind.models import (
 )
 from kgmind.stores import degrees as dg
 from kgmind.stores.base import LoadInput, SiblingEdges, StoreBase, unknown_endpoints_error
+from kgmind.stores.columns import RelationColumns
 from kgmind.stores.cypher import with_hop_bound
 from kgmind.stores.disputes import WeightVerdicts
+from kgmind.stores.ladybug import bulk as lb_bulk
 from kgmind.stores.ladybug import degrees as ld
 from kgmind.stores.ladybug import queries as q
 from kgmind.stores.ladybug import verdicts as lv
 from kgmind.stores.ladybug.rows import (
     SEP,
     alias_keys,
+    arrow_chunks,
     change_from_row,
     doc_from_row,
     entities_from_table,
@@ -68,6 +72,7 @@ from kgmind.stores.ladybug.rows import (
 from kgmind.stores.protocol import (
     Direction,
     GraphPath,
+    LoadReport,
     RatingRules,
     StoreError,
     StoreNotFoundError,
@@ -264,6 +269,29 @@ class LadybugStore(StoreBase):
                 self._write_plan(conn, plan)
                 self._bump_version(conn)
 
+    def bulk_load_columns(self, entities: Iterable[Entity], relations: RelationColumns) -> LoadReport:
+        """:meth:`bulk_load` of relations held as columns (:mod:`kgmind.stores.columns`), in one transaction.
+
+        The relations are ``COPY``-ed a batch at a time (:mod:`kgmind.stores.ladybug.bulk`), so
+        a 10M-relation load never holds its relations as Python objects; stored relations keep
+        their weight, as in :meth:`bulk_load` (columns carry no ``source`` to fill).
+        """
+        load = LoadInput.merge(entities, (), ())
+        if load.is_empty() and not len(relations):
+            return LoadReport()
+        with self._write_lock:
+            conn = self._write_conn()
+            plan = self._plan_load(load, conn)
+            lb_bulk.check_endpoints(functools.partial(self._rows, conn=conn), relations, load.entities)
+            has_relations = len(relations) and int(self._scalar(q.COUNT_RELATIONS, None, conn) or 0)
+            stored = set(self._table(q.SCAN_RELATION_SOURCES, conn)["id"]) if has_relations else set()
+            with self._transaction("bulk_load") as tx:
+                self._write_plan(tx, plan)
+                if lb_bulk.copy_relations(tx, relations, stored):  # their ends' degrees, engine-counted
+                    ld.refresh_degrees(self, tx, relations.entity_ids if has_relations else None)
+                self._bump_version(tx)
+        return LoadReport(entities=len(load.entities), relations=len(relations), docs=0)
+
     def _plan_load(self, load: LoadInput, conn: Any) -> _LoadPlan:
         """Split a load into what is new and what changes stored rows; check every endpoint.
 
@@ -374,10 +402,19 @@ class LadybugStore(StoreBase):
         yield from entities_from_table(self._table(q.SCAN_ENTITIES))
 
     def iter_relations(self) -> Iterator[Relation]:
-        """Every relation with its current weight, ordered by id."""
-        t = self._table(q.SCAN_RELATIONS)
-        for row in zip(t["head"], t["id"], t["type"], t["tail"], t["weight"], t["source"], strict=True):
-            yield relation_from_row(row)
+        """Every relation with its current weight, ordered by id, made into objects a chunk at a time."""
+        for t in self._chunks(q.SCAN_RELATIONS):
+            for row in zip(t["head"], t["id"], t["type"], t["tail"], t["weight"], t["source"], strict=True):
+                yield relation_from_row(row)
+
+    def _chunks(self, query: str) -> Iterator[dict[str, list[Any]]]:
+        """A scan's columns a chunk at a time (:func:`~kgmind.stores.ladybug.rows.arrow_chunks`)."""
+        try:
+            result = self._reader().execute(query)
+            chunks = arrow_chunks(result)
+        except RuntimeError as exc:
+            raise StoreError(f"LadybugDB query failed on {self.path}: {exc}") from exc
+        yield from chunks
 
     def _fetch_neighbors(
         self, query: str, ids: list[str], types: list[str] | None, limit: int
