@@ -121,6 +121,7 @@ def test_a_cut_node_lists_at_most_k_edges_per_type_and_direction(demo_uri: str) 
 def test_a_store_without_bounded_reads_is_bounded_in_python_the_same_way(demo_uri: str) -> None:
     from kgmind.retrievers.graph_bounds import bounded_rows
     from kgmind.stores.factory import open_store
+    from kgmind.stores.feedback import apply_verdicts
 
     store = open_store(demo_uri)
 
@@ -129,7 +130,10 @@ def test_a_store_without_bounded_reads_is_bounded_in_python_the_same_way(demo_ur
             return store.neighbors(ids, direction)  # type: ignore[arg-type]
 
     ids = [e.id for e in store.iter_entities()][:12]
-    hidden = {next(iter(store.iter_relations())).id}
+    first = next(iter(store.neighbors(ids[:1], "both")))
+    apply_verdicts(store, "plain:bounded", "plain", [(first.id, "wrong")], source="test")
+    hidden = set(store.disputed_relations())  # what a caller hides: the kept degrees leave the same edges out
+    assert first.id in hidden
 
     def key(rows: list[Any]) -> list[tuple[Any, ...]]:
         return sorted((n, r.id, side, deg, back) for n, r, side, deg, back in rows)

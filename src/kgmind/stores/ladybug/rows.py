@@ -20,6 +20,7 @@ __all__ = [
     "arrow_chunks",
     "change_from_row",
     "doc_from_row",
+    "doc_table",
     "entities_from_table",
     "entity_from_row",
     "entity_table",
@@ -28,6 +29,7 @@ __all__ = [
 ]
 
 _ENTITY_SCHEMA = pa.schema([(c, pa.int64() if c == "degree" else pa.string()) for c in q.ENTITY_COLUMNS])
+_DOC_SCHEMA = pa.schema([("id", pa.string()), ("entity_id", pa.string()), ("text", pa.string())])
 _REL_SCHEMA = REL_SCHEMA  # the columns COPY_RELATIONS reads, one definition with the columnar load
 
 SEP = "\x1f"  # never part of a normalised key (``\s`` in normalize_name folds it)
@@ -136,4 +138,16 @@ def relation_table(relations: Sequence[Relation]) -> pa.Table:
             "source": [r.source for r in relations],
         },
         schema=_REL_SCHEMA,
+    )
+
+
+def doc_table(docs: Sequence[KnowledgeDoc]) -> pa.Table:
+    """The Arrow table :data:`~kgmind.stores.ladybug.queries.COPY_DOCS` reads."""
+    return pa.table(
+        {
+            "id": [d.id for d in docs],
+            "entity_id": [d.entity_id for d in docs],
+            "text": [d.text for d in docs],
+        },
+        schema=_DOC_SCHEMA,
     )

@@ -38,8 +38,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
-import pyarrow as pa
-
 from kgmind.models import (
     Entity,
     KnowledgeDoc,
@@ -63,6 +61,7 @@ from kgmind.stores.ladybug.rows import (
     arrow_chunks,
     change_from_row,
     doc_from_row,
+    doc_table,
     entities_from_table,
     entity_from_row,
     entity_table,
@@ -92,8 +91,6 @@ _META_LOAD = "load"
 _META_SCHEMA = "relation_schema"  # the roles a user gave at import: JSON in Meta.version
 _META_WEIGHTS = "weights"  # the weights version: a decimal counter in Meta.version
 _META_DISPUTES = lv.META_DISPUTES  # the disputes version: likewise
-
-_DOC_SCHEMA = pa.schema([("id", pa.string()), ("entity_id", pa.string()), ("text", pa.string())])
 
 
 @dataclass
@@ -362,16 +359,7 @@ class LadybugStore(StoreBase):
         if plan.source_updates:
             conn.execute(q.UPDATE_RELATION_SOURCES, {"rows": plan.source_updates})
         if plan.new_docs:
-            docs = plan.new_docs
-            table = pa.table(
-                {
-                    "id": [d.id for d in docs],
-                    "entity_id": [d.entity_id for d in docs],
-                    "text": [d.text for d in docs],
-                },
-                schema=_DOC_SCHEMA,
-            )
-            conn.execute(q.COPY_DOCS, {"data": table})
+            conn.execute(q.COPY_DOCS, {"data": doc_table(plan.new_docs)})
 
     def clear(self) -> None:
         """Delete every entity, relation, doc, audit row and verdict."""
