@@ -396,6 +396,18 @@ class GraphIndex(BoundedLists, PushdownGrowth, PathSearch):
             self.in_adj.append([])
         return i
 
+    def prefetch(self, nodes: Iterable[int]) -> None:
+        """Read the edges of ``nodes`` now, in one store query, when the index is pushed down.
+
+        An exploration that is about to look at many nodes one by one (ordering paths by
+        their probability) calls this first: one round trip instead of one per node, which
+        is most of a pushed-down question's time (each costs milliseconds in the store).
+        """
+        if self._complete is not None:
+            todo = [n for n in dict.fromkeys(nodes) if n not in self._complete]
+            if todo:
+                self._complete_nodes(todo)
+
     def out_array(self, node: int) -> np.ndarray:
         """``out_adj[node]`` as a cached ``int64`` array (for vectorised sampling)."""
         if self._complete is not None and node not in self._complete:

@@ -78,6 +78,9 @@ def _segment_paths(
         start, end, max_hops, directed=True, limit=path_limit, memo=memo, max_degree=max_degree
     )
 
+    if weights is not None and len(paths) > PATHS_PER_SEGMENT:  # path_prob reads every head's edges
+        gi.prefetch(gi.edge_head[e] for p in paths for e in p.edges)
+
     def order(p: IndexPath) -> float:
         return -path_prob(gi, weights, p) if weights is not None else len(arrow_path(gi, p.nodes, p.edges))
 

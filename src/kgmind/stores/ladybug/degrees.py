@@ -103,6 +103,6 @@ def bounded_edges(
                 )
                 found.append((str(node), rel, side, int(deg or 0)))
     pairs = sorted({(r.head, r.tail) for _, r, _, _ in found})
-    rows = store._rows(q.BACK_EDGES, {"pairs": [{"head": h, "tail": t} for h, t in pairs]}) if pairs else []
-    back = {(h, t) for h, t in rows}
+    params = {"heads": sorted({h for h, _ in pairs}), "tails": sorted({t for _, t in pairs})}
+    back = {(str(h), str(t)) for h, t in store._rows(q.BACK_EDGES, params)} if pairs else set()
     return [(n, r, side, deg, (r.head, r.tail) in back) for n, r, side, deg in found]
