@@ -55,6 +55,7 @@ from kgmind.stores.ladybug import bulk as lb_bulk
 from kgmind.stores.ladybug import degrees as ld
 from kgmind.stores.ladybug import queries as q
 from kgmind.stores.ladybug import verdicts as lv
+from kgmind.stores.ladybug.connections import Connections
 from kgmind.stores.ladybug.rows import (
     SEP,
     alias_keys,
@@ -146,11 +147,9 @@ class LadybugStore(StoreBase):
             raise StoreUnavailableError(f"cannot open LadybugDB store {self.path}: {reason}") from exc
         self._ladybug = ladybug
         self._write_lock = threading.RLock()
-        self._local = threading.local()
-        self._conns: list[Any] = []
-        self._conns_lock = threading.Lock()
+        self._conns = Connections(lambda: ladybug.Connection(self._db))
         self._closed = False
-        self._writer = self._new_connection()
+        self._writer = self._conns.new()
         try:
             for stmt in (*q.SCHEMA, *q.SCHEMA_DEGREES):
                 self._writer.execute(stmt)
@@ -167,23 +166,16 @@ class LadybugStore(StoreBase):
         return (Path(path).expanduser() / DB_FILE).exists()
 
     # -- connections -------------------------------------------------------------
-    def _new_connection(self) -> Any:
-        conn = self._ladybug.Connection(self._db)
-        with self._conns_lock:
-            self._conns.append(conn)
-        return conn
-
-    def _reader(self) -> Any:
+    def _reading(self) -> contextlib.AbstractContextManager[Any]:
+        """A pooled reader connection (:mod:`kgmind.stores.ladybug.connections`)."""
         if self._closed:
             raise StoreError(f"LadybugDB store {self.path} is closed")
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = self._new_connection()
-            self._local.conn = conn
-        return conn
+        return self._conns.reading()
 
     def _rows(self, query: str, params: dict[str, Any] | None = None, conn: Any = None) -> list[list[Any]]:
-        conn = conn if conn is not None else self._reader()
+        if conn is None:
+            with self._reading() as reader:
+                return self._rows(query, params, reader)
         try:
             result = conn.execute(query, params or {})
             rows: list[list[Any]] = result.get_all()
@@ -193,7 +185,9 @@ class LadybugStore(StoreBase):
         return rows
 
     def _table(self, query: str, conn: Any = None) -> dict[str, list[Any]]:
-        conn = conn if conn is not None else self._reader()
+        if conn is None:
+            with self._reading() as reader:
+                return self._table(query, reader)
         try:
             result = conn.execute(query)
             if result.get_num_tuples() == 0:
@@ -398,8 +392,8 @@ class LadybugStore(StoreBase):
     def _chunks(self, query: str) -> Iterator[dict[str, list[Any]]]:
         """A scan's columns a chunk at a time (:func:`~kgmind.stores.ladybug.rows.arrow_chunks`)."""
         try:
-            result = self._reader().execute(query)
-            chunks = arrow_chunks(result)
+            with self._reading() as reader:
+                chunks = arrow_chunks(reader.execute(query))  # read whole before the connection goes back
         except RuntimeError as exc:
             raise StoreError(f"LadybugDB query failed on {self.path}: {exc}") from exc
         yield from chunks
@@ -585,11 +579,7 @@ class LadybugStore(StoreBase):
             if self._closed:
                 return
             self._closed = True
-            with self._conns_lock:
-                conns, self._conns = self._conns, []
-            for conn in conns:
-                with contextlib.suppress(RuntimeError):
-                    conn.close()
+            self._conns.close()
             self._db.close()
 
     def __repr__(self) -> str:
