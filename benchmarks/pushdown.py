@@ -1,14 +1,19 @@
-"""Whole-KG index against pushed-down exploration: memory, build time, per-question time, same evidence.
+"""Whole-KG index against pushed-down exploration: memory, time, edges read, evidence recall, same evidence.
 
 For each KG (EMCKG-full for GenMedGPT-5k, the CMCKG re-crawl for CMCQA, in the embedded
 store ``kgmind eval`` uses), one process:
 
-1. builds the whole-KG ``GraphIndex`` as ``exploration="memory"`` does, timed, with
+1. runs the retrieval graph (no LLM, stored question entities, shipped defaults) on a
+   seeded sample of the split with ``exploration="pushdown"``: wall time per question,
+   the edges the per-question index loaded, the process's resident memory before and
+   after the pass (the whole-KG index is not built yet);
+2. builds the whole-KG ``GraphIndex`` as ``exploration="memory"`` does, timed, with
    tracemalloc's peak (bytes per edge);
-2. runs the retrieval graph (no LLM, stored question entities, shipped defaults) on a
-   seeded sample of questions, once with ``exploration="memory"`` and once with
-   ``"pushdown"``, and records the wall time per question, the edges the per-question
-   index loaded and whether the selected evidence is identical.
+3. runs the same questions with ``exploration="memory"``, and records whether the
+   selected evidence is identical and each mode's evidence recall (the ``kgmind eval``
+   rule: gold entities named in the rendered evidence);
+4. with ``--recall-all``, runs every question of the split in memory mode (recall only),
+   and in pushdown mode too when ``--recall-all both``.
 
 Usage::
 
@@ -25,7 +30,7 @@ import time
 import tracemalloc
 from datetime import date
 from pathlib import Path
-from statistics import median
+from statistics import mean, median
 from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -39,54 +44,86 @@ def _pct(values: list[float], q: float) -> float:
     return round(s[min(len(s) - 1, int(q * len(s)))], 1)
 
 
-def measure(kg: str, questions: int, seed: int) -> dict[str, Any]:
+def _rss_mb() -> float:
+    """The process's resident memory now (MB), from /proc."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return 0.0
+
+
+def _run(item: Any, mode: str, res: Any, store: Any) -> dict[str, Any]:
+    """One question in one exploration mode: time, evidence, recall (and edges loaded when pushed down)."""
+    from kgmind.eval import metrics as mt
+    from kgmind.eval.methods import evidence_text, run_graph
+    from kgmind.retrievers import graph_index_cache as gx
+
+    res.context_overrides = {"exploration": mode}
+    t = time.perf_counter()
+    budget = res.context("full", 500).budget_tokens
+    out = run_graph("full", item.question, item.entities, res, budget)
+    row: dict[str, Any] = {"ms": (time.perf_counter() - t) * 1000}
+    row["evidence"] = [(e.id, e.text, tuple(e.relation_ids)) for e in out.evidence]
+    row["recall"] = mt.evidence_recall(evidence_text(out.evidence, res), item.gold)
+    if mode == "pushdown":
+        row["edges"] = gx.get_neighborhood_index(store, out.linked).num_edges
+    return row
+
+
+def _recall(values: list[float | None]) -> float | None:
+    got = [v for v in values if v is not None]
+    return round(mean(got), 4) if got else None
+
+
+def measure(
+    kg: str, questions: int, seed: int, split: str, recall_all: str, modes: str = "both"
+) -> dict[str, Any]:
     """Measure one KG (see the module doc)."""
     from kgmind.eval.config import EvalConfig
     from kgmind.eval.items import build_items
     from kgmind.eval.kg import prepare_store
-    from kgmind.eval.methods import run_graph
     from kgmind.eval.resources import Resources
     from kgmind.retrievers import graph_index_cache as gx
     from kgmind.stores.factory import open_store
 
-    cfg = EvalConfig(dataset=DATASET[kg], split="test", limit=questions, seed=seed)
+    cfg = EvalConfig(dataset=DATASET[kg], split=split, limit=questions, seed=seed)
     uri = prepare_store(cfg)
     assert uri is not None
     store = open_store(uri)
     stats = store.stats()
     items = [it for it in build_items(cfg)[0] if it.entities]
-
+    res = Resources(store_uri=uri, seed=seed)
     gx.clear_graph_index_cache()
+    _run(items[0], "pushdown" if modes == "both" else "memory", res, store)  # warm-up: models, caches
+    rss_start = _rss_mb()
+    push = [_run(it, "pushdown", res, store) for it in items] if modes == "both" else []
+    rss_pushdown = _rss_mb()
+
     tracemalloc.start()
     t0 = time.perf_counter()
     full = gx.get_graph_index(store)
     build_s = time.perf_counter() - t0
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-
-    res = Resources(store_uri=uri, seed=seed)
-    rows = []
-    for item in items:
-        row: dict[str, Any] = {"id": item.id}
-        evidence = {}
-        for mode in ("memory", "pushdown"):
-            res.context_overrides = {"exploration": mode}
-            t = time.perf_counter()
-            budget = res.context("full", 500).budget_tokens
-            out = run_graph("full", item.question, item.entities, res, budget)
-            row[f"{mode}_ms"] = (time.perf_counter() - t) * 1000
-            evidence[mode] = [(e.id, e.text, tuple(e.relation_ids)) for e in out.evidence]
-            if mode == "pushdown":
-                hood = gx.get_neighborhood_index(store, out.linked)
-                row["pushdown_edges"] = hood.num_edges
-        row["same_evidence"] = evidence["memory"] == evidence["pushdown"]
-        rows.append(row)
-    mem = [r["memory_ms"] for r in rows]
-    push = [r["pushdown_ms"] for r in rows]
-    loaded = [r["pushdown_edges"] for r in rows]
-    return {
+    mem = [_run(it, "memory", res, store) for it in items]
+    if not push:  # memory only: the pushed-down columns repeat the memory ones, marked below
+        push = [{**m, "edges": 0} for m in mem]
+    rows = [
+        {
+            "id": it.id,
+            "memory_ms": m["ms"],
+            "pushdown_ms": p["ms"],
+            "pushdown_edges": p["edges"],
+            "memory_recall": m["recall"],
+            "pushdown_recall": p["recall"],
+            "same_evidence": m["evidence"] == p["evidence"],
+        }
+        for it, m, p in zip(items, mem, push, strict=True)
+    ]
+    out: dict[str, Any] = {
         "kg": kg,
         "store": uri,
+        "split": split,
         "relations": stats.relations_total,
         "entities": stats.entities_total,
         "index_build_s": round(build_s, 2),
@@ -94,14 +131,88 @@ def measure(kg: str, questions: int, seed: int) -> dict[str, Any]:
         "index_bytes_per_edge": round(peak / max(full.num_edges, 1), 1),
         "questions": len(rows),
         "same_evidence": sum(r["same_evidence"] for r in rows),
-        "memory_ms_p50": _pct(mem, 0.5),
-        "memory_ms_p95": _pct(mem, 0.95),
-        "pushdown_ms_p50": _pct(push, 0.5),
-        "pushdown_ms_p95": _pct(push, 0.95),
-        "pushdown_edges_p50": median(loaded),
-        "pushdown_edges_max": max(loaded),
+        "memory_ms_p50": _pct([r["memory_ms"] for r in rows], 0.5),
+        "memory_ms_p95": _pct([r["memory_ms"] for r in rows], 0.95),
+        "pushdown_ms_p50": _pct([r["pushdown_ms"] for r in rows], 0.5),
+        "pushdown_ms_p95": _pct([r["pushdown_ms"] for r in rows], 0.95),
+        "pushdown_edges_p50": median(r["pushdown_edges"] for r in rows),
+        "pushdown_edges_max": max(r["pushdown_edges"] for r in rows),
+        "modes": modes,
+        "rss_mb_before_pushdown": rss_start,
+        "rss_mb_after_pushdown": rss_pushdown,
+        "rss_mb_after_memory": _rss_mb(),
+        "memory_recall": _recall([r["memory_recall"] for r in rows]),
+        "pushdown_recall": _recall([r["pushdown_recall"] for r in rows]),
         "rows": rows,
     }
+    if recall_all != "no":
+        out.update(_recall_all(cfg, res, store, recall_all))
+    return out
+
+
+def _recall_all(cfg: Any, res: Any, store: Any, which: str) -> dict[str, Any]:
+    """Evidence recall over every question of the split (memory mode; pushdown too for ``both``)."""
+    from dataclasses import replace
+
+    from kgmind.eval.items import build_items
+
+    items = [it for it in build_items(replace(cfg, limit=None))[0] if it.entities]
+    out: dict[str, Any] = {"all_questions": len(items)}
+    for mode in ("memory", "pushdown") if which == "both" else ("memory",):
+        got = [_run(it, mode, res, store) for it in items]
+        out[f"all_{mode}_recall"] = _recall([g["recall"] for g in got])
+        out[f"all_{mode}_ms_p50"] = _pct([g["ms"] for g in got], 0.5)
+        out[f"all_{mode}_ms_p95"] = _pct([g["ms"] for g in got], 0.95)
+        if mode == "pushdown":
+            out["all_pushdown_edges_p50"] = median(g["edges"] for g in got)
+            out["all_pushdown_edges_max"] = max(g["edges"] for g in got)
+            out["all_rss_mb_after_pushdown"] = _rss_mb()
+        out[f"all_{mode}_evidence"] = [g["evidence"] for g in got]
+    if which == "both":
+        pairs = zip(out.pop("all_memory_evidence"), out.pop("all_pushdown_evidence"), strict=True)
+        out["all_same_evidence"] = sum(m == p for m, p in pairs)
+    else:
+        out.pop("all_memory_evidence")
+    return out
+
+
+def _table(kgs: list[dict[str, Any]]) -> list[str]:
+    lines = [
+        "| KG | relations | whole-KG index: build, bytes/edge | questions, same evidence | "
+        "memory ms p50/p95 | pushdown ms p50/p95 | edges loaded p50/max | RSS MB before → after pushdown | "
+        "recall memory / pushdown |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in kgs:
+        lines.append(
+            f"| {r['kg']} | {r['relations']:,} | {r['index_build_s']} s, {r['index_bytes_per_edge']} | "
+            f"{r['questions']}, {r['same_evidence']} | {r['memory_ms_p50']} / {r['memory_ms_p95']} | "
+            f"{r['pushdown_ms_p50']} / {r['pushdown_ms_p95']} | {r['pushdown_edges_p50']:,} / "
+            f"{r['pushdown_edges_max']:,} | {r['rss_mb_before_pushdown']} → {r['rss_mb_after_pushdown']} | "
+            f"{r['memory_recall']} / {r['pushdown_recall']} |"
+        )
+    every = [r for r in kgs if "all_questions" in r]
+    if every:
+        lines += [
+            "",
+            f"Whole {kgs[0]['split']} split:",
+            "",
+            "| KG | questions | memory recall, ms p50/p95 | pushdown recall, ms p50/p95, edges p50/max "
+            "| same |",
+            "|---|---|---|---|---|",
+        ]
+        for r in every:
+            push = (
+                f"{r['all_pushdown_recall']}, {r['all_pushdown_ms_p50']} / {r['all_pushdown_ms_p95']}, "
+                f"{r['all_pushdown_edges_p50']:,} / {r['all_pushdown_edges_max']:,}"
+                if "all_pushdown_recall" in r
+                else "–"
+            )
+            lines.append(
+                f"| {r['kg']} | {r['all_questions']} | {r['all_memory_recall']}, {r['all_memory_ms_p50']} / "
+                f"{r['all_memory_ms_p95']} | {push} | {r.get('all_same_evidence', '–')} |"
+            )
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -112,36 +223,48 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--questions-recrawl", type=int, default=None, help="questions on the re-crawl (default --questions)"
     )
+    ap.add_argument("--split", default="test", help="the split (calib to fit bounds; test to report)")
+    ap.add_argument(
+        "--recall-all",
+        choices=("no", "memory", "both"),
+        default="no",
+        help="also the evidence recall of every question of the split (memory mode, or both modes)",
+    )
+    ap.add_argument(
+        "--edges-per-group",
+        default="shipped",
+        help="edges kept per node, relation type and direction: an int, none (every edge) or shipped",
+    )
+    ap.add_argument("--modes", choices=("both", "memory"), default="both", help="memory: no pushed-down pass")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
     from kgmind.eval.environment import machine_info
 
+    if args.edges_per_group != "shipped":
+        from kgmind.retrievers.graph_index_cache import set_edges_per_group
+
+        set_edges_per_group(None if args.edges_per_group == "none" else int(args.edges_per_group))
     kgs = ["emckg", "recrawl"] if args.kg == "both" else [args.kg]
     out = {
         "benchmark": "pushdown",
         "date": date.today().isoformat(),
         "machine": machine_info(),
         "argv": argv,
+        "edges_per_group": args.edges_per_group,
         "kgs": [
             measure(
-                kg, args.questions_recrawl or args.questions if kg == "recrawl" else args.questions, args.seed
+                kg,
+                args.questions_recrawl or args.questions if kg == "recrawl" else args.questions,
+                args.seed,
+                args.split,
+                args.recall_all,
+                args.modes,
             )
             for kg in kgs
         ],
     }
-    lines = [
-        "| KG | relations | whole-KG index: build, bytes/edge | questions, same evidence | "
-        "memory ms p50/p95 | pushdown ms p50/p95 | edges loaded p50/max |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for r in out["kgs"]:
-        lines.append(
-            f"| {r['kg']} | {r['relations']:,} | {r['index_build_s']} s, {r['index_bytes_per_edge']} | "
-            f"{r['questions']}, {r['same_evidence']} | {r['memory_ms_p50']} / {r['memory_ms_p95']} | "
-            f"{r['pushdown_ms_p50']} / {r['pushdown_ms_p95']} | {r['pushdown_edges_p50']:,} / "
-            f"{r['pushdown_edges_max']:,} |"
-        )
+    lines = _table(out["kgs"])
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(out, indent=2) + "\n")
     (args.out / "results.md").write_text("\n".join(lines) + "\n")

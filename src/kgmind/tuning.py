@@ -17,6 +17,7 @@ __all__ = [
     "CONTEXT_SPAN_THRESHOLD",
     "DEFAULT_MODEL",
     "DISPUTE_RULE",
+    "EDGES_PER_GROUP",
     "EVIDENCE_VALUES",
     "LINK_THRESHOLD",
     "LINK_THRESHOLD_FALLBACK",
@@ -73,6 +74,17 @@ class PipelineSettings:
 
 #: The pipeline's exploration defaults (see :class:`PipelineSettings`).
 PIPELINE = PipelineSettings()
+
+#: Bounded reads (issue 42): an exploration reads at most this many edges per node, relation type and
+#: direction, the heaviest first, then the most specific (the other end's degree, lowest first), then
+#: by id: pushed down, the store picks them (``bounded_edges``); in memory the index keeps the same
+#: ones (:mod:`kgmind.retrievers.graph_bounds`), so both modes give the same evidence. A hub's
+#: hundreds of symptoms or diseases then cost a question at most this many reads each way.
+#: ``None``: every edge. Fitted on the calibration splits (memory mode, 2026-11-26, docs/results.md
+#: "Bounded reads"): GenMedGPT-5k calib evidence recall 0.849 unbounded, 0.610 / 0.718 / 0.825 / 0.836 / 0.849
+#: at 10 / 20 / 50 / 100 / 150 (its symptom hubs hold up to 294 diseases a group); CMCQA calib on the
+#: re-crawl 0.452 unbounded, 0.447 at 150. 150 is the smallest bound within both recall goals.
+EDGES_PER_GROUP: int | None = 150
 
 #: How :func:`rank_diseases` may use learnt weights (see there).
 WEIGHT_VOTES: tuple[str, ...] = ("tiebreak", "lift_first", "scale")

@@ -20,7 +20,7 @@ from kgmind.stores.protocol import GraphStore, StoreError, StoreUnavailableError
 
 LADYBUG_SRC = Path(__file__).resolve().parents[2] / "src" / "kgmind" / "stores" / "ladybug"
 #: The modules that send the backend's statements: the store and its verdict log.
-STORE_SRCS = (LADYBUG_SRC / "store.py", LADYBUG_SRC / "verdicts.py")
+STORE_SRCS = tuple(LADYBUG_SRC / f for f in ("store.py", "verdicts.py", "degrees.py", "rows.py", "bulk.py"))
 
 
 @pytest.fixture
@@ -121,16 +121,6 @@ def test_closed_store_raises(tmp_path: Path) -> None:
 
 
 # -- threads --------------------------------------------------------------------------------
-
-
-def test_one_reader_connection_per_thread(store: LadybugStore) -> None:
-    main_conn = store._reader()
-    assert store._reader() is main_conn
-    other: list[object] = []
-    th = threading.Thread(target=lambda: other.append(store._reader()))
-    th.start()
-    th.join()
-    assert other and other[0] is not main_conn
 
 
 def test_readers_see_committed_writes_across_threads(store: LadybugStore) -> None:
@@ -285,3 +275,22 @@ def test_failure_after_copy_rolls_back_the_whole_load(
     store.bulk_load([c, merged_a], [r3], [])
     assert store.get_relations([r3.id])[0].source == "src"
     assert store.get_entities([a.id])[0].description == "now described"
+
+
+def test_reader_connections_are_pooled_not_one_per_thread(store: LadybugStore) -> None:
+    """A server answers each question on fresh threads: readers must not pile up with them."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    a, b, _, _ = _tiny(store)
+    for _ in range(20):  # twenty short-lived threads, one after another: one reader serves them all
+        t = threading.Thread(target=store.get_entities, args=([a.id],))
+        t.start()
+        t.join()
+    assert len(store._conns._all) == 2  # the writer and one reader
+    with ThreadPoolExecutor(4) as ex:  # reads at once get a reader each, and the right rows
+        got = list(ex.map(lambda i: store.get_entities([(a, b)[i % 2].id])[0].id, range(200)))
+    assert got == [(a, b)[i % 2].id for i in range(200)]
+    assert 2 <= len(store._conns._all) <= 5
+    store.close()
+    assert store._conns._all == [] and store._conns._idle == []

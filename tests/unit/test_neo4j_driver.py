@@ -293,6 +293,13 @@ def test_bulk_load_sends_batches_in_one_transaction(h: Harness) -> None:
             },
         ),
         call(q.MERGE_DOCS, {"rows": [{"id": doc.id, "entity_id": FLU.id, "text": "Flu spreads in winter."}]}),
+        # the ends of the loaded relations get their degrees counted again (the fake holds no edges)
+        call(q.VERDICTS, {"ids": None}),
+        call(q.DEGREE_EDGES, {"ids": sorted([FLU.id, FEVER.id, outside])}),
+        call(
+            q.SET_DEGREES,
+            {"rows": [{"id": i, "degree": 0, "degrees": "{}"} for i in sorted([FLU.id, FEVER.id, outside])]},
+        ),
         call(q.BUMP_VERSION, {"meta_id": store_mod.META_ID}),
     ]
 
@@ -327,6 +334,7 @@ def test_bulk_load_batches_by_batch_size(h: Harness, monkeypatch: pytest.MonkeyP
         q.ENTITIES_FOR_MERGE, q.MERGE_ENTITIES,
         q.ENTITIES_FOR_MERGE, q.MERGE_ENTITIES,
         q.MERGE_RELATIONS, q.MERGE_RELATIONS,
+        q.VERDICTS, q.DEGREE_EDGES, q.SET_DEGREES,  # the loaded edges' ends: degrees counted again
         q.BUMP_VERSION,
     ]  # fmt: skip
     sent = [c.args[1]["rows"] for c in h.tx.run.call_args_list if c.args[0] == q.MERGE_RELATIONS]
@@ -689,6 +697,7 @@ def test_record_verdicts_claims_locks_writes_rows_and_weights_in_one_transaction
         q.LOCK_HEADS,
         q.SIBLING_WEIGHTS,
         q.WRITE_WEIGHTS,
+        q.GET_RELATIONS,  # the judged edges' ends: their degrees are counted again (none here)
         q.BUMP_WEIGHTS_VERSION,
         q.BUMP_DISPUTES_VERSION,
     ]
@@ -777,7 +786,13 @@ def test_restore_locks_reads_and_writes_only_a_disputed_edge(h: Harness) -> None
     feedback_harness(h)
     h.tx_answers[q.VERDICTS] = lambda p: [_verdict_row("a", "wrong", "1"), _verdict_row("b", "wrong", "2")]
     assert h.store.restore(R_FEVER.id, source="curator") is True
-    assert h.tx_queries() == [q.LOCK_HEADS, q.VERDICTS, q.WRITE_RESTORE, q.BUMP_DISPUTES_VERSION]
+    assert h.tx_queries() == [
+        q.LOCK_HEADS,
+        q.VERDICTS,
+        q.WRITE_RESTORE,
+        q.GET_RELATIONS,
+        q.BUMP_DISPUTES_VERSION,
+    ]
     runs = h.tx.run.call_args_list
     assert runs[1] == call(q.VERDICTS, {"ids": [R_FEVER.id]})
     restore = runs[2].args[1]
@@ -805,7 +820,7 @@ def test_reset_weights_keeps_the_verdict_log() -> None:
 QUERIES_PATH = Path(inspect.getfile(q))
 STORE_PATH = Path(inspect.getfile(store_mod))
 #: The modules that send the backend's statements: the store and its verdict log.
-STORE_PATHS = (STORE_PATH, STORE_PATH.with_name("verdicts.py"))
+STORE_PATHS = (STORE_PATH, STORE_PATH.with_name("verdicts.py"), STORE_PATH.with_name("degrees.py"))
 _DRIVER_CALLS = {"run", "execute_query", "_read", "_stream"}
 
 

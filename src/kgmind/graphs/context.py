@@ -81,9 +81,9 @@ class Context:
     max_chains: int = _setting(PIPELINE.max_chains, "Cap on HyKGE chains before reranking (C…).")
     hub_percentile: float | None = _setting(
         PIPELINE.hub_percentile,
-        "HyKGE chains walk through no node whose degree is above this percentile of "
-        "the KG's (hubs such as a blood test tied to thousands of diseases); None = through every "
-        "node. Not applied under pushdown exploration.",
+        "HyKGE chains (and, with bounded reads, MindMap paths) walk through no node whose degree "
+        "is above this percentile of the KG's (hubs such as a blood test tied to thousands of "
+        "diseases), read from the store's kept degrees under pushdown; None = through every node.",
     )
     dfs_chains: int = _setting(PIPELINE.dfs_chains, "KGCoT: number of weighted-DFS chains (K…).")
     dfs_depth: int = _setting(PIPELINE.dfs_depth, "KGCoT: maximum depth of each DFS chain.")

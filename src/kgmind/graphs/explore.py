@@ -51,7 +51,12 @@ def explore_paths_with(ctx: Context, store: GraphStore, gi: Any, ids: list[str])
     """Path evidence with the run's settings (what ``explore_paths`` and the latency benchmark run)."""
     ranked = ctx.mode != "mindmap"
     return exploration.path_evidence(
-        gi, ids, max_hops=ctx.max_hops, max_paths=ctx.max_paths, weight_aware=ctx.weight_aware and ranked
+        gi,
+        ids,
+        max_hops=ctx.max_hops,
+        max_paths=ctx.max_paths,
+        weight_aware=ctx.weight_aware and ranked,
+        hub_percentile=ctx.hub_percentile if ranked and gi.bounded else None,
     )
 
 

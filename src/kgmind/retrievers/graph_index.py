@@ -37,6 +37,7 @@ import numpy as np
 
 from kgmind.models import Entity, Relation, relation_id
 from kgmind.relations import REVERSE_MARK, RelationSchema, RelationStats, infer_schema, reverse_name
+from kgmind.retrievers.graph_bounds import BoundedLists, restore_uncut
 from kgmind.retrievers.graph_edges import (
     EdgeIds,
     EdgeLookup,
@@ -81,7 +82,7 @@ class IndexableStore(Protocol):
         ...
 
 
-class GraphIndex(PushdownGrowth, PathSearch):
+class GraphIndex(BoundedLists, PushdownGrowth, PathSearch):
     """In-memory adjacency of a KG (see the module docstring).
 
     Public integer-level attributes (used by :mod:`kgmind.retrievers.exploration`):
@@ -273,6 +274,9 @@ class GraphIndex(PushdownGrowth, PathSearch):
         schema: RelationSchema | None = None,
         reverse_readings: bool = True,
         hidden: Collection[str] = (),
+        bound: int | None = None,
+        degree_values: np.ndarray | None = None,
+        uniform: bool | None = None,
     ) -> GraphIndex:
         """An index of the part of ``store`` around ``seeds``, read with bounded id-keyed queries.
 
@@ -295,6 +299,12 @@ class GraphIndex(PushdownGrowth, PathSearch):
             reverse_readings: As for the full index.
             hidden: Relation ids no exploration may see (:meth:`set_hidden`): loaded, as
                 on the full index, so the reverse readings are the same, but never listed.
+            bound: Read at most this many edges per node, relation type and direction,
+                picked by the store (``bounded_edges``, :mod:`kgmind.retrievers.graph_bounds`);
+                only the seeds are completed up front. ``None``: every edge.
+            degree_values: Bounded: every entity's kept degree (the hub percentile's base).
+            uniform: Whether the store's weights are all equal (``None``: judged from the
+                edges read, which may differ from the whole KG's answer).
 
         Returns:
             The partial index.
@@ -310,12 +320,18 @@ class GraphIndex(PushdownGrowth, PathSearch):
             reverse_readings=reverse_readings,
         )
         gi._source = store
+        gi.store_uniform = uniform
         gi._complete = set()
         gi._pairs = set()
         gi.hidden = HiddenEdges(frozenset(hidden))
         gi.out_adj = LazyAdjacency(gi)
         gi.in_adj = LazyAdjacency(gi)
         frontier = gi._add_entities(store.get_entities(sorted(set(seeds))))
+        if bound is not None:
+            gi._bound_k, gi._degree_values, gi._node_degree = bound, degree_values, {}
+            known = gi._source_degrees([gi.ids[n] for n in frontier])
+            gi._node_degree.update({gi.index_of[i]: d for i, d in known.items()})
+            complete_depth = 0  # the seeds now (every exploration reads them); any other node when read
         for depth in range(complete_depth + 1):
             if not frontier:
                 break
@@ -379,6 +395,18 @@ class GraphIndex(PushdownGrowth, PathSearch):
             self.out_adj.append([])
             self.in_adj.append([])
         return i
+
+    def prefetch(self, nodes: Iterable[int]) -> None:
+        """Read the edges of ``nodes`` now, in one store query, when the index is pushed down.
+
+        An exploration that is about to look at many nodes one by one (ordering paths by
+        their probability) calls this first: one round trip instead of one per node, which
+        is most of a pushed-down question's time (each costs milliseconds in the store).
+        """
+        if self._complete is not None:
+            todo = [n for n in dict.fromkeys(nodes) if n not in self._complete]
+            if todo:
+                self._complete_nodes(todo)
 
     def out_array(self, node: int) -> np.ndarray:
         """``out_adj[node]`` as a cached ``int64`` array (for vectorised sampling)."""
@@ -472,6 +500,9 @@ class GraphIndex(PushdownGrowth, PathSearch):
             ]  # a reverse reading moves with its edge
             if changes:
                 self._weights = self._weights.updated(changes + readings, self.edge_head, self._out_list)
+                if self._bounds is not None:  # the heaviest edges of a cut group may be others now
+                    ends = {x for e, _ in changes for x in (self.edge_head[e], self.edge_tail[e])}
+                    self._recut(ends)
         return len(changes)
 
     def reload_weights(self, relations: Iterable[Relation], weights_version: int) -> int:
@@ -500,6 +531,8 @@ class GraphIndex(PushdownGrowth, PathSearch):
                 fresh, heads, len(self.ids), before.generation + 1, self.hidden.edges
             )
             self.weights_version = weights_version
+            if self._bounds is not None:  # cut again by the new weights; every cut node's total again
+                self._recut(list(self._bounds.uncut))
         return changed
 
     def set_hidden(self, relation_ids: Iterable[str]) -> int:
@@ -519,6 +552,8 @@ class GraphIndex(PushdownGrowth, PathSearch):
             How many edges (stored edges and readings) changed visibility.
         """
         with self._lock:
+            bounds = self._bounds
+            restore_uncut(self)  # hiding changes degrees: cut every node again after
             plan = relist(self, relation_ids)
             for adj, lists in ((self.out_adj, plan.out_lists), (self.in_adj, plan.in_lists)):
                 for n, listed in lists.items():
@@ -528,22 +563,29 @@ class GraphIndex(PushdownGrowth, PathSearch):
                 self._drop_out_arrays(plan.out_lists.keys())
                 self.__dict__.pop("_hub_degree", None)
                 self._weights = self._weights.retotalled(plan.out_lists, self._out_list)
+            if bounds is not None:
+                self._bound_to(bounds.k, bounds.uncut.keys())
         return plan.changed
 
     def hub_degree(self, percentile: float) -> int | None:
         """The degree (edges in + out) at ``percentile`` of this index's nodes, cached per percentile.
 
-        ``None`` for a pushed-down neighbourhood index: it holds only part of each
-        node's edges until read, so it cannot tell a hub from the whole KG's degrees.
+        Bounded (:meth:`bound`, :meth:`neighborhood` with ``bound``): the percentile of the
+        store's kept degrees (:meth:`degree`), the same in both modes, so a pushed-down
+        search knows a hub before reading its edges. Else ``None`` for a pushed-down
+        index: it holds only part of each node's edges until read.
 
         Raises:
             ValueError: ``percentile`` outside (0, 100].
         """
         if not 0 < percentile <= 100:
             raise ValueError(f"percentile must be in (0, 100], not {percentile}")
-        if self._complete is not None:
+        known = self._bounds.degree if self._bounds is not None else self._degree_values
+        if known is None and self._complete is not None:
             return None
         cache: dict[float, int] = self.__dict__.setdefault("_hub_degree", {})
+        if percentile not in cache and known is not None:  # bounded: the store's kept degrees
+            cache[percentile] = int(np.percentile(known, percentile)) if len(known) else 0
         if percentile not in cache:
             degrees = np.fromiter(
                 (len(o) + len(i) for o, i in zip(self.out_adj, self.in_adj, strict=True)),

@@ -33,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
 from cachetools import LRUCache, cached
 
 from kgmind.models import WeightChange
@@ -40,6 +41,7 @@ from kgmind.relations import RelationSchema
 from kgmind.retrievers.graph_index import GraphIndex, IndexableStore
 from kgmind.stores.feedback import on_disputes_changes, on_weight_changes
 from kgmind.stores.protocol import GraphStore
+from kgmind.tuning import EDGES_PER_GROUP
 
 __all__ = [
     "PUSHDOWN_MIN_RELATIONS",
@@ -53,6 +55,7 @@ __all__ = [
     "notify_weight_changes",
     "pushdown_wanted",
     "relation_schema_of",
+    "set_edges_per_group",
 ]
 
 #: Guards every cache below; waiters for a key being built wait on it.
@@ -128,6 +131,7 @@ def _built(store: IndexableStore, fingerprint: str, weights_version: int, disput
         schema=store.relation_schema(),
     )
     gi.set_hidden(disputed_relation_ids(store, fingerprint, disputes))
+    gi.bound(_bound.k)  # the edges a pushed-down read keeps, so both modes give the same evidence
     return _Kept(gi, disputes_version=disputes)
 
 
@@ -219,6 +223,28 @@ def notify_disputes_changed(store_uri: str) -> None:
         kept.checked_at = -math.inf
 
 
+@dataclass
+class _Bound:
+    """The edges kept per node, relation type and direction by every index this process builds."""
+
+    k: int | None = EDGES_PER_GROUP
+
+
+_bound = _Bound()
+
+
+def set_edges_per_group(k: int | None) -> None:
+    """Bound every index built from now on to ``k`` edges per node, type and direction (``None``: all).
+
+    The shipped value is :data:`kgmind.tuning.EDGES_PER_GROUP`; the benchmark that fits it
+    (``benchmarks/pushdown.py --edges-per-group``) tries others. Forgets the cached indexes.
+    """
+    if k is not None and k < 1:
+        raise ValueError(f"edges per group must be >= 1 or None, not {k}")
+    _bound.k = k
+    clear_graph_index_cache()
+
+
 #: Per-question indexes kept for reuse: the explore nodes of one run (and repeated
 #: questions) share one, keyed by store, fingerprint, weights and disputes versions and seeds.
 _HOOD_CACHE_SIZE = 64
@@ -228,6 +254,7 @@ _NeighborhoodKey = tuple[str, str, int, int, tuple[str, ...]]
 @cached(LRUCache(maxsize=_HOOD_CACHE_SIZE), key=lambda store, key: key, condition=_cond)
 def _neighborhood(store: GraphStore, key: _NeighborhoodKey) -> GraphIndex:
     _, fingerprint, weights, disputes, seeds = key
+    bounded = _bound.k is not None
     return GraphIndex.neighborhood(
         store,
         seeds,
@@ -235,7 +262,26 @@ def _neighborhood(store: GraphStore, key: _NeighborhoodKey) -> GraphIndex:
         weights_version=weights,
         schema=_schema(store, fingerprint),
         hidden=disputed_relation_ids(store, fingerprint, disputes),
+        bound=_bound.k,
+        degree_values=_degree_values(store, fingerprint, disputes) if bounded else None,
+        uniform=_weights_uniform(store, fingerprint, weights),
     )
+
+
+@cached(LRUCache(maxsize=8), key=lambda store, fp, version: (store.uri, fp, version), lock=threading.Lock())
+def _weights_uniform(store: GraphStore, fingerprint: str, version: int) -> bool | None:
+    """Whether the store's weights are all equal, once per content and weights version (None: unknown)."""
+    read = getattr(store, "weights_uniform", None)
+    return bool(read()) if callable(read) else None
+
+
+@cached(LRUCache(maxsize=8), key=lambda store, fp, version: (store.uri, fp, version), lock=threading.Lock())
+def _degree_values(store: GraphStore, fingerprint: str, version: int) -> np.ndarray:
+    """Every entity's kept degree (the hub percentile's base), read once per content and disputes version."""
+    read = getattr(store, "degree_values", None)
+    if callable(read):
+        return np.asarray(read(), dtype=np.int64)
+    return np.zeros(0, dtype=np.int64)
 
 
 @cached(LRUCache(maxsize=8), key=lambda store, fingerprint: (store.uri, fingerprint), lock=threading.Lock())
@@ -293,5 +339,5 @@ def pushdown_wanted(store: Any, mode: str) -> bool:
 
 def clear_graph_index_cache() -> None:
     """Forget every cached index and relation count (tests)."""
-    for memo in (_built, _neighborhood, _relation_count, _disputed):
+    for memo in (_built, _neighborhood, _relation_count, _disputed, _degree_values, _weights_uniform):
         memo.cache_clear()

@@ -73,6 +73,15 @@ class PathSearch:
         """Load every edge of ``nodes`` (a pushed-down index); return the nodes this added."""
         raise NotImplementedError
 
+    def degree(self, node: int) -> int:
+        """A node's degree as the hub cap reads it (``GraphIndex.degree``)."""
+        raise NotImplementedError
+
+    @property
+    def bounded(self) -> bool:
+        """Whether the index keeps a bounded number of edges per node (``GraphIndex.bound``)."""
+        raise NotImplementedError
+
     def shortest_paths(
         self,
         source: int,
@@ -163,7 +172,9 @@ class PathSearch:
         if len(side.fronts) <= level:
             front = side.fronts[level - 1]
             if max_degree is not None and level > 1:  # the root itself is always expanded
-                front = [u for u in front if len(self.out_adj[u]) + len(self.in_adj[u]) <= max_degree]
+                front = [u for u in front if self.degree(u) <= max_degree]
+            if self._complete is not None:  # pushed down: the level's reads in one query, not one per node
+                self._complete_nodes(front)
             side.fronts.append(self._expand(front, forward, directed, level, side.dist, side.links))
         return side.fronts[level]
 
@@ -209,6 +220,8 @@ class PathSearch:
         return nxt
 
     def _frontier_cost(self, front: list[int], forward: bool, directed: bool) -> int:
+        if self.bounded:  # the kept degrees: known without reading a node's edges, in either mode
+            return sum(self.degree(u) for u in front)
         if (
             self._complete is not None
         ):  # pushed down: load the frontier's edges in one query, not one per node

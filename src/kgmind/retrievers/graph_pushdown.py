@@ -15,13 +15,14 @@ shows other threads an empty list while it runs).
 from __future__ import annotations
 
 import threading
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from kgmind.models import Entity, Relation, relation_id
 from kgmind.relations import reverse_name
+from kgmind.retrievers.graph_bounds import Bounds, bounded_rows
 from kgmind.retrievers.graph_edges import EdgeIds, EdgeLookup, sort_key
 from kgmind.retrievers.graph_hidden import HiddenEdges
 from kgmind.retrievers.graph_weights import WeightState
@@ -56,6 +57,22 @@ class PushdownGrowth:
     _source: GraphStore | None
     _complete: set[int] | None
     _pairs: set[tuple[int, int]]
+    #: Bounded (issue 42): edges kept per node, relation type and direction, and per node its kept
+    #: degree in the store; a full index that was cut keeps its state in ``_bounds``.
+    _bound_k: int | None = None
+    _node_degree: dict[int, int] | None = None
+    _degree_values: np.ndarray | None = None
+    _bounds: Bounds | None = None
+    #: Pushed down: whether the store's weights are all equal (``None``: read the loaded ones).
+    store_uniform: bool | None = None
+
+    def _out_list(self, node: int) -> np.ndarray:
+        raise NotImplementedError
+
+    def _source_degrees(self, ids: Sequence[str]) -> dict[str, int]:
+        """The store's kept degrees of ``ids`` (0 for a store that keeps none)."""
+        read = getattr(self._source, "degrees", None)
+        return {i: d for i, (d, _) in read(ids).items()} if callable(read) else dict.fromkeys(ids, 0)
 
     def _add_entities(self, entities: Iterable[Entity]) -> list[int]:
         """Append unknown entities as nodes (sorted by id, as the stores iterate); return their indices."""
@@ -82,6 +99,8 @@ class PushdownGrowth:
             todo = [n for n in dict.fromkeys(nodes) if n not in self._complete]
             if not todo:
                 return []
+            if self._bound_k is not None:
+                return self._complete_bounded(todo, self._bound_k)
             rels = [
                 r
                 for r in self._source.neighbors([self.ids[n] for n in todo], "both")
@@ -99,7 +118,39 @@ class PushdownGrowth:
             self._complete.update(todo)
             return added
 
-    def _load_edges(self, rels: Sequence[Relation]) -> None:
+    def _complete_bounded(self, todo: Sequence[int], k: int) -> list[int]:
+        """Load each node's kept edges (one store query) and list exactly those (caller holds the lock)."""
+        assert self._source is not None and self._complete is not None and self._node_degree is not None
+        rows = bounded_rows(self._source, [self.ids[n] for n in todo], k, self.hidden.ids)
+        rels = list({r.id: r for _, r, _, _, _ in rows if r.id not in self.edge_index_of}.values())
+        missing = sorted({x for r in rels for x in (r.head, r.tail)} - self.index_of.keys())
+        added = self._add_entities(self._source.get_entities(missing)) if missing else []
+        for ent_id in missing:  # an end the store has no entity for: a placeholder, as on the full index
+            if ent_id not in self.index_of:
+                added += self._add_entities([Entity(id=ent_id, name=ent_id, type="entity")])
+        back = {r.id: has_back for _, r, _, _, has_back in rows}
+        self._load_edges(sorted(rels, key=lambda r: r.id), back=back)
+        kept: dict[int, set[int]] = {n: set() for n in todo}
+        for node, rel, side, degree, _ in rows:
+            other = rel.tail if side == "out" else rel.head
+            self._node_degree.setdefault(self.index_of[other], degree)
+            kept[self.index_of[node]].add(self.edge_index_of[rel.id])
+        key = sort_key(self)
+        for n, es in kept.items():
+            out = [e for e in es if self.edge_head[e] == n] + [
+                self.edge_twin[e] for e in es if self.edge_tail[e] == n and self.edge_twin[e] >= 0
+            ]
+            inc = [e for e in es if self.edge_tail[e] == n] + [
+                self.edge_twin[e] for e in es if self.edge_head[e] == n and self.edge_twin[e] >= 0
+            ]
+            list.__setitem__(self.out_adj, n, sorted(set(out), key=key))
+            list.__setitem__(self.in_adj, n, sorted(set(inc), key=key))
+        self._drop_out_arrays(todo)
+        self._weights = self._weights.with_totals(todo, self._out_list)
+        self._complete.update(todo)
+        return added
+
+    def _load_edges(self, rels: Sequence[Relation], back: Mapping[str, bool] | None = None) -> None:
         """Append ``rels`` and the ways back the KG lacks (as on the full index), then list the visible ones.
 
         Columns, weights and the tail array are published before any list names a new
@@ -107,6 +158,7 @@ class PushdownGrowth:
         an edge it cannot look up, nor a list half sorted.
         """
         first = len(self.edge_head)
+        bounded = back is not None  # a bounded read lists nothing here, and says where a way back is stored
         weights: list[float] = []
         heads: list[int] = []
         shown: list[bool] = []  # per new edge: not hidden
@@ -122,7 +174,8 @@ class PushdownGrowth:
             self._pairs.add((h, t))
         for i, e in enumerate(range(first, first + len(rels))):  # the way back the KG lacks
             h, t = self.edge_head[e], self.edge_tail[e]
-            if self.reverse_readings and h != t and (t, h) not in self._pairs:
+            stored_back = back.get(self.edge_id[e], False) if back is not None else (t, h) in self._pairs
+            if self.reverse_readings and h != t and not stored_back:
                 rtype = reverse_name(self.edge_type[e])
                 self.edge_twin[e] = self._append_edge(t, h, rtype, self.edge_source[e], e)
                 weights.append(weights[i])
@@ -132,9 +185,11 @@ class PushdownGrowth:
             return
         new = range(first, len(self.edge_head))
         self.hidden = self.hidden.with_loaded(e for e, ok in zip(new, shown, strict=True) if not ok)
-        self._weights = self._weights.grown(weights, heads, len(self.ids), shown)
+        counted = [False] * len(shown) if bounded else shown  # bounded: a node's totals when it completes
+        self._weights = self._weights.grown(weights, heads, len(self.ids), counted)
         self.edge_tail_array = np.asarray(self.edge_tail, dtype=np.int64)
-        self._list_edges([e for e, ok in zip(new, shown, strict=True) if ok])
+        if not bounded:
+            self._list_edges([e for e, ok in zip(new, shown, strict=True) if ok])
 
     def _list_edges(self, edges: Sequence[int]) -> None:
         """Add ``edges`` to their ends' lists, in the full index's order (:func:`sort_key`)."""

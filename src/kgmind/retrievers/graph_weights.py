@@ -106,6 +106,13 @@ class WeightState:
             t[n] = self.weights[out_edges(n)].sum()
         return WeightState(self.weights, _frozen(t), self.generation + 1)
 
+    def with_totals(self, nodes: Iterable[int], out_edges: Callable[[int], np.ndarray]) -> WeightState:
+        """This generation, the totals of ``nodes`` summed over ``out_edges`` (bounded nodes completed)."""
+        t = self.totals.copy()
+        for n in nodes:
+            t[n] = self.weights[out_edges(n)].sum()
+        return WeightState(self.weights, _frozen(t), self.generation)
+
     def grown(
         self,
         weights: Sequence[float],
@@ -140,6 +147,11 @@ class _Publisher(Protocol):
 
     def weight_state(self, held: WeightState | None = None) -> WeightState: ...
 
+    @property
+    def store_uniform(self) -> bool | None:
+        """Whether the whole store's weights are uniform, for an index that holds part of it (else None)."""
+        ...
+
 
 class WeightSnapshot:
     """The weights one exploration call reads: the state published when the call started.
@@ -158,7 +170,10 @@ class WeightSnapshot:
 
     def _current(self) -> WeightState:
         st = self._state
-        if len(st.weights) < self._source.num_edges or len(st.totals) < self._source.num_nodes:
+        now = self._source.weight_state()
+        if now is not st and now.generation == st.generation:  # grown (a pushed-down index read more)
+            st = self._state = now
+        elif len(st.weights) < self._source.num_edges or len(st.totals) < self._source.num_nodes:
             st = self._state = self._source.weight_state(st)
         return st
 
@@ -173,5 +188,10 @@ class WeightSnapshot:
         return self._current().totals
 
     def uniform(self) -> bool:
-        """Whether every edge has the same weight (nothing learnt: every learnt lift is 0)."""
-        return self._current().uniform
+        """Whether every edge has the same weight (nothing learnt: every learnt lift is 0).
+
+        A pushed-down index asks the store (the edges it has read may all be unlearnt while
+        others are not), so it skips the lifts exactly when the whole index would.
+        """
+        known = self._source.store_uniform
+        return self._current().uniform if known is None else known

@@ -71,6 +71,9 @@ def edge_prob(gi: GraphIndex, weights: WeightSnapshot, e: int) -> float:
 
 def path_prob(gi: GraphIndex, weights: WeightSnapshot, path: IndexPath) -> float:
     """Probability of drawing ``path`` edge by edge under the KGCoT edge probabilities of ``weights``."""
+    if gi.pushed_down:  # a node's total is known once its edges are read
+        for e in path.edges:
+            gi.out_array(gi.edge_head[e])
     p = 1.0
     for e in path.edges:
         p *= edge_prob(gi, weights, e)

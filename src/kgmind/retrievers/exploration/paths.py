@@ -71,9 +71,15 @@ def _segment_paths(
     weights: WeightSnapshot | None,
     path_limit: int,
     memo: BfsMemo | None = None,
+    max_degree: int | None = None,
 ) -> tuple[list[IndexPath], list[int]]:
     """One segment on the index: most probable paths first under ``weights``, else (None) shortest text."""
-    paths = gi.shortest_paths(start, end, max_hops, directed=True, limit=path_limit, memo=memo)
+    paths = gi.shortest_paths(
+        start, end, max_hops, directed=True, limit=path_limit, memo=memo, max_degree=max_degree
+    )
+
+    if weights is not None and len(paths) > PATHS_PER_SEGMENT:  # path_prob reads every head's edges
+        gi.prefetch(gi.edge_head[e] for p in paths for e in p.edges)
 
     def order(p: IndexPath) -> float:
         return -path_prob(gi, weights, p) if weights is not None else len(arrow_path(gi, p.nodes, p.edges))
@@ -172,6 +178,7 @@ def path_evidence(
     max_paths: int = 5,
     weight_aware: bool = False,
     path_limit: int = 100,
+    hub_percentile: float | None = None,
 ) -> list[Evidence]:
     """MindMap path-based evidence (see the module docstring).
 
@@ -183,6 +190,9 @@ def path_evidence(
         weight_aware: Keep the most probable paths per segment (KGCoT edge
             probabilities) instead of MindMap's shortest-rendered-text rule.
         path_limit: Cap on the shortest paths enumerated per pair (MindMap: all).
+        hub_percentile: Paths walk through no node whose degree is above this percentile
+            (:meth:`GraphIndex.hub_degree`; the two ends are always expanded), as HyKGE's
+            chains; ``None`` (MindMap): through every node.
 
     Returns:
         Up to ``max_paths`` ``path`` evidence items; ``[]`` for fewer than two known
@@ -193,8 +203,9 @@ def path_evidence(
         return []
     memo: BfsMemo = {}
     weights = gi.weight_snapshot() if weight_aware else None  # one set of weights for the whole call
+    cap = gi.hub_degree(hub_percentile) if hub_percentile is not None else None
     runs = chain_segments(
-        nodes, lambda a, b, rest: _segment_paths(gi, a, b, rest, max_hops, weights, path_limit, memo)
+        nodes, lambda a, b, rest: _segment_paths(gi, a, b, rest, max_hops, weights, path_limit, memo, cap)
     )
     out: list[Evidence] = []
     for r, choices in enumerate(select_diverse(runs, max_paths)):

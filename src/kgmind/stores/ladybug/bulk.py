@@ -70,7 +70,7 @@ def missing_endpoints(rows: Any, relations: RelationColumns, loaded: Mapping[str
 def copy_relations(
     conn: Any, relations: RelationColumns, stored: Collection[str], batch: int = COPY_BATCH
 ) -> int:
-    """``COPY`` every relation not in ``stored`` into ``REL``, a batch at a time; returns how many."""
+    """Copy every relation not in ``stored`` into ``REL`` (``COPY``), a batch at a time; returns how many."""
     written = 0
     for b in relations.batches(batch):
         table = relation_table(b, stored)

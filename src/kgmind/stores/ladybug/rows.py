@@ -6,7 +6,12 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import pyarrow as pa
+
 from kgmind.models import Entity, KnowledgeDoc, Relation, WeightChange, normalize_name
+from kgmind.stores import degrees as dg
+from kgmind.stores.ladybug import queries as q
+from kgmind.stores.ladybug.bulk import REL_SCHEMA
 
 __all__ = [
     "SCAN_CHUNK",
@@ -15,10 +20,17 @@ __all__ = [
     "arrow_chunks",
     "change_from_row",
     "doc_from_row",
+    "doc_table",
     "entities_from_table",
     "entity_from_row",
+    "entity_table",
     "relation_from_row",
+    "relation_table",
 ]
+
+_ENTITY_SCHEMA = pa.schema([(c, pa.int64() if c == "degree" else pa.string()) for c in q.ENTITY_COLUMNS])
+_DOC_SCHEMA = pa.schema([("id", pa.string()), ("entity_id", pa.string()), ("text", pa.string())])
+_REL_SCHEMA = REL_SCHEMA  # the columns COPY_RELATIONS reads, one definition with the columnar load
 
 SEP = "\x1f"  # never part of a normalised key (``\s`` in normalize_name folds it)
 
@@ -93,3 +105,49 @@ def doc_from_row(row: Sequence[Any]) -> KnowledgeDoc:
 def change_from_row(row: Sequence[Any]) -> WeightChange:
     """An audit row (columns in :class:`WeightChange`'s field order, see ``q.WEIGHT_CHANGES``)."""
     return WeightChange.model_validate(dict(zip(WeightChange.model_fields, row, strict=True)))
+
+
+def entity_table(entities: Sequence[Entity], degrees: dg.Degrees) -> pa.Table:
+    """The Arrow table ``COPY_ENTITIES`` reads, each entity with its counted degrees (``degrees``)."""
+    rows = {r["id"]: r for r in dg.degree_rows(degrees)}
+    return pa.table(
+        {
+            "id": [e.id for e in entities],
+            "name": [e.name for e in entities],
+            "key": [normalize_name(e.name) for e in entities],
+            "type": [e.type for e in entities],
+            "aliases": [json.dumps(e.aliases, ensure_ascii=False) for e in entities],
+            "alias_keys": [alias_keys(e) for e in entities],
+            "description": [e.description for e in entities],
+            "degree": [rows[e.id]["degree"] if e.id in rows else 0 for e in entities],
+            "degrees": [rows[e.id]["degrees"] if e.id in rows else "{}" for e in entities],
+        },
+        schema=_ENTITY_SCHEMA,
+    )
+
+
+def relation_table(relations: Sequence[Relation]) -> pa.Table:
+    """The Arrow table ``COPY_RELATIONS`` reads."""
+    return pa.table(
+        {
+            "from": [r.head for r in relations],
+            "to": [r.tail for r in relations],
+            "id": [r.id for r in relations],
+            "type": [r.type for r in relations],
+            "weight": [float(r.weight) for r in relations],
+            "source": [r.source for r in relations],
+        },
+        schema=_REL_SCHEMA,
+    )
+
+
+def doc_table(docs: Sequence[KnowledgeDoc]) -> pa.Table:
+    """The Arrow table :data:`~kgmind.stores.ladybug.queries.COPY_DOCS` reads."""
+    return pa.table(
+        {
+            "id": [d.id for d in docs],
+            "entity_id": [d.entity_id for d in docs],
+            "text": [d.text for d in docs],
+        },
+        schema=_DOC_SCHEMA,
+    )

@@ -32,13 +32,11 @@ import functools
 import json
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
-
-import pyarrow as pa
 
 from kgmind.models import (
     Entity,
@@ -47,24 +45,29 @@ from kgmind.models import (
     VerdictRecord,
     WeightChange,
     merge_entities,
-    normalize_name,
 )
+from kgmind.stores import degrees as dg
 from kgmind.stores.base import LoadInput, SiblingEdges, StoreBase, unknown_endpoints_error
 from kgmind.stores.columns import RelationColumns
 from kgmind.stores.cypher import with_hop_bound
 from kgmind.stores.disputes import WeightVerdicts
 from kgmind.stores.ladybug import bulk as lb_bulk
+from kgmind.stores.ladybug import degrees as ld
 from kgmind.stores.ladybug import queries as q
 from kgmind.stores.ladybug import verdicts as lv
+from kgmind.stores.ladybug.connections import Connections
 from kgmind.stores.ladybug.rows import (
     SEP,
     alias_keys,
     arrow_chunks,
     change_from_row,
     doc_from_row,
+    doc_table,
     entities_from_table,
     entity_from_row,
+    entity_table,
     relation_from_row,
+    relation_table,
 )
 from kgmind.stores.protocol import (
     Direction,
@@ -89,10 +92,6 @@ _META_LOAD = "load"
 _META_SCHEMA = "relation_schema"  # the roles a user gave at import: JSON in Meta.version
 _META_WEIGHTS = "weights"  # the weights version: a decimal counter in Meta.version
 _META_DISPUTES = lv.META_DISPUTES  # the disputes version: likewise
-
-_ENTITY_SCHEMA = pa.schema([(c, pa.string()) for c in q.ENTITY_COLUMNS])
-_REL_SCHEMA = lb_bulk.REL_SCHEMA
-_DOC_SCHEMA = pa.schema([("id", pa.string()), ("entity_id", pa.string()), ("text", pa.string())])
 
 
 @dataclass
@@ -148,17 +147,18 @@ class LadybugStore(StoreBase):
             raise StoreUnavailableError(f"cannot open LadybugDB store {self.path}: {reason}") from exc
         self._ladybug = ladybug
         self._write_lock = threading.RLock()
-        self._local = threading.local()
-        self._conns: list[Any] = []
-        self._conns_lock = threading.Lock()
+        self._conns = Connections(lambda: ladybug.Connection(self._db))
         self._closed = False
-        self._writer = self._new_connection()
+        self._writer = self._conns.new()
         try:
-            for stmt in q.SCHEMA:
+            for stmt in (*q.SCHEMA, *q.SCHEMA_DEGREES):
                 self._writer.execute(stmt)
         except RuntimeError as exc:
             self.close()
             raise StoreUnavailableError(f"cannot open LadybugDB store {self.path}: {exc}") from exc
+        if not self._scalar(q.GET_META, {"key": ld.META_DEGREES}) and self._scalar(q.COUNT_ENTITIES):
+            with self._transaction("count degrees") as conn:  # a store made before degrees were kept
+                ld.refresh_degrees(self, conn, None)
 
     @staticmethod
     def exists(path: str | Path) -> bool:
@@ -166,23 +166,16 @@ class LadybugStore(StoreBase):
         return (Path(path).expanduser() / DB_FILE).exists()
 
     # -- connections -------------------------------------------------------------
-    def _new_connection(self) -> Any:
-        conn = self._ladybug.Connection(self._db)
-        with self._conns_lock:
-            self._conns.append(conn)
-        return conn
-
-    def _reader(self) -> Any:
+    def _reading(self) -> contextlib.AbstractContextManager[Any]:
+        """A pooled reader connection (:mod:`kgmind.stores.ladybug.connections`)."""
         if self._closed:
             raise StoreError(f"LadybugDB store {self.path} is closed")
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = self._new_connection()
-            self._local.conn = conn
-        return conn
+        return self._conns.reading()
 
     def _rows(self, query: str, params: dict[str, Any] | None = None, conn: Any = None) -> list[list[Any]]:
-        conn = conn if conn is not None else self._reader()
+        if conn is None:
+            with self._reading() as reader:
+                return self._rows(query, params, reader)
         try:
             result = conn.execute(query, params or {})
             rows: list[list[Any]] = result.get_all()
@@ -192,7 +185,9 @@ class LadybugStore(StoreBase):
         return rows
 
     def _table(self, query: str, conn: Any = None) -> dict[str, list[Any]]:
-        conn = conn if conn is not None else self._reader()
+        if conn is None:
+            with self._reading() as reader:
+                return self._table(query, reader)
         try:
             result = conn.execute(query)
             if result.get_num_tuples() == 0:
@@ -283,7 +278,8 @@ class LadybugStore(StoreBase):
             stored = set(self._table(q.SCAN_RELATION_SOURCES, conn)["id"]) if has_relations else set()
             with self._transaction("bulk_load") as tx:
                 self._write_plan(tx, plan)
-                lb_bulk.copy_relations(tx, relations, stored)
+                if lb_bulk.copy_relations(tx, relations, stored):  # their ends' degrees, engine-counted
+                    ld.refresh_degrees(self, tx, relations.entity_ids if has_relations else None)
                 self._bump_version(tx)
         return LoadReport(entities=len(load.entities), relations=len(relations), docs=0)
 
@@ -330,8 +326,14 @@ class LadybugStore(StoreBase):
 
     def _write_plan(self, conn: Any, plan: _LoadPlan) -> None:
         """Run a load plan's statements on ``conn``, inside the caller's write transaction."""
+        new_ids = {e.id for e in plan.new_entities}
         if plan.new_entities:
-            conn.execute(q.COPY_ENTITIES, {"data": self._entity_table(plan.new_entities)})
+            counts = dg.count_degrees(
+                new_ids,
+                ((r.head, r.type, r.tail, r.id) for r in plan.new_relations),
+                ld.disputed_in(self, conn) if plan.new_relations else (),
+            )
+            conn.execute(q.COPY_ENTITIES, {"data": entity_table(plan.new_entities, counts)})
         if plan.changed_entities:
             rows = [
                 {
@@ -345,49 +347,13 @@ class LadybugStore(StoreBase):
             ]
             conn.execute(q.UPDATE_ENTITIES, {"rows": rows})
         if plan.new_relations:
-            conn.execute(q.COPY_RELATIONS, {"data": self._relation_table(plan.new_relations)})
+            conn.execute(q.COPY_RELATIONS, {"data": relation_table(plan.new_relations)})
+            stored = {x for r in plan.new_relations for x in (r.head, r.tail)} - new_ids
+            ld.refresh_degrees(self, conn, stored)
         if plan.source_updates:
             conn.execute(q.UPDATE_RELATION_SOURCES, {"rows": plan.source_updates})
         if plan.new_docs:
-            docs = plan.new_docs
-            table = pa.table(
-                {
-                    "id": [d.id for d in docs],
-                    "entity_id": [d.entity_id for d in docs],
-                    "text": [d.text for d in docs],
-                },
-                schema=_DOC_SCHEMA,
-            )
-            conn.execute(q.COPY_DOCS, {"data": table})
-
-    @staticmethod
-    def _entity_table(entities: Sequence[Entity]) -> pa.Table:
-        return pa.table(
-            {
-                "id": [e.id for e in entities],
-                "name": [e.name for e in entities],
-                "key": [normalize_name(e.name) for e in entities],
-                "type": [e.type for e in entities],
-                "aliases": [json.dumps(e.aliases, ensure_ascii=False) for e in entities],
-                "alias_keys": [alias_keys(e) for e in entities],
-                "description": [e.description for e in entities],
-            },
-            schema=_ENTITY_SCHEMA,
-        )
-
-    @staticmethod
-    def _relation_table(relations: Sequence[Relation]) -> pa.Table:
-        return pa.table(
-            {
-                "from": [r.head for r in relations],
-                "to": [r.tail for r in relations],
-                "id": [r.id for r in relations],
-                "type": [r.type for r in relations],
-                "weight": [float(r.weight) for r in relations],
-                "source": [r.source for r in relations],
-            },
-            schema=_REL_SCHEMA,
-        )
+            conn.execute(q.COPY_DOCS, {"data": doc_table(plan.new_docs)})
 
     def clear(self) -> None:
         """Delete every entity, relation, doc, audit row and verdict."""
@@ -426,8 +392,8 @@ class LadybugStore(StoreBase):
     def _chunks(self, query: str) -> Iterator[dict[str, list[Any]]]:
         """A scan's columns a chunk at a time (:func:`~kgmind.stores.ladybug.rows.arrow_chunks`)."""
         try:
-            result = self._reader().execute(query)
-            chunks = arrow_chunks(result)
+            with self._reading() as reader:
+                chunks = arrow_chunks(reader.execute(query))  # read whole before the connection goes back
         except RuntimeError as exc:
             raise StoreError(f"LadybugDB query failed on {self.path}: {exc}") from exc
         yield from chunks
@@ -459,6 +425,33 @@ class LadybugStore(StoreBase):
 
     def _fetch_docs_for(self, entity_ids: list[str]) -> list[KnowledgeDoc]:
         return [doc_from_row(r) for r in self._rows(q.GET_DOCS_FOR, {"ids": entity_ids})]
+
+    # -- degrees and bounded reads (issue 42) -----------------------------------------
+    def degrees(self, ids: Sequence[str]) -> dict[str, tuple[int, dict[str, tuple[int, int]]]]:
+        """``{id: (degree, {type: (out, in)})}`` as kept in the store (:mod:`kgmind.stores.degrees`)."""
+        return ld.read_degrees(self, ids)
+
+    def degree_values(self) -> list[int]:
+        """Every entity's degree (what a hub percentile is taken over)."""
+        return [int(d or 0) for (d,) in self._rows(q.DEGREE_VALUES)]
+
+    def bounded_edges(self, ids: Sequence[str], k: int, hidden: Collection[str] = ()) -> list[ld.BoundedEdge]:
+        """Per node, type and direction the first ``k`` edges by weight, then specificity (see ``ld``)."""
+        return ld.bounded_edges(self, ids, k, hidden)
+
+    def weights_uniform(self) -> bool:
+        """Whether every edge has the same weight (nothing learnt), one aggregate read."""
+        rows = self._rows(q.WEIGHT_RANGE)
+        return not rows or rows[0][0] is None or rows[0][0] == rows[0][1]
+
+    def _refresh_degrees_of(self, conn: Any, relation_ids: Sequence[str]) -> None:
+        """Count the degrees of the ends of ``relation_ids`` again, on ``conn`` (a verdict, a restore)."""
+        ends = {
+            x
+            for row in self._rows(q.GET_RELATIONS, {"ids": list(relation_ids)}, conn)
+            for x in (row[0], row[3])
+        }
+        ld.refresh_degrees(self, conn, ends)
 
     def _counts(self) -> tuple[dict[str, int], dict[str, int], int]:
         entities = {str(t): int(n) for t, n in self._rows(q.COUNT_ENTITIES_BY_TYPE)}
@@ -586,11 +579,7 @@ class LadybugStore(StoreBase):
             if self._closed:
                 return
             self._closed = True
-            with self._conns_lock:
-                conns, self._conns = self._conns, []
-            for conn in conns:
-                with contextlib.suppress(RuntimeError):
-                    conn.close()
+            self._conns.close()
             self._db.close()
 
     def __repr__(self) -> str:

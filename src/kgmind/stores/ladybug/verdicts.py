@@ -35,6 +35,8 @@ class LadybugWriter(Protocol):
 
     def _bump_counter(self, conn: Any, key: str) -> None: ...
 
+    def _refresh_degrees_of(self, conn: Any, relation_ids: Sequence[str]) -> None: ...
+
     def _weights_in_tx(
         self, conn: Any, feedback_id: str, run_id: str, rating: str, rel_ids: list[str], rule: WeightRule
     ) -> list[WeightChange]: ...
@@ -77,6 +79,7 @@ def write_verdicts(
         rating = RATING_OF_VERDICT[verdict]
         changes += store._weights_in_tx(conn, feedback_id, run_id, rating, rel_ids, rule(rating))
     store._bump_counter(conn, META_DISPUTES)
+    store._refresh_degrees_of(conn, ids)  # a disputed edge leaves its ends' degrees
     return changes
 
 
@@ -101,6 +104,7 @@ def write_restore(
     )
     conn.execute(q.INSERT_VERDICTS, {"rows": [row.model_dump()]})
     store._bump_counter(conn, META_DISPUTES)
+    store._refresh_degrees_of(conn, [relation_id])  # shown again: back in its ends' degrees
     return True
 
 

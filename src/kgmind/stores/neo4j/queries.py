@@ -418,3 +418,70 @@ DISPUTES_VERSION = """
 OPTIONAL MATCH (m:KgmindMeta {id: $meta_id})
 RETURN coalesce(m.disputes_version, 0) AS disputes_version
 """
+
+# -- degrees (kgmind.stores.degrees) and bounded reads (issue 42) -------------------------
+
+#: The edges touching ``$ids`` as head, type, tail, id (what their degrees count).
+DEGREE_EDGES = """
+UNWIND $ids AS x
+MATCH (e:Entity {id: x})-[r]-(:Entity)
+WITH DISTINCT r
+RETURN startNode(r).id AS head, toLower(type(r)) AS type, endNode(r).id AS tail, r.id AS id
+"""
+
+#: Write counted degrees. Row: {id, degree, degrees (JSON {type: [out, in]})}.
+SET_DEGREES = """
+UNWIND $rows AS row
+MATCH (e:Entity {id: row.id})
+SET e.degree = row.degree, e.degrees = row.degrees
+"""
+
+#: The kept degrees of ``$ids`` (an entity no import counted reads as 0).
+GET_DEGREES = """
+UNWIND $ids AS x
+MATCH (e:Entity {id: x})
+RETURN e.id AS id, coalesce(e.degree, 0) AS degree, e.degrees AS degrees
+"""
+
+#: Every entity's degree (a hub percentile is taken over them).
+DEGREE_VALUES = """
+MATCH (e:Entity)
+RETURN coalesce(e.degree, 0) AS degree
+"""
+
+#: The relationship types the database holds (a bounded read runs one subquery per type).
+RELATIONSHIP_TYPES = """
+CALL db.relationshipTypes() YIELD relationshipType
+RETURN toLower(relationshipType) AS type
+"""
+
+#: Per node of ``$ids``, relation type (of ``$types``) and direction, its first ``$k`` edges: the
+#: heaviest, then the most specific (the other end's kept degree, lowest first), then by id;
+#: ``$hidden`` (disputed) ids left out. Each row says whether the KG stores a way back.
+BOUNDED_EDGES = """
+UNWIND $ids AS x
+MATCH (n:Entity {id: x})
+UNWIND $types AS rtype
+CALL (n, rtype) {
+  MATCH (n)-[r]->(m:Entity)
+  WHERE toLower(type(r)) = rtype AND NOT r.id IN $hidden
+  RETURN true AS outgoing, r, m
+  ORDER BY r.weight DESC, coalesce(m.degree, 0), r.id
+  LIMIT $k
+  UNION ALL
+  MATCH (m:Entity)-[r]->(n)
+  WHERE toLower(type(r)) = rtype AND NOT r.id IN $hidden
+  RETURN false AS outgoing, r, m
+  ORDER BY r.weight DESC, coalesce(m.degree, 0), r.id
+  LIMIT $k
+}
+WITH n, rtype, outgoing, r, m, startNode(r) AS h, endNode(r) AS t
+RETURN n.id AS node, outgoing, r.id AS id, h.id AS head, rtype AS type, t.id AS tail, r.weight AS weight,
+       r.source AS source, coalesce(m.degree, 0) AS degree, EXISTS { (t)-->(h) } AS back
+"""
+
+#: The lightest and heaviest weight (equal: nothing learnt, what a pushed-down index cannot see itself).
+WEIGHT_RANGE = """
+MATCH (:Entity)-[r]->(:Entity)
+RETURN min(r.weight) AS lightest, max(r.weight) AS heaviest
+"""

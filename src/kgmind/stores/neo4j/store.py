@@ -54,8 +54,10 @@ from kgmind.models import (
 from kgmind.stores.base import LoadInput, SiblingEdges, StoreBase, unknown_endpoints_error
 from kgmind.stores.cypher import with_hop_bound
 from kgmind.stores.disputes import WeightVerdicts
+from kgmind.stores.neo4j import degrees as nd
 from kgmind.stores.neo4j import queries as q
 from kgmind.stores.neo4j import verdicts as nv
+from kgmind.stores.neo4j.degrees import Neo4jDegrees
 from kgmind.stores.protocol import (
     Direction,
     GraphPath,
@@ -168,7 +170,7 @@ def _one_line(exc: BaseException, max_chars: int = 240) -> str:
     return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
 
 
-class Neo4jStore(StoreBase):
+class Neo4jStore(Neo4jDegrees, StoreBase):
     """A :class:`~kgmind.stores.protocol.GraphStore` in a Neo4j (5.26+) database.
 
     Creating the store does not contact the server; the schema is created by
@@ -333,6 +335,7 @@ class Neo4jStore(StoreBase):
                 tx.run(q.MERGE_RELATIONS, {"rows": rel_batch}).consume()
             for doc_batch in _batches(doc_rows):
                 tx.run(q.MERGE_DOCS, {"rows": doc_batch}).consume()
+            nd.refresh_in_tx(tx, {e for r in in_relations.values() for e in (r.head, r.tail)})
             tx.run(q.BUMP_VERSION, {"meta_id": META_ID}).consume()
 
         self.ensure_schema()
@@ -555,6 +558,8 @@ class Neo4jStore(StoreBase):
     ) -> list[WeightChange] | None:
         def write(tx: neo4j.ManagedTransaction) -> list[WeightChange] | None:
             changes = nv.write_verdicts(self, tx, feedback_id, run_id, verdicts, source, rule)
+            if changes is not None:  # a disputed edge leaves its ends' degrees
+                nd.refresh_in_tx(tx, nv.ends_of(tx, verdicts.relation_ids()))
             if changes:
                 tx.run(q.BUMP_WEIGHTS_VERSION, {"meta_id": META_ID}).consume()
             if changes is not None:
@@ -569,7 +574,8 @@ class Neo4jStore(StoreBase):
     ) -> bool:
         def write(tx: neo4j.ManagedTransaction) -> bool:
             restored = nv.write_restore(tx, relation_id, feedback_id, source, disputed)
-            if restored:
+            if restored:  # shown again: back in its ends' degrees
+                nd.refresh_in_tx(tx, nv.ends_of(tx, [relation_id]))
                 tx.run(q.BUMP_DISPUTES_VERSION, {"meta_id": META_ID}).consume()
             return restored
 

@@ -48,6 +48,11 @@ def verdict_record(rec: Mapping[str, Any]) -> VerdictRecord:
     return VerdictRecord.model_validate({name: rec[name] for name in VerdictRecord.model_fields})
 
 
+def ends_of(tx: neo4j.ManagedTransaction, relation_ids: list[str]) -> set[str]:
+    """The head and tail ids of ``relation_ids`` (whose degrees a verdict or restore changes)."""
+    return {x for rec in tx.run(q.GET_RELATIONS, {"ids": relation_ids}) for x in (rec["head"], rec["tail"])}
+
+
 def _lock_heads(tx: neo4j.ManagedTransaction, relation_ids: list[str]) -> set[str]:
     """Take the write lock on the heads of ``relation_ids``; the ids found."""
     return {rid for rec in tx.run(q.LOCK_HEADS, {"relation_ids": relation_ids}) for rid in rec["rel_ids"]}

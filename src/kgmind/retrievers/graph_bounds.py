@@ -1,0 +1,269 @@
+"""Bounded adjacency (issue 42): per node, relation type and direction, at most ``k`` edges listed.
+
+A node's *kept* edges are, for each group of its visible stored edges (same relation type,
+same direction seen from the node), the first ``k`` by weight (heaviest first), then the
+other end's degree (lowest first: the more specific neighbour), then relation id. The
+degree is the store's kept degree (:mod:`kgmind.stores.degrees`): the visible stored edges
+touching the node. A node lists exactly what its kept edges give it: a kept stored edge
+where the node is its head or tail, and the reverse reading of a kept edge
+(:mod:`kgmind.retrievers.graph_edges`) at the node's end of it, in the index's usual order.
+
+Pushed down, the store picks the kept edges (``GraphStore.bounded_edges``) and the index
+lists them when it completes the node (:mod:`kgmind.retrievers.graph_pushdown`); in memory,
+:func:`apply_bounds` cuts the full index's lists to the same edges. Both modes then walk the
+same graph and give the same evidence (``tests/integration/test_pushdown.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from kgmind.relations import REVERSE_MARK
+from kgmind.retrievers.graph_edges import EdgeIds
+
+__all__ = [
+    "BoundedIndex",
+    "BoundedLists",
+    "Bounds",
+    "apply_bounds",
+    "bounded_rows",
+    "kept_lists",
+    "restore_uncut",
+    "stored_degrees",
+]
+
+
+class BoundedIndex(Protocol):
+    """The columns the bounds read (a ``GraphIndex``)."""
+
+    out_adj: list[Any]
+    in_adj: list[Any]
+    edge_head: Any
+    edge_tail: Any
+    edge_type: list[str]
+    edge_twin: Any
+
+    @property
+    def edge_id(self) -> EdgeIds:
+        """Relation id per edge."""
+        ...
+
+
+@dataclass
+class Bounds:
+    """A bounded full index's state: ``k``, the stored degrees, and the uncut lists of the nodes cut.
+
+    Attributes:
+        k: Edges kept per node, relation type and direction.
+        degree: Per node, its visible stored edges (the store's kept degree).
+        uncut: Per node whose lists were cut, its visible lists before the cut (to cut again
+            when weights move or disputes change).
+    """
+
+    k: int
+    degree: np.ndarray
+    uncut: dict[int, tuple[Any, Any]] = field(default_factory=dict)
+
+
+def stored_degrees(gi: Any, nodes: int) -> np.ndarray:
+    """Per node, its visible stored edges (no readings, nothing hidden): the store's kept degree."""
+    stored = np.fromiter((t[:1] != REVERSE_MARK for t in gi.edge_type), dtype=bool, count=len(gi.edge_type))
+    hidden = gi.hidden.edges
+    if hidden:
+        stored[np.fromiter(hidden, dtype=np.int64, count=len(hidden))] = False
+    heads = np.asarray(gi.edge_head, dtype=np.int64)[stored]
+    tails = np.asarray(gi.edge_tail, dtype=np.int64)[stored]
+    return np.bincount(heads, minlength=nodes) + np.bincount(tails, minlength=nodes)
+
+
+def _groups(
+    gi: BoundedIndex, node: int, out: Sequence[int], inc: Sequence[int]
+) -> dict[tuple[str, int], list[int]]:
+    """The node's visible stored edges by (relation type, 0 out / 1 in)."""
+    groups: dict[tuple[str, int], list[int]] = {}
+    types = gi.edge_type
+    for side, adj in ((0, out), (1, inc)):
+        for e in adj:
+            if types[e][:1] != REVERSE_MARK:
+                groups.setdefault((types[e], side), []).append(e)
+    return groups
+
+
+def _kept(
+    gi: BoundedIndex,
+    node: int,
+    out: Sequence[int],
+    inc: Sequence[int],
+    k: int,
+    weights: np.ndarray,
+    degree: Any,
+) -> set[int] | None:
+    """The node's kept stored edges, or ``None`` when no group is over ``k`` (nothing to cut)."""
+    groups = _groups(gi, node, out, inc)
+    if all(len(es) <= k for es in groups.values()):
+        return None
+    ids = gi.edge_id
+    kept: set[int] = set()
+    for (_, side), es in groups.items():
+        if len(es) <= k:
+            kept.update(es)
+            continue
+        ends = gi.edge_tail if side == 0 else gi.edge_head
+        es.sort(key=lambda e: (-float(weights[e]), int(degree[ends[e]]), ids[e]))
+        kept.update(es[:k])
+    return kept
+
+
+def kept_lists(
+    gi: BoundedIndex, out: Iterable[int], inc: Iterable[int], kept: Collection[int]
+) -> tuple[list[int], list[int]]:
+    """A node's lists cut to its kept stored edges and their readings, in the lists' order."""
+    twin, types = gi.edge_twin, gi.edge_type
+
+    def stays(e: int) -> bool:
+        return (twin[e] if types[e][:1] == REVERSE_MARK else e) in kept
+
+    return [e for e in out if stays(e)], [e for e in inc if stays(e)]
+
+
+def apply_bounds(gi: Any, k: int, nodes: Iterable[int] | None = None) -> list[int]:
+    """Cut a full index's lists to each node's kept edges (see the module docstring); return the nodes cut.
+
+    With ``nodes`` only those are cut again from their uncut lists (weights moved); the
+    caller holds the index lock and republishes the totals of the nodes returned.
+    """
+    bounds: Bounds | None = gi._bounds
+    if bounds is None:
+        bounds = gi._bounds = Bounds(k, stored_degrees(gi, len(gi.ids)))
+    weights = gi._weights.weights
+    todo = range(len(gi.ids)) if nodes is None else nodes
+    changed: list[int] = []
+    for n in todo:
+        out, inc = bounds.uncut.get(n) or (list.__getitem__(gi.out_adj, n), list.__getitem__(gi.in_adj, n))
+        if len(out) + len(inc) <= bounds.k and n not in bounds.uncut:
+            continue
+        kept = _kept(gi, n, out, inc, bounds.k, weights, bounds.degree)
+        if kept is None:
+            continue
+        bounds.uncut.setdefault(n, (out, inc))
+        new_out, new_in = kept_lists(gi, out, inc, kept)
+        typ = type(out)
+        list.__setitem__(gi.out_adj, n, typ("i", new_out) if typ is not list else new_out)
+        list.__setitem__(gi.in_adj, n, typ("i", new_in) if typ is not list else new_in)
+        changed.append(n)
+    return changed
+
+
+def restore_uncut(gi: Any) -> None:
+    """Put every cut node's uncut lists back and forget the bounds (disputes change: cut again after)."""
+    bounds: Bounds | None = gi._bounds
+    if bounds is None:
+        return
+    for n, (out, inc) in bounds.uncut.items():
+        list.__setitem__(gi.out_adj, n, out)
+        list.__setitem__(gi.in_adj, n, inc)
+    gi._bounds = None
+
+
+def bounded_rows(store: Any, ids: Sequence[str], k: int, hidden: Collection[str]) -> list[Any]:
+    """The store's kept edges of ``ids`` (``bounded_edges``), picked in Python for a store without it.
+
+    Rows: ``(node, relation, "out" | "in", other end's degree, way back stored)``. The
+    Python pick reads every edge of ``ids`` and of their neighbours: right, not bounded
+    (a test double, a store of another kind).
+    """
+    read = getattr(store, "bounded_edges", None)
+    if callable(read):
+        return list(read(ids, k, hidden))
+    rels = [r for r in store.neighbors(list(ids), "both") if r.id not in hidden]
+    others = sorted({x for r in rels for x in (r.head, r.tail)})
+    around = [r for r in store.neighbors(others, "both") if r.id not in hidden] if others else []
+    degree: dict[str, int] = {}
+    pairs = set()
+    for r in {r.id: r for r in store.neighbors(others, "both")}.values() if others else []:
+        pairs.add((r.head, r.tail))
+    for r in {r.id: r for r in around}.values():
+        degree[r.head] = degree.get(r.head, 0) + 1
+        degree[r.tail] = degree.get(r.tail, 0) + 1
+    rows: list[Any] = []
+    for node in ids:
+        groups: dict[tuple[str, str], list[Any]] = {}
+        for r in {r.id: r for r in rels}.values():
+            if r.head == node:
+                groups.setdefault((r.type, "out"), []).append(r)
+            if r.tail == node:
+                groups.setdefault((r.type, "in"), []).append(r)
+        for (_, side), rs in sorted(groups.items()):
+            other = (lambda r: r.tail) if side == "out" else (lambda r: r.head)
+            rs.sort(key=lambda r: (-r.weight, degree.get(other(r), 0), r.id))
+            rows += [(node, r, side, degree.get(other(r), 0), (r.tail, r.head) in pairs) for r in rs[:k]]
+    return rows
+
+
+class BoundedLists:
+    """The bounds of a ``GraphIndex`` (a base class; the index provides these attributes)."""
+
+    ids: list[str]
+    out_adj: list[Any]
+    in_adj: list[Any]
+    _lock: Any
+    _weights: Any
+    _complete: set[int] | None
+    _bounds: Bounds | None
+    _bound_k: int | None
+    _node_degree: dict[int, int] | None
+
+    if TYPE_CHECKING:  # provided by GraphIndex and PushdownGrowth (defined here they would hide those)
+
+        def _out_list(self, node: int) -> np.ndarray: ...
+
+        def _drop_out_arrays(self, nodes: Collection[int]) -> None: ...
+
+    def bound(self, k: int | None) -> None:
+        """Keep at most ``k`` edges per node, type and direction (:mod:`kgmind.retrievers.graph_bounds`).
+
+        A full index cuts its lists now (and again when weights or disputes change); a
+        pushed-down one is told by :meth:`neighborhood`. ``None``: every edge.
+        """
+        if k is None or self._complete is not None:
+            return
+        with self._lock:
+            was_cut = list(self._bounds.uncut) if self._bounds is not None else []
+            restore_uncut(self)
+            self._bound_to(k, was_cut)
+
+    def _bound_to(self, k: int, was_cut: Collection[int] = ()) -> None:
+        """Cut every node to ``k`` (caller holds the lock); new totals for the nodes cut now or before."""
+        self._bounds = None
+        changed = {*apply_bounds(self, k), *was_cut}
+        self.__dict__.pop("_hub_degree", None)
+        self._drop_out_arrays(changed)
+        self._weights = self._weights.retotalled(changed, self._out_list)
+
+    def _recut(self, nodes: Collection[int]) -> None:
+        """Cut ``nodes`` again from their uncut lists (weights moved; the caller holds the lock)."""
+        cut = apply_bounds(self, 0, [n for n in nodes if self._bounds and n in self._bounds.uncut])
+        if cut:
+            self._drop_out_arrays(cut)
+            self._weights = self._weights.retotalled(cut, self._out_list)
+
+    @property
+    def bounded(self) -> bool:
+        """Whether this index keeps a bounded number of edges per node (:meth:`bound`, ``neighborhood``)."""
+        return self._bounds is not None or self._bound_k is not None
+
+    def degree(self, node: int) -> int:
+        """A node's degree as the hub cap reads it.
+
+        Bounded: its visible stored edges, as the store keeps them (:mod:`kgmind.stores.degrees`),
+        known before any of its edges are read; else the edges in its lists.
+        """
+        if self._bounds is not None:
+            return int(self._bounds.degree[node])
+        if self._node_degree is not None:
+            return self._node_degree[node]
+        return len(self.out_adj[node]) + len(self.in_adj[node])

@@ -1,0 +1,142 @@
+"""Bounded reads (issue 42): the store picks each node's kept edges; the full index keeps the same ones.
+
+The real embedded store with the shipped demo KG and a bound small enough to cut its hubs:
+every exploration gives the same evidence on the cut whole-KG index and on a pushed-down
+index that read each node's kept edges from the store, also after a dispute and after
+feedback moved weights; no node lists more than the bound per type and direction.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+from kgmind.relations import REVERSE_MARK
+
+K = 2  # the demo KG's hubs have more than two edges of a type
+
+
+def _key(evidence: list[Any]) -> list[tuple[str, str, tuple[str, ...], float]]:
+    return [(e.id, e.text, tuple(e.relation_ids), round(e.score, 9)) for e in evidence]
+
+
+def _indexes(store: Any, seeds: list[str]) -> tuple[Any, Any]:
+    from kgmind.retrievers.graph_index import GraphIndex
+
+    hidden = set(store.disputed_relations())
+    full = GraphIndex(store.iter_entities(), store.iter_relations(), schema=store.relation_schema())
+    full.set_hidden(hidden)
+    full.bound(K)
+    part = GraphIndex.neighborhood(
+        store,
+        seeds,
+        schema=store.relation_schema(),
+        hidden=hidden,
+        bound=K,
+        degree_values=np.asarray(store.degree_values()),
+        uniform=store.weights_uniform(),
+    )
+    return full, part
+
+
+def _explorations(gi: Any, seeds: list[str]) -> dict[str, list[Any]]:
+    from kgmind.retrievers import exploration as ex
+
+    return {
+        "neighbors": ex.neighbor_evidence(gi, seeds, max_lines=40, weight_aware=True, ranked=True),
+        "mindmap": ex.neighbor_evidence(gi, seeds, max_lines=5),
+        "chains": ex.hykge_chains(gi, seeds, max_hops=3, hub_percentile=90.0),
+        "paths": ex.path_evidence(gi, seeds, max_hops=3, weight_aware=True),
+        "kgcot": ex.weighted_dfs_chains(gi, seeds, n_chains=5, max_depth=3, seed=1),
+    }
+
+
+def _seed_sets(full: Any) -> list[list[str]]:
+    by_degree = sorted(range(full.num_nodes), key=lambda n: (-full.degree(n), full.ids[n]))
+    hubs = [full.ids[n] for n in by_degree[:6]]
+    return [hubs[:2], hubs[2:5], [hubs[0], full.ids[by_degree[-1]]], hubs[1::2]]
+
+
+def _assert_same(store: Any) -> int:
+    from kgmind.retrievers.graph_index import GraphIndex
+
+    probe = GraphIndex(store.iter_entities(), store.iter_relations(), schema=store.relation_schema())
+    probe.bound(K)
+    compared = 0
+    for seeds in _seed_sets(probe):
+        full, part = _indexes(store, seeds)
+        mem, push = _explorations(full, seeds), _explorations(part, seeds)
+        for name in mem:
+            assert _key(push[name]) == _key(mem[name]), (name, seeds)
+            compared += len(mem[name])
+        assert part.num_edges < full.num_edges
+    return compared
+
+
+def test_every_exploration_gives_the_same_evidence_on_both_bounded_indexes(demo_uri: str) -> None:
+    from kgmind.stores.factory import open_store
+    from kgmind.stores.feedback import apply_verdicts
+    from kgmind.stores.weights import make_rule
+
+    store = open_store(demo_uri)
+    assert _assert_same(store) > 20
+    rel = next(iter(store.iter_relations()))
+    store.apply_weight_updates("fb-bounded", "run", "excellent", [rel.id], make_rule("excellent"))
+    assert _assert_same(store) > 20
+    for run in ("a", "b"):
+        apply_verdicts(store, f"{run}:bounded", run, [(rel.id, "wrong")], source="test")
+    assert rel.id in store.disputed_relations()
+    assert _assert_same(store) > 20
+
+
+def test_a_cut_node_lists_at_most_k_edges_per_type_and_direction(demo_uri: str) -> None:
+    from kgmind.retrievers.graph_index import GraphIndex
+    from kgmind.stores.factory import open_store
+
+    store = open_store(demo_uri)
+    full = GraphIndex(store.iter_entities(), store.iter_relations(), schema=store.relation_schema())
+    sizes = [len(full.out_adj[n]) + len(full.in_adj[n]) for n in range(full.num_nodes)]
+    full.bound(K)
+    cut = [n for n in range(full.num_nodes) if len(full.out_adj[n]) + len(full.in_adj[n]) < sizes[n]]
+    assert cut, "the bound cuts the demo KG's hubs"
+    for n in range(full.num_nodes):
+        stored = Counter(
+            (full.edge_type[e], side)
+            for side, adj in (("out", full.out_adj[n]), ("in", full.in_adj[n]))
+            for e in adj
+            if not full.edge_type[e].startswith(REVERSE_MARK)
+        )
+        assert max(stored.values(), default=0) <= K
+    # the hub cap reads the store's kept degrees, known before a pushed-down index reads a hub's edges
+    seeds = [full.ids[cut[0]]]
+    part = GraphIndex.neighborhood(
+        store, seeds, bound=K, degree_values=np.asarray(store.degree_values()), schema=store.relation_schema()
+    )
+    assert part.hub_degree(90.0) == full.hub_degree(90.0)
+    assert part.degree(part.index_of[seeds[0]]) == full.degree(cut[0]) == store.degrees(seeds)[seeds[0]][0]
+
+
+def test_a_store_without_bounded_reads_is_bounded_in_python_the_same_way(demo_uri: str) -> None:
+    from kgmind.retrievers.graph_bounds import bounded_rows
+    from kgmind.stores.factory import open_store
+    from kgmind.stores.feedback import apply_verdicts
+
+    store = open_store(demo_uri)
+
+    class Plain:  # only the protocol's neighbour reads
+        def neighbors(self, ids: list[str], direction: str) -> list[Any]:
+            return store.neighbors(ids, direction)  # type: ignore[arg-type]
+
+    ids = [e.id for e in store.iter_entities()][:12]
+    first = next(iter(store.neighbors(ids[:1], "both")))
+    apply_verdicts(store, "plain:bounded", "plain", [(first.id, "wrong")], source="test")
+    hidden = set(store.disputed_relations())  # what a caller hides: the kept degrees leave the same edges out
+    assert first.id in hidden
+
+    def key(rows: list[Any]) -> list[tuple[Any, ...]]:
+        return sorted((n, r.id, side, deg, back) for n, r, side, deg, back in rows)
+
+    assert key(bounded_rows(Plain(), ids, K, hidden)) == key(store.bounded_edges(ids, K, hidden))
+    assert len(store.bounded_edges(ids, K, hidden)) < len(store.neighbors(ids, "both")) * 2
