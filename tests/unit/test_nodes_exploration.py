@@ -91,9 +91,11 @@ def test_explore_paths_weight_aware_except_mindmap(fake_kg: dict[str, Any]) -> N
         "max_hops": 4,
         "max_paths": 7,
         "weight_aware": True,
+        "hub_percentile": _rt().context.hub_percentile,
     }
     explore_paths(TASK, _rt(mode="mindmap"))
     assert fake_kg["paths"]["weight_aware"] is False
+    assert fake_kg["paths"]["hub_percentile"] is None  # MindMap walks through every node
 
 
 def test_explore_neighbors_faithful_in_mindmap(fake_kg: dict[str, Any]) -> None:

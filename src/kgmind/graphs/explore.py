@@ -56,7 +56,7 @@ def explore_paths_with(ctx: Context, store: GraphStore, gi: Any, ids: list[str])
         max_hops=ctx.max_hops,
         max_paths=ctx.max_paths,
         weight_aware=ctx.weight_aware and ranked,
-        hub_percentile=ctx.hub_percentile if ranked and gi.bounded else None,
+        hub_percentile=ctx.hub_percentile if ranked else None,
     )
 
 

@@ -192,7 +192,9 @@ def path_evidence(
         path_limit: Cap on the shortest paths enumerated per pair (MindMap: all).
         hub_percentile: Paths walk through no node whose degree is above this percentile
             (:meth:`GraphIndex.hub_degree`; the two ends are always expanded), as HyKGE's
-            chains; ``None`` (MindMap): through every node.
+            chains; ``None`` (MindMap): through every node. Applied on a bounded index only,
+            whose degrees are the store's kept ones in both modes (an unbounded pushed-down
+            index knows only what it has read, and the modes must give the same paths).
 
     Returns:
         Up to ``max_paths`` ``path`` evidence items; ``[]`` for fewer than two known
@@ -203,7 +205,7 @@ def path_evidence(
         return []
     memo: BfsMemo = {}
     weights = gi.weight_snapshot() if weight_aware else None  # one set of weights for the whole call
-    cap = gi.hub_degree(hub_percentile) if hub_percentile is not None else None
+    cap = gi.hub_degree(hub_percentile) if hub_percentile is not None and gi.bounded else None
     runs = chain_segments(
         nodes, lambda a, b, rest: _segment_paths(gi, a, b, rest, max_hops, weights, path_limit, memo, cap)
     )
