@@ -94,8 +94,9 @@ def bounded_edges(
         return []
     params = {"ids": list(ids), "k": k, "hidden": sorted(hidden), "rows": 1 << 62}
     found: list[tuple[str, Relation, str, int]] = []
-    for query, side in ((q.BOUNDED_OUT, "out"), (q.BOUNDED_IN, "in")):
-        for node, rtype, rids, ends, weights, sources, degrees in store._rows(query, params):
+    read = (("out", store._rows(q.BOUNDED_OUT, params)), ("in", store._rows(q.BOUNDED_IN, params)))
+    for side, rows in read:
+        for node, rtype, rids, ends, weights, sources, degrees in rows:
             for rid, end, w, src, deg in zip(rids, ends, weights, sources, degrees, strict=True):
                 head, tail = (node, end) if side == "out" else (end, node)
                 rel = Relation.model_construct(
