@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from kgmind.relations import REVERSE_MARK
-from kgmind.retrievers.graph_edges import EdgeIds
+from kgmind.retrievers.graph_edges import EdgeColumns
 
 __all__ = [
     "BoundedIndex",
@@ -37,20 +37,11 @@ __all__ = [
 ]
 
 
-class BoundedIndex(Protocol):
-    """The columns the bounds read (a ``GraphIndex``)."""
+class BoundedIndex(EdgeColumns, Protocol):
+    """The columns the bounds read (a ``GraphIndex``): the edge columns and the adjacency lists."""
 
     out_adj: list[Any]
     in_adj: list[Any]
-    edge_head: Any
-    edge_tail: Any
-    edge_type: list[str]
-    edge_twin: Any
-
-    @property
-    def edge_id(self) -> EdgeIds:
-        """Relation id per edge."""
-        ...
 
 
 @dataclass
