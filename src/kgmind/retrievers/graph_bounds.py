@@ -16,7 +16,9 @@ same graph and give the same evidence (``tests/integration/test_pushdown.py``).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Collection, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -26,8 +28,10 @@ from kgmind.relations import REVERSE_MARK
 from kgmind.retrievers.graph_edges import EdgeColumns
 
 __all__ = [
+    "BOUNDED_READS",
     "BoundedIndex",
     "BoundedLists",
+    "BoundedReads",
     "Bounds",
     "apply_bounds",
     "bounded_rows",
@@ -193,6 +197,64 @@ def bounded_rows(store: Any, ids: Sequence[str], k: int, hidden: Collection[str]
             rs.sort(key=lambda r: (-r.weight, degree.get(other(r), 0), r.id))
             rows += [(node, r, side, degree.get(other(r), 0), (r.tail, r.head) in pairs) for r in rs[:k]]
     return rows
+
+
+class BoundedReads:
+    """Bounded reads kept across questions for one store state, least recently used dropped first.
+
+    The same hubs (fever, a blood test) come back in question after question, and a hub's
+    read is the dearest one: the store orders all its edges to keep ``k`` per group. A read
+    depends only on the store state, so it is kept under ``(state, k, node)`` where the
+    state names the store, its fingerprint, weights version and hidden edges: any import,
+    feedback or verdict changes the key, and a stale read is never served. At most
+    ``max_rows`` rows are held (a row is one kept edge).
+    """
+
+    def __init__(self, max_rows: int = 100_000) -> None:
+        self.max_rows = max_rows
+        self._lock = threading.Lock()
+        self._rows: OrderedDict[tuple[Hashable, int, str], list[Any]] = OrderedDict()
+        self._held = 0
+
+    def read(
+        self, store: Any, ids: Sequence[str], k: int, hidden: Collection[str], state: Hashable
+    ) -> list[Any]:
+        """:func:`bounded_rows` of ``ids``, from the kept reads where they are known."""
+        found: list[Any] = []
+        todo: list[str] = []
+        with self._lock:
+            for node in ids:
+                kept = self._rows.get((state, k, node))
+                if kept is None:
+                    todo.append(node)
+                else:
+                    self._rows.move_to_end((state, k, node))
+                    found += kept
+        if not todo:
+            return found
+        fresh = bounded_rows(store, todo, k, hidden)
+        by_node: dict[str, list[Any]] = {n: [] for n in todo}
+        for row in fresh:
+            by_node[row[0]].append(row)
+        with self._lock:
+            for node, rows in by_node.items():
+                key = (state, k, node)
+                if key not in self._rows:
+                    self._rows[key] = rows
+                    self._held += len(rows)
+            while self._held > self.max_rows and self._rows:
+                self._held -= len(self._rows.popitem(last=False)[1])
+        return found + fresh
+
+    def clear(self) -> None:
+        """Forget every kept read (tests, a benchmark that changes the bound)."""
+        with self._lock:
+            self._rows.clear()
+            self._held = 0
+
+
+#: The process's kept bounded reads (pushed-down indexes of every store share it).
+BOUNDED_READS = BoundedReads()
 
 
 class BoundedLists:

@@ -38,6 +38,7 @@ from cachetools import LRUCache, cached
 
 from kgmind.models import WeightChange
 from kgmind.relations import RelationSchema
+from kgmind.retrievers.graph_bounds import BOUNDED_READS
 from kgmind.retrievers.graph_index import GraphIndex, IndexableStore
 from kgmind.stores.feedback import on_disputes_changes, on_weight_changes
 from kgmind.stores.protocol import GraphStore
@@ -341,3 +342,4 @@ def clear_graph_index_cache() -> None:
     """Forget every cached index and relation count (tests)."""
     for memo in (_built, _neighborhood, _relation_count, _disputed, _degree_values, _weights_uniform):
         memo.cache_clear()
+    BOUNDED_READS.clear()
