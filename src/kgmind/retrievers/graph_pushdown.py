@@ -59,8 +59,6 @@ class PushdownGrowth:
     _pairs: set[tuple[int, int]]
     fingerprint: str
     weights_version: int
-    #: The hidden ids last keyed for :data:`BOUNDED_READS`, with their hash (computed once per set).
-    _hidden_key: tuple[Collection[str], int] | None = None
     #: Bounded (issue 42): edges kept per node, relation type and direction, and per node its kept
     #: degree in the store; a full index that was cut keeps its state in ``_bounds``.
     _bound_k: int | None = None
@@ -125,11 +123,9 @@ class PushdownGrowth:
     def _complete_bounded(self, todo: Sequence[int], k: int) -> list[int]:
         """Load each node's kept edges (one store query) and list exactly those (caller holds the lock)."""
         assert self._source is not None and self._complete is not None and self._node_degree is not None
-        hidden = self.hidden.ids
-        if self._hidden_key is None or self._hidden_key[0] is not hidden:
-            self._hidden_key = (hidden, hash(frozenset(hidden)))
+        hidden = self.hidden.ids  # a frozenset: hashed once, part of the kept reads' key
         store = getattr(self._source, "uri", None) or id(self._source)
-        state = (store, self.fingerprint, self.weights_version, self._hidden_key[1])
+        state = (store, self.fingerprint, self.weights_version, hidden)
         rows = BOUNDED_READS.read(self._source, [self.ids[n] for n in todo], k, hidden, state)
         rels = list({r.id: r for _, r, _, _, _ in rows if r.id not in self.edge_index_of}.values())
         missing = sorted({x for r in rels for x in (r.head, r.tail)} - self.index_of.keys())
