@@ -26,6 +26,7 @@ import numpy as np
 
 from kgmind.relations import REVERSE_MARK
 from kgmind.retrievers.graph_edges import EdgeColumns
+from kgmind.tuning import KEPT_BOUNDED_ROWS
 
 __all__ = [
     "BOUNDED_READS",
@@ -210,7 +211,7 @@ class BoundedReads:
     ``max_rows`` rows are held (a row is one kept edge).
     """
 
-    def __init__(self, max_rows: int = 100_000) -> None:
+    def __init__(self, max_rows: int = KEPT_BOUNDED_ROWS) -> None:
         self.max_rows = max_rows
         self._lock = threading.Lock()
         self._rows: OrderedDict[tuple[Hashable, int, str], list[Any]] = OrderedDict()
