@@ -86,7 +86,7 @@ def bounded_edges(
 ) -> list[BoundedEdge]:
     """Per node of ``ids``, relation type and direction, its first ``k`` edges in the store's order.
 
-    The order (:data:`kgmind.stores.ladybug.queries.BOUNDED_OUT`): weight, heaviest first;
+    The order (:data:`kgmind.stores.ladybug.queries.BOUNDED_EDGES`): weight, heaviest first;
     then the other end's degree, lowest first; then relation id. Disputed ids in
     ``hidden`` are left out. Each edge says whether the KG stores a way back.
     """
@@ -94,15 +94,13 @@ def bounded_edges(
         return []
     params = {"ids": list(ids), "k": k, "hidden": sorted(hidden), "rows": 1 << 62}
     found: list[tuple[str, Relation, str, int]] = []
-    read = (("out", store._rows(q.BOUNDED_OUT, params)), ("in", store._rows(q.BOUNDED_IN, params)))
-    for side, rows in read:
-        for node, rtype, rids, ends, weights, sources, degrees in rows:
-            for rid, end, w, src, deg in zip(rids, ends, weights, sources, degrees, strict=True):
-                head, tail = (node, end) if side == "out" else (end, node)
-                rel = Relation.model_construct(
-                    id=rid, head=head, type=rtype, tail=tail, weight=float(w), source=src or ""
-                )
-                found.append((str(node), rel, side, int(deg or 0)))
+    for side, node, rtype, rids, ends, weights, sources, degrees in store._rows(q.BOUNDED_EDGES, params):
+        for rid, end, w, src, deg in zip(rids, ends, weights, sources, degrees, strict=True):
+            head, tail = (node, end) if side == "out" else (end, node)
+            rel = Relation.model_construct(
+                id=rid, head=head, type=rtype, tail=tail, weight=float(w), source=src or ""
+            )
+            found.append((str(node), rel, side, int(deg or 0)))
     pairs = sorted({(r.head, r.tail) for _, r, _, _ in found})
     params = {"heads": sorted({h for h, _ in pairs}), "tails": sorted({t for _, t in pairs})}
     back = {(str(h), str(t)) for h, t in store._rows(q.BACK_EDGES, params)} if pairs else set()
