@@ -16,6 +16,7 @@ from kgmind.models import Relation
 from kgmind.stores import degrees as dg
 from kgmind.stores.neo4j import queries as q
 from kgmind.stores.neo4j import verdicts as nv
+from kgmind.stores.neo4j.records import relation_from_record
 
 __all__ = ["BoundedEdge", "Neo4jDegrees", "refresh_in_tx"]
 
@@ -66,14 +67,6 @@ class Neo4jDegrees:
         params = {"ids": list(ids), "types": types, "k": k, "hidden": sorted(hidden)}
         out: list[BoundedEdge] = []
         for r in self._read(q.BOUNDED_EDGES, params, "bounded_edges"):
-            rel = Relation.model_construct(
-                id=r["id"],
-                head=r["head"],
-                type=r["type"],
-                tail=r["tail"],
-                weight=float(r["weight"]),
-                source=r["source"] or "",
-            )
             side = "out" if r["outgoing"] else "in"
-            out.append((r["node"], rel, side, int(r["degree"]), bool(r["back"])))
+            out.append((r["node"], relation_from_record(r), side, int(r["degree"]), bool(r["back"])))
         return out

@@ -58,6 +58,7 @@ from kgmind.stores.neo4j import degrees as nd
 from kgmind.stores.neo4j import queries as q
 from kgmind.stores.neo4j import verdicts as nv
 from kgmind.stores.neo4j.degrees import Neo4jDegrees
+from kgmind.stores.neo4j.records import relation_from_record
 from kgmind.stores.protocol import (
     Direction,
     GraphPath,
@@ -137,17 +138,6 @@ def _entity(rec: Mapping[str, Any]) -> Entity:
         type=rec["type"] or "entity",
         aliases=list(rec["aliases"] or []),
         description=rec["description"] or "",
-    )
-
-
-def _relation(rec: Mapping[str, Any]) -> Relation:
-    return Relation.model_construct(
-        id=rec["id"],
-        head=rec["head"],
-        type=rec["type"],
-        tail=rec["tail"],
-        weight=float(rec["weight"]),
-        source=rec["source"] or "",
     )
 
 
@@ -358,7 +348,7 @@ class Neo4jStore(Neo4jDegrees, StoreBase):
         return map(_entity, self._read(q.GET_ENTITIES, {"ids": ids}, "get_entities"))
 
     def _fetch_relations(self, ids: list[str]) -> Iterable[Relation]:
-        return map(_relation, self._read(q.GET_RELATIONS, {"ids": ids}, "get_relations"))
+        return map(relation_from_record, self._read(q.GET_RELATIONS, {"ids": ids}, "get_relations"))
 
     def _fetch_docs(self, ids: list[str]) -> Iterable[KnowledgeDoc]:
         return map(_doc, self._read(q.GET_DOCS, {"ids": ids}, "get_docs"))
@@ -376,13 +366,13 @@ class Neo4jStore(Neo4jDegrees, StoreBase):
     def iter_relations(self) -> Iterator[Relation]:
         """Every relation with its current weight, ordered by id (streamed)."""
         for rec in self._stream(q.ITER_RELATIONS, "iter_relations"):
-            yield _relation(rec)
+            yield relation_from_record(rec)
 
     def _fetch_neighbors(
         self, query: str, ids: list[str], types: list[str] | None, limit: int
     ) -> list[Relation]:
         params = {"ids": ids, "types": types, "limit": limit}
-        return [_relation(rec) for rec in self._read(query, params, "neighbors")]
+        return [relation_from_record(rec) for rec in self._read(query, params, "neighbors")]
 
     def _shortest_paths(
         self, source: str, target: str, hops: int, directed: bool, limit: int
@@ -391,13 +381,13 @@ class Neo4jStore(Neo4jDegrees, StoreBase):
         query = with_hop_bound(q.PATHS_DIRECTED if directed else q.PATHS_UNDIRECTED, hops, most=MAX_PATH_HOPS)
         recs = self._read(query, {"source": source, "target": target, "limit": int(limit)}, "paths")
         return [
-            GraphPath(nodes=list(rec["nodes"]), relations=[_relation(r) for r in rec["relations"]])
+            GraphPath(nodes=list(rec["nodes"]), relations=[relation_from_record(r) for r in rec["relations"]])
             for rec in recs
         ]
 
     def out_edges(self, entity_id: str) -> list[Relation]:
         """Every outgoing edge of one node with its weight, by type, descending weight, tail."""
-        return [_relation(rec) for rec in self._read(q.OUT_EDGES, {"id": entity_id}, "out_edges")]
+        return [relation_from_record(rec) for rec in self._read(q.OUT_EDGES, {"id": entity_id}, "out_edges")]
 
     def _fetch_docs_for(self, entity_ids: list[str]) -> list[KnowledgeDoc]:
         return [_doc(rec) for rec in self._read(q.DOCS_FOR, {"ids": entity_ids}, "docs_for")]
