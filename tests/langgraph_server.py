@@ -85,13 +85,14 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 @contextmanager
 def langgraph_dev(
-    home: Path, log: Path, ready_s: float = 120, cwd: Path | None = None
+    home: Path, log: Path, ready_s: float = 120, cwd: Path | None = None, config: Path | None = None
 ) -> Iterator[LanggraphServer]:
     """Run ``langgraph dev`` with ``KGMIND_HOME=home`` until the block ends.
 
     ``langgraph dev`` keeps its threads and runs in ``.langgraph_api/`` under its working
     directory and loads them again when it starts; ``cwd`` (a fresh directory) gives a server
     that starts empty and leaves nothing in the repository (default: the repository root).
+    ``config``: another ``langgraph.json`` than the repository's (a control graph in a benchmark).
 
     Raises:
         FileNotFoundError: ``langgraph`` (langgraph-cli) is not installed.
@@ -109,7 +110,7 @@ def langgraph_dev(
                 exe,
                 "dev",
                 "--config",
-                str(ROOT / "langgraph.json"),
+                str(config or ROOT / "langgraph.json"),
                 "--no-browser",
                 "--no-reload",
                 "--port",

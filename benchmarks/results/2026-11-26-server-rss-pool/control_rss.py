@@ -9,15 +9,12 @@ tree's RSS after warm-up and after the load. From the repository root:
 
 import asyncio
 import json
-import os
-import signal
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from langgraph_server import free_port, tree_rss_bytes
+from langgraph_server import langgraph_dev, tree_rss_bytes
 
 GRAPH = """
 import os
@@ -58,64 +55,28 @@ async def load(url: str, runs: int, at_once: int) -> None:
 def main(runs: int = 2000) -> None:
     work = Path(tempfile.mkdtemp(prefix="control-rss-"))
     (work / "control_graph.py").write_text(GRAPH)
-    (work / "langgraph.json").write_text(
-        json.dumps({"dependencies": ["."], "graphs": {"control": "./control_graph.py:graph"}})
-    )
-    port = free_port()
-    env = {
-        **os.environ,
-        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
-        "LANGGRAPH_NO_VERSION_CHECK": "1",
-        "LANGSMITH_TRACING": "false",
-    }
-    cmd = [
-        "langgraph",
-        "dev",
-        "--config",
-        "langgraph.json",
-        "--no-browser",
-        "--no-reload",
-        "--port",
-        str(port),
-        "--host",
-        "127.0.0.1",
-    ]
-    with (work / "server.log").open("wb") as log:
-        proc = subprocess.Popen(
-            cmd, cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    try:
-        url = f"http://127.0.0.1:{port}"
-        import urllib.request
-
-        for _ in range(240):
-            try:
-                if urllib.request.urlopen(url + "/ok", timeout=2).status == 200:
-                    break
-            except OSError:
-                time.sleep(0.5)
-        asyncio.run(load(url, 20, 1))
-        warm = tree_rss_bytes(proc.pid) / 2**20
+    config = work / "langgraph.json"
+    config.write_text(json.dumps({"dependencies": ["."], "graphs": {"control": "./control_graph.py:graph"}}))
+    with langgraph_dev(work / "home", work / "server.log", cwd=work, config=config) as server:
+        asyncio.run(load(server.url, 20, 1))
+        warm = tree_rss_bytes(server.proc.pid) / 2**20
         t0 = time.monotonic()
-        asyncio.run(load(url, runs, 8))
+        asyncio.run(load(server.url, runs, 8))
         wall = time.monotonic() - t0
         time.sleep(2)
-        after = tree_rss_bytes(proc.pid) / 2**20
-        print(
-            json.dumps(
-                {
-                    "runs": runs,
-                    "at_once": 8,
-                    "rss_warm_mib": round(warm, 1),
-                    "rss_after_mib": round(after, 1),
-                    "ratio": round(after / warm, 3),
-                    "wall_s": round(wall, 1),
-                }
-            )
+        after = tree_rss_bytes(server.proc.pid) / 2**20
+    print(
+        json.dumps(
+            {
+                "runs": runs,
+                "at_once": 8,
+                "rss_warm_mib": round(warm, 1),
+                "rss_after_mib": round(after, 1),
+                "ratio": round(after / warm, 3),
+                "wall_s": round(wall, 1),
+            }
         )
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=30)
+    )
 
 
 if __name__ == "__main__":
