@@ -13,12 +13,21 @@ store ``kgmind eval`` uses), one process:
    selected evidence is identical and each mode's evidence recall (the ``kgmind eval``
    rule: gold entities named in the rendered evidence);
 4. with ``--recall-all``, runs every question of the split in memory mode (recall only),
-   and in pushdown mode too when ``--recall-all both``.
+   and in pushdown mode too when ``--recall-all both``;
+5. with ``--rss-questions N``, asks N questions pushed down (the split's questions over and
+   over) and records the process's resident memory every 100: a worker's memory over time.
+
+``--store NAME=URI`` adds a store the benchmark did not import (the generated KGs of
+``benchmarks/big_kg.py``), explored with CMCQA's questions: shard 0 of a generated KG is the
+re-crawl, so its entities are the questions' entities. ``--modes pushdown`` skips the whole-KG
+index (the 10M row: its index alone is ~0.8 GB and ~5 GB while building).
 
 Usage::
 
     python benchmarks/pushdown.py --kg both --questions 100 --questions-recrawl 20 \\
         --out benchmarks/results/2026-11-23-pushdown
+    python benchmarks/pushdown.py --kg none --store gen10m=ladybug:$KGMIND_HOME/big10m --modes pushdown \\
+        --questions 100 --rss-questions 1000 --out benchmarks/results/…
 """
 
 from __future__ import annotations
@@ -76,9 +85,16 @@ def _recall(values: list[float | None]) -> float | None:
 
 
 def measure(
-    kg: str, questions: int, seed: int, split: str, recall_all: str, modes: str = "both"
+    kg: str,
+    questions: int,
+    seed: int,
+    split: str,
+    recall_all: str,
+    modes: str = "both",
+    uri: str | None = None,
+    rss_questions: int = 0,
 ) -> dict[str, Any]:
-    """Measure one KG (see the module doc)."""
+    """Measure one KG (see the module doc); ``uri``: a given store, asked CMCQA's questions."""
     from kgmind.eval.config import EvalConfig
     from kgmind.eval.items import build_items
     from kgmind.eval.kg import prepare_store
@@ -86,18 +102,21 @@ def measure(
     from kgmind.retrievers import graph_index_cache as gx
     from kgmind.stores.factory import open_store
 
-    cfg = EvalConfig(dataset=DATASET[kg], split=split, limit=questions, seed=seed)
-    uri = prepare_store(cfg)
+    cfg = EvalConfig(dataset=DATASET.get(kg, "cmcqa"), split=split, limit=questions, seed=seed)
+    uri = uri or prepare_store(cfg)
     assert uri is not None
     store = open_store(uri)
     stats = store.stats()
     items = [it for it in build_items(cfg)[0] if it.entities]
     res = Resources(store_uri=uri, seed=seed)
     gx.clear_graph_index_cache()
-    _run(items[0], "pushdown" if modes == "both" else "memory", res, store)  # warm-up: models, caches
+    _run(items[0], "memory" if modes == "memory" else "pushdown", res, store)  # warm-up: models, caches
     rss_start = _rss_mb()
-    push = [_run(it, "pushdown", res, store) for it in items] if modes == "both" else []
+    push = [_run(it, "pushdown", res, store) for it in items] if modes != "memory" else []
     rss_pushdown = _rss_mb()
+    trace = _rss_trace(cfg, res, store, rss_questions) if rss_questions else {}
+    if modes == "pushdown":
+        return _pushdown_only(kg, uri, split, stats, push, items, rss_start, rss_pushdown) | trace
 
     tracemalloc.start()
     t0 = time.perf_counter()
@@ -147,7 +166,50 @@ def measure(
     }
     if recall_all != "no":
         out.update(_recall_all(cfg, res, store, recall_all))
-    return out
+    return out | trace
+
+
+def _pushdown_only(
+    kg: str, uri: str, split: str, stats: Any, push: list[dict[str, Any]], items: list[Any], *rss: float
+) -> dict[str, Any]:
+    """The pushed-down half of :func:`measure`'s result (no whole-KG index, no memory pass)."""
+    rows = [
+        {"id": it.id, "pushdown_ms": p["ms"], "pushdown_edges": p["edges"], "pushdown_recall": p["recall"]}
+        for it, p in zip(items, push, strict=True)
+    ]
+    return {
+        "kg": kg,
+        "store": uri,
+        "split": split,
+        "relations": stats.relations_total,
+        "entities": stats.entities_total,
+        "questions": len(rows),
+        "modes": "pushdown",
+        "pushdown_ms_p50": _pct([r["pushdown_ms"] for r in rows], 0.5),
+        "pushdown_ms_p95": _pct([r["pushdown_ms"] for r in rows], 0.95),
+        "pushdown_edges_p50": median(r["pushdown_edges"] for r in rows),
+        "pushdown_edges_max": max(r["pushdown_edges"] for r in rows),
+        "rss_mb_before_pushdown": rss[0],
+        "rss_mb_after_pushdown": rss[1],
+        "pushdown_recall": _recall([r["pushdown_recall"] for r in rows]),
+        "rows": rows,
+    }
+
+
+def _rss_trace(cfg: Any, res: Any, store: Any, n: int) -> dict[str, Any]:
+    """Ask ``n`` questions pushed down (the split's, repeated) and read the RSS every 100."""
+    from dataclasses import replace
+    from itertools import cycle, islice
+
+    from kgmind.eval.items import build_items
+
+    items = [it for it in build_items(replace(cfg, limit=None))[0] if it.entities]
+    trace, ms = [{"questions": 0, "rss_mb": _rss_mb()}], []
+    for i, it in enumerate(islice(cycle(items), n), 1):
+        ms.append(_run(it, "pushdown", res, store)["ms"])
+        if i % 100 == 0 or i == n:
+            trace.append({"questions": i, "rss_mb": _rss_mb(), "ms_p50_last": _pct(ms[-100:], 0.5)})
+    return {"rss_trace": trace, "rss_trace_distinct_questions": min(n, len(items))}
 
 
 def _recall_all(cfg: Any, res: Any, store: Any, which: str) -> dict[str, Any]:
@@ -184,6 +246,14 @@ def _table(kgs: list[dict[str, Any]]) -> list[str]:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in kgs:
+        if r["modes"] == "pushdown":
+            lines.append(
+                f"| {r['kg']} | {r['relations']:,} | – | {r['questions']}, – | – | "
+                f"{r['pushdown_ms_p50']} / {r['pushdown_ms_p95']} | {r['pushdown_edges_p50']:,} / "
+                f"{r['pushdown_edges_max']:,} | {r['rss_mb_before_pushdown']} → "
+                f"{r['rss_mb_after_pushdown']} | – / {r['pushdown_recall']} |"
+            )
+            continue
         lines.append(
             f"| {r['kg']} | {r['relations']:,} | {r['index_build_s']} s, {r['index_bytes_per_edge']} | "
             f"{r['questions']}, {r['same_evidence']} | {r['memory_ms_p50']} / {r['memory_ms_p95']} | "
@@ -191,6 +261,10 @@ def _table(kgs: list[dict[str, Any]]) -> list[str]:
             f"{r['pushdown_edges_max']:,} | {r['rss_mb_before_pushdown']} → {r['rss_mb_after_pushdown']} | "
             f"{r['memory_recall']} / {r['pushdown_recall']} |"
         )
+    for r in kgs:
+        if "rss_trace" in r:
+            points = ", ".join(f"{p['questions']}: {p['rss_mb']}" for p in r["rss_trace"])
+            lines += ["", f"RSS MB of {r['kg']} by questions asked pushed down: {points}"]
     every = [r for r in kgs if "all_questions" in r]
     if every:
         lines += [
@@ -218,7 +292,11 @@ def _table(kgs: list[dict[str, Any]]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     """Run the measurement and write results.json / results.md."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--kg", choices=("emckg", "recrawl", "both"), default="both")
+    ap.add_argument("--kg", choices=("emckg", "recrawl", "both", "none"), default="both")
+    ap.add_argument(
+        "--store", action="append", default=[], help="NAME=URI: a store to measure with CMCQA's questions"
+    )
+    ap.add_argument("--rss-questions", type=int, default=0, help="questions of the RSS trace (0: none)")
     ap.add_argument("--questions", type=int, default=100)
     ap.add_argument(
         "--questions-recrawl", type=int, default=None, help="questions on the re-crawl (default --questions)"
@@ -235,7 +313,12 @@ def main(argv: list[str] | None = None) -> int:
         default="shipped",
         help="edges kept per node, relation type and direction: an int, none (every edge) or shipped",
     )
-    ap.add_argument("--modes", choices=("both", "memory"), default="both", help="memory: no pushed-down pass")
+    ap.add_argument(
+        "--modes",
+        choices=("both", "memory", "pushdown"),
+        default="both",
+        help="memory: no pushed-down pass; pushdown: no whole-KG index",
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
@@ -245,7 +328,8 @@ def main(argv: list[str] | None = None) -> int:
         from kgmind.retrievers.graph_index_cache import set_edges_per_group
 
         set_edges_per_group(None if args.edges_per_group == "none" else int(args.edges_per_group))
-    kgs = ["emckg", "recrawl"] if args.kg == "both" else [args.kg]
+    kgs = {"both": ["emckg", "recrawl"], "none": []}.get(args.kg, [args.kg])
+    given = dict(spec.split("=", 1) for spec in args.store)
     out = {
         "benchmark": "pushdown",
         "date": date.today().isoformat(),
@@ -260,8 +344,22 @@ def main(argv: list[str] | None = None) -> int:
                 args.split,
                 args.recall_all,
                 args.modes,
+                rss_questions=args.rss_questions,
             )
             for kg in kgs
+        ]
+        + [
+            measure(
+                name,
+                args.questions,
+                args.seed,
+                args.split,
+                args.recall_all,
+                args.modes,
+                uri,
+                args.rss_questions,
+            )
+            for name, uri in given.items()
         ],
     }
     lines = _table(out["kgs"])

@@ -161,3 +161,20 @@ def test_a_columnar_import_counts_degrees_fresh_and_onto_stored_edges(tmp_path: 
         assert kept(s) == counted(s)
     finally:
         s.close()
+
+
+def test_a_columnar_import_into_a_store_of_entities_only_counts_the_stored_ends(tmp_path: Path) -> None:
+    """No relations stored yet: the load's own counts (a loop in both directions) reach stored ends too."""
+    close_all_stores()
+    s = LadybugStore(tmp_path / "cols")
+    try:
+        every = [FLU, COLD, FEVER, COUGH, RASH, ASPIRIN]
+        s.bulk_load_columns(every[:4], _columns(every[:4], []))  # entities only
+        loop = Relation(head=FLU.id, type="related_to", tail=FLU.id)
+        s.bulk_load_columns(every, _columns(every, [*RELS, loop]))  # FLU..COUGH stored, RASH, ASPIRIN new
+        assert kept(s)[FLU.id] == (5, {"has_symptom": (2, 0), "related_to": (1, 1), "treated_by": (1, 0)})
+        assert kept(s)[ASPIRIN.id] == (1, {"treated_by": (0, 1)})
+        assert kept(s)[RASH.id] == (0, {})
+        assert kept(s) == counted(s)
+    finally:
+        s.close()

@@ -70,6 +70,26 @@ class RelationColumns:
         for a in range(0, len(self), size):
             yield self.batch(a, min(len(self), a + size))
 
+    def degrees(self) -> dict[str, dict[str, list[int]]]:
+        """Per entity id and relation type, ``[out, in]`` of these relations (:mod:`kgmind.stores.degrees`).
+
+        Counted on the arrays, so a 10M-relation import into an empty store gives its
+        entities their degrees without the store counting its uncommitted edges.
+        Entities no relation touches are left out.
+        """
+        n_types = max(len(self.type_names), 1)
+        size = len(self.entity_ids) * n_types
+        sides = [
+            np.bincount(ends.astype(np.int64) * n_types + self.types, minlength=size)
+            for ends in (self.heads, self.tails)
+        ]
+        out: dict[str, dict[str, list[int]]] = {}
+        ids, names = self.entity_ids, self.type_names
+        for key in np.flatnonzero(sides[0] + sides[1]).tolist():
+            node, rtype = divmod(key, n_types)
+            out.setdefault(ids[node], {})[names[rtype]] = [int(sides[0][key]), int(sides[1][key])]
+        return out
+
     def relations(self, size: int = 100_000) -> Iterator[Relation]:
         """Every row as a :class:`Relation` (for a store without a columnar load)."""
         for b in self.batches(size):

@@ -17,7 +17,15 @@ from kgmind.stores import degrees as dg
 from kgmind.stores.ladybug import queries as q
 from kgmind.stores.ladybug import verdicts as lv
 
-__all__ = ["META_DEGREES", "BoundedEdge", "bounded_edges", "disputed_in", "read_degrees", "refresh_degrees"]
+__all__ = [
+    "META_DEGREES",
+    "BoundedEdge",
+    "bounded_edges",
+    "disputed_in",
+    "read_degrees",
+    "refresh_degrees",
+    "write_degrees",
+]
 
 #: The ``Meta`` key set once a store's degrees are counted (a store older than them has none).
 META_DEGREES = "degrees"
@@ -64,6 +72,11 @@ def refresh_degrees(store: LadybugReader, conn: Any, ids: Collection[str] | None
         counts = dg.degrees_from_counts(
             ids, store._rows(q.DEGREES_OUT_OF, params, conn), store._rows(q.DEGREES_IN_OF, params, conn)
         )
+    return write_degrees(conn, counts)
+
+
+def write_degrees(conn: Any, counts: dg.Degrees) -> int:
+    """Write ``counts`` on the entities they name (in the caller's transaction); returns how many."""
     rows = dg.degree_rows(counts)
     for i in range(0, len(rows), 20_000):
         conn.execute(q.SET_DEGREES, {"rows": rows[i : i + 20_000]})

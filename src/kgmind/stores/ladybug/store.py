@@ -276,10 +276,16 @@ class LadybugStore(StoreBase):
             lb_bulk.check_endpoints(functools.partial(self._rows, conn=conn), relations, load.entities)
             has_relations = len(relations) and int(self._scalar(q.COUNT_RELATIONS, None, conn) or 0)
             stored = set(self._table(q.SCAN_RELATION_SOURCES, conn)["id"]) if has_relations else set()
+            # into a store without relations or verdicts, the degrees are the columns' own counts
+            counted = None if has_relations or ld.disputed_in(self, conn) else relations.degrees()
             with self._transaction("bulk_load") as tx:
-                self._write_plan(tx, plan)
-                if lb_bulk.copy_relations(tx, relations, stored):  # their ends' degrees, engine-counted
-                    ld.refresh_degrees(self, tx, relations.entity_ids if has_relations else None)
+                self._write_plan(tx, plan, counted)
+                if lb_bulk.copy_relations(tx, relations, stored):
+                    if counted is None:  # their ends' degrees, engine-counted
+                        ld.refresh_degrees(self, tx, relations.entity_ids if has_relations else None)
+                    else:  # stored entities new edges touch; the new ones got theirs in their COPY
+                        new = {e.id for e in plan.new_entities}
+                        ld.write_degrees(tx, {e: n for e, n in counted.items() if e not in new})
                 self._bump_version(tx)
         return LoadReport(entities=len(load.entities), relations=len(relations), docs=0)
 
@@ -324,14 +330,21 @@ class LadybugStore(StoreBase):
         plan.new_docs = [d for did, d in load.docs.items() if did not in stored_docs]
         return plan
 
-    def _write_plan(self, conn: Any, plan: _LoadPlan) -> None:
-        """Run a load plan's statements on ``conn``, inside the caller's write transaction."""
+    def _write_plan(self, conn: Any, plan: _LoadPlan, counted: dg.Degrees | None = None) -> None:
+        """Run a load plan's statements on ``conn``, inside the caller's write transaction.
+
+        ``counted``: the new entities' degrees when the caller counted them (a columnar load).
+        """
         new_ids = {e.id for e in plan.new_entities}
         if plan.new_entities:
-            counts = dg.count_degrees(
-                new_ids,
-                ((r.head, r.type, r.tail, r.id) for r in plan.new_relations),
-                ld.disputed_in(self, conn) if plan.new_relations else (),
+            counts = (
+                counted
+                if counted is not None
+                else dg.count_degrees(
+                    new_ids,
+                    ((r.head, r.type, r.tail, r.id) for r in plan.new_relations),
+                    ld.disputed_in(self, conn) if plan.new_relations else (),
+                )
             )
             conn.execute(q.COPY_ENTITIES, {"data": entity_table(plan.new_entities, counts)})
         if plan.changed_entities:
