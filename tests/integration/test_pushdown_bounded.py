@@ -141,38 +141,3 @@ def test_a_store_without_bounded_reads_is_bounded_in_python_the_same_way(demo_ur
     assert key(bounded_rows(Plain(), ids, K, hidden)) == key(store.bounded_edges(ids, K, hidden))
     assert len(store.bounded_edges(ids, K, hidden)) < len(store.neighbors(ids, "both")) * 2
 
-
-def test_kgcot_reads_a_depth_of_its_chains_in_one_store_query(demo_uri: str) -> None:
-    """The chains step together, so a pushed-down index reads each depth's nodes at once (not per chain)."""
-    from kgmind.retrievers import exploration as ex
-    from kgmind.stores.factory import open_store
-
-    store = open_store(demo_uri)
-    full = _bounded_full(store)
-    seeds = _seed_sets(full)[1]
-    _, part = _indexes(store, seeds)
-    reads: list[int] = []
-    complete = part._complete_nodes
-
-    def counted(nodes: Any) -> Any:
-        todo = [n for n in dict.fromkeys(nodes) if n not in part._complete]
-        reads.append(len(todo)) if todo else None
-        return complete(nodes)
-
-    part._complete_nodes = counted
-    chains = ex.weighted_dfs_chains(part, seeds, n_chains=5, max_depth=3, seed=1)
-    assert len(chains) > 5
-    # one chain at a time reads each new node on its own: sum(reads) queries; together, one per depth
-    # and pass (a chain that stops short at the bound moves the later chains' draws: another pass)
-    assert len(reads) * 3 <= sum(reads), reads
-    assert _key(chains) == _key(ex.weighted_dfs_chains(full, seeds, n_chains=5, max_depth=3, seed=1))
-
-
-def _bounded_full(store: Any) -> Any:
-    """The bounded whole-KG index of ``store``."""
-    from kgmind.retrievers.graph_index import GraphIndex
-
-    full = GraphIndex(store.iter_entities(), store.iter_relations(), schema=store.relation_schema())
-    full.set_hidden(set(store.disputed_relations()))
-    full.bound(K)
-    return full

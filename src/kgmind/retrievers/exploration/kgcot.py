@@ -30,73 +30,29 @@ class DocSource(Protocol):
         ...
 
 
-def _step(gi: GraphIndex, weights: WeightSnapshot, nodes: list[int], u: float) -> tuple[int, float] | None:
-    """The edge a chain at ``nodes[-1]`` takes for the draw ``u`` (first with cumulative p > u), if any."""
-    leaving = gi.out_array(nodes[-1])
-    cand = leaving[~np.isin(gi.edge_tail_array[leaving], nodes)] if len(leaving) else leaving
-    if not len(cand):
-        return None
-    w = weights.weights[cand]
-    p = w / w.sum()
-    k = min(int(np.searchsorted(np.cumsum(p), u, side="right")), len(cand) - 1)
-    return int(cand[k]), float(p[k])
-
-
-def _walk(
-    gi: GraphIndex,
-    weights: WeightSnapshot,
-    starts: Sequence[int],
-    offsets: Sequence[int],
-    u: np.ndarray,
-    max_depth: int,
-) -> list[_Draw]:
-    """Walk every chain one depth at a time, chain ``j`` reading the draws ``u[offsets[j]:]``.
-
-    All chains take their step ``d`` before any takes ``d + 1``, and the nodes they stand on
-    are read first in one go (:meth:`GraphIndex.prefetch`): pushed down, a depth costs one
-    store query instead of one per chain.
-    """
-    draws: list[_Draw] = [(s, [s], [], []) for s in starts]
-    alive = list(range(len(starts)))
-    for d in range(max_depth):
-        gi.prefetch(draws[j][1][-1] for j in alive)
-        going = []
-        for j in alive:
-            _, nodes, edges, probs = draws[j]
-            got = _step(gi, weights, nodes, float(u[offsets[j] + d]))
-            if got is not None:
-                edges.append(got[0])
-                probs.append(got[1])
-                nodes.append(gi.edge_tail[got[0]])
-                going.append(j)
-        alive = going
-    return draws
-
-
-def _draw_all(
-    gi: GraphIndex, weights: WeightSnapshot, starts: Sequence[int], max_depth: int, rng: np.random.Generator
-) -> list[_Draw]:
-    """One chain per entry of ``starts``, exactly as drawing them one after another from ``rng`` would.
-
-    Drawn one after another, a chain of ``L`` edges uses the next ``L`` numbers of the
-    stream, so where chain ``j``'s numbers start depends on how long the chains before it
-    ran. The chains are walked together (:func:`_walk`) assuming every earlier chain runs
-    ``max_depth`` edges; the chains after the first one that stopped short are walked again
-    from their true start in the stream, until every start is right (the first chain's always
-    is, so this ends). A dead end is rare on a KG read both ways, so one pass is the rule.
-    """
-    u = rng.random(len(starts) * max_depth)
-    offsets = [j * max_depth for j in range(len(starts))]
-    draws = _walk(gi, weights, starts, offsets, u, max_depth)
-    while True:
-        true = [0]
-        for d in draws[:-1]:
-            true.append(true[-1] + len(d[2]))
-        wrong = next((j for j, (a, b) in enumerate(zip(offsets, true, strict=True)) if a != b), None)
-        if wrong is None:
-            return draws
-        offsets = true
-        draws[wrong:] = _walk(gi, weights, starts[wrong:], offsets[wrong:], u, max_depth)
+def _draw(gi: GraphIndex, weights: WeightSnapshot, s: int, max_depth: int, rng: np.random.Generator) -> _Draw:
+    """A chain from ``s``: each step, ``u = rng.random()`` picks the first edge with cumulative p > u."""
+    visited = {s}
+    cur = s
+    path_nodes = [s]
+    edges: list[int] = []
+    probs: list[float] = []
+    for _depth in range(max_depth):
+        leaving = gi.out_array(cur)
+        cand = leaving[~np.isin(gi.edge_tail_array[leaving], list(visited))] if len(leaving) else leaving
+        if not len(cand):
+            break
+        w = weights.weights[cand]
+        p = w / w.sum()
+        u = rng.random()
+        k = min(int(np.searchsorted(np.cumsum(p), u, side="right")), len(cand) - 1)
+        e = int(cand[k])
+        edges.append(e)
+        probs.append(float(p[k]))
+        cur = gi.edge_tail[e]
+        visited.add(cur)
+        path_nodes.append(cur)
+    return s, path_nodes, edges, probs
 
 
 def _knowledge(gi: GraphIndex, store: DocSource, found: Sequence[_Draw]) -> dict[str, str]:
@@ -142,17 +98,17 @@ def weighted_dfs_chains(
     weights = gi.weight_snapshot()  # one set of weights for the whole call, whatever feedback lands
     found: list[_Draw] = []
     counts: dict[tuple[int, ...], int] = {}
-    starts = [s for s in resolve(gi, entity_ids) for _ in range(n_chains)]
-    for draw in _draw_all(gi, weights, starts, max_depth, rng):
-        s = draw[0]
-        if not draw[2]:
-            continue
-        key = (s, *draw[2])
-        if key in counts:
-            counts[key] += 1
-            continue
-        counts[key] = 1
-        found.append(draw)
+    for s in resolve(gi, entity_ids):
+        for _ in range(n_chains):
+            draw = _draw(gi, weights, s, max_depth, rng)
+            if not draw[2]:
+                continue
+            key = (s, *draw[2])
+            if key in counts:
+                counts[key] += 1
+                continue
+            counts[key] = 1
+            found.append(draw)
     knowledge = _knowledge(gi, store, found) if store is not None else {}
     out: list[Evidence] = []
     for s, path_nodes, edges, probs in found:
