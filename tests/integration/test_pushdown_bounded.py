@@ -140,4 +140,3 @@ def test_a_store_without_bounded_reads_is_bounded_in_python_the_same_way(demo_ur
 
     assert key(bounded_rows(Plain(), ids, K, hidden)) == key(store.bounded_edges(ids, K, hidden))
     assert len(store.bounded_edges(ids, K, hidden)) < len(store.neighbors(ids, "both")) * 2
-
