@@ -17,6 +17,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from kgmind.models import Entity, Relation, relation_id
+from kgmind.stores.degrees import Degrees
 from kgmind.stores.protocol import LoadReport
 
 __all__ = ["ColumnLoader", "RelationBatch", "RelationColumns", "load_columns"]
@@ -70,7 +71,7 @@ class RelationColumns:
         for a in range(0, len(self), size):
             yield self.batch(a, min(len(self), a + size))
 
-    def degrees(self) -> dict[str, dict[str, list[int]]]:
+    def degrees(self) -> Degrees:
         """Per entity id and relation type, ``[out, in]`` of these relations (:mod:`kgmind.stores.degrees`).
 
         Counted on the arrays, so a 10M-relation import into an empty store gives its
@@ -83,7 +84,7 @@ class RelationColumns:
             np.bincount(ends.astype(np.int64) * n_types + self.types, minlength=size)
             for ends in (self.heads, self.tails)
         ]
-        out: dict[str, dict[str, list[int]]] = {}
+        out: Degrees = {}
         ids, names = self.entity_ids, self.type_names
         for key in np.flatnonzero(sides[0] + sides[1]).tolist():
             node, rtype = divmod(key, n_types)
