@@ -114,7 +114,7 @@ def bounded_edges(
                 id=rid, head=head, type=rtype, tail=tail, weight=float(w), source=src or ""
             )
             found.append((str(node), rel, side, int(deg or 0)))
-    pairs = sorted({(r.head, r.tail) for _, r, _, _ in found})
-    params = {"heads": sorted({h for h, _ in pairs}), "tails": sorted({t for _, t in pairs})}
-    back = {(str(h), str(t)) for h, t in store._rows(q.BACK_EDGES, params)} if pairs else set()
-    return [(n, r, side, deg, (r.head, r.tail) in back) for n, r, side, deg in found]
+    others = sorted({r.tail if side == "out" else r.head for _, r, side, _ in found})
+    params = {"ids": list(ids), "others": others}
+    stored = {(str(a), str(b)) for a, b in store._rows(q.BACK_EDGES, params)} if found else set()
+    return [(n, r, side, deg, (r.tail, r.head) in stored) for n, r, side, deg in found]

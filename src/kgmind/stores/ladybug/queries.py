@@ -275,11 +275,17 @@ BOUNDED_EDGES = (
 )
 #: The lightest and heaviest weight (equal: nothing learnt, what a pushed-down index cannot see itself).
 WEIGHT_RANGE = "MATCH (:Entity)-[r:REL]->(:Entity) RETURN min(r.weight), max(r.weight)"
-#: The ways back among edges read: every stored edge from one of ``$tails`` to one of ``$heads``, as
-#: ``(its tail, its head)``, i.e. the (head, tail) of the edge read it reverses (the caller keeps the
-#: pairs it read). Matched by ``id IN`` lists, for the reason given above.
+#: The ways back of edges read: every stored edge between a node of ``$ids`` (the nodes read) and
+#: one of ``$others`` (the other ends kept), as ``(from, to)``; the caller keeps an edge's way back when
+#: ``(its tail, its head)`` is among them. Each half starts from ``$ids`` alone (``MATCH (n) WHERE n.id
+#: IN $ids`` first, the other end filtered after a ``WITH``): so only the read nodes' own edge lists are
+#: scanned. Matching ``$heads x $tails`` of every kept edge scanned the lists of every other end, hubs
+#: included (generated 2M KG: 59 reads of one question 3.8 s against 0.66 s, same ways back).
 BACK_EDGES = (
-    "MATCH (t:Entity)-[:REL]->(h:Entity) WHERE t.id IN $tails AND h.id IN $heads RETURN DISTINCT h.id, t.id"
+    "MATCH (n:Entity) WHERE n.id IN $ids MATCH (n)<-[:REL]-(a:Entity) WITH a, n WHERE a.id IN $others"
+    " RETURN a.id, n.id"
+    " UNION MATCH (n:Entity) WHERE n.id IN $ids MATCH (n)-[:REL]->(b:Entity) WITH n, b WHERE b.id IN $others"
+    " RETURN n.id, b.id"
 )
 
 # -- feedback -----------------------------------------------------------------------
