@@ -98,6 +98,11 @@ class Settings(BaseSettings):
         "unset = $KGMIND_HOME/cache.",
     )
 
+    store_buffer_mb: PositiveInt | None = Field(
+        default=None,
+        description="KGMIND_STORE_BUFFER_MB: the embedded store's page cache in MiB, the bound on what a "
+        "long-running worker keeps of the pages it read; unset = LadybugDB's default (80 % of the RAM).",
+    )
     dispute_rule: tuple[PositiveInt, PositiveInt] | None = Field(
         default=None,
         description="KGMIND_DISPUTE_RULE: MIN_WRONG,MARGIN of the rule that disputes an edge (e.g. 2,1 for "

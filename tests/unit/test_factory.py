@@ -82,3 +82,31 @@ def test_open_store_errors(tmp_path: Path) -> None:
     # a failed open is not cached: it fails again the same way
     with pytest.raises(StoreUnavailableError):
         open_store(f"ladybug:{f}")
+
+
+def test_store_buffer_setting_bounds_the_page_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """KGMIND_STORE_BUFFER_MB reaches the embedded store; a bad value is a clear error naming it."""
+    from kgmind.settings import SettingsError, get_settings
+
+    monkeypatch.setenv("KGMIND_STORE_BUFFER_MB", "64")
+    get_settings.cache_clear()
+    store = open_store(f"ladybug:{tmp_path}/kg", create=True)
+    assert isinstance(store, LadybugStore) and store.buffer_mb == 64
+    assert store.stats().entities_total == 0  # opened and readable with the bounded cache
+    close_all_stores()
+    monkeypatch.setenv("KGMIND_STORE_BUFFER_MB", "-5")
+    get_settings.cache_clear()
+    with pytest.raises(SettingsError, match="KGMIND_STORE_BUFFER_MB"):
+        open_store(f"ladybug:{tmp_path}/kg")
+    monkeypatch.delenv("KGMIND_STORE_BUFFER_MB")
+    get_settings.cache_clear()
+    assert open_store(f"ladybug:{tmp_path}/kg").buffer_mb is None  # type: ignore[attr-defined]
+
+
+def test_a_full_page_cache_error_says_what_to_set() -> None:
+    from kgmind.stores.ladybug.store import _engine_error
+
+    assert "KGMIND_STORE_BUFFER_MB" in _engine_error(
+        RuntimeError("Buffer manager exception: buffer pool is full")
+    )
+    assert _engine_error(RuntimeError("Binder exception: x")) == "Binder exception: x"

@@ -12,7 +12,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from kgmind.settings import default_store_uri, kgmind_home, uri_path
+from kgmind.settings import default_store_uri, get_settings, kgmind_home, uri_path
 from kgmind.stores.protocol import GraphStore, StoreNotFoundError, StoreUnavailableError
 
 __all__ = [
@@ -135,7 +135,7 @@ def open_store(uri: str | None = None, *, create: bool | None = None) -> GraphSt
         if parsed.backend == "ladybug":
             from kgmind.stores.ladybug import LadybugStore
 
-            store = LadybugStore(parsed.location, create=create)
+            store = LadybugStore(parsed.location, create=create, buffer_mb=get_settings().store_buffer_mb)
         else:
             try:
                 from kgmind.stores.neo4j import Neo4jStore

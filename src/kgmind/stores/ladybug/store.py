@@ -105,6 +105,14 @@ class _LoadPlan:
     new_docs: list[KnowledgeDoc] = field(default_factory=list)
 
 
+def _engine_error(exc: BaseException) -> str:
+    """The engine's message, plus what to do when a bounded page cache was too small for the work."""
+    text = str(exc)
+    if "buffer pool" in text.lower():
+        text += " (the store's page cache is full: raise KGMIND_STORE_BUFFER_MB, or unset it for the default)"
+    return text
+
+
 class LadybugStore(StoreBase):
     """A :class:`~kgmind.stores.protocol.GraphStore` in a LadybugDB directory.
 
@@ -128,18 +136,27 @@ class LadybugStore(StoreBase):
         "both": q.EDGES_BOTH,
     }
 
-    def __init__(self, path: str | Path, *, create: bool = True) -> None:
+    def __init__(self, path: str | Path, *, create: bool = True, buffer_mb: int | None = None) -> None:
+        """Open (or create) the store at ``path``.
+
+        ``buffer_mb`` bounds LadybugDB's page cache. The engine's default is a share of
+        the machine's RAM, which a worker answering question after question fills with
+        every page it ever read (``KGMIND_STORE_BUFFER_MB`` sets it for
+        :func:`~kgmind.stores.factory.open_store`).
+        """
         import ladybug
 
         self.path = Path(path).expanduser().resolve()
         self.uri = f"ladybug:{self.path}"
+        self.buffer_mb = buffer_mb
         try:
             if self.path.exists() and not self.path.is_dir():
                 raise StoreUnavailableError(f"cannot open LadybugDB store {self.path}: not a directory")
             if not create and not self.exists(self.path):
                 raise StoreNotFoundError.for_uri(self.uri)
             self.path.mkdir(parents=True, exist_ok=True)
-            self._db = ladybug.Database(str(self.path / DB_FILE))
+            pool = buffer_mb * 1024 * 1024 if buffer_mb else 0  # 0: the engine's default
+            self._db = ladybug.Database(str(self.path / DB_FILE), buffer_pool_size=pool)
         except StoreUnavailableError:
             raise
         except (OSError, RuntimeError) as exc:
@@ -181,7 +198,7 @@ class LadybugStore(StoreBase):
             rows: list[list[Any]] = result.get_all()
             result.close()
         except RuntimeError as exc:
-            raise StoreError(f"LadybugDB query failed on {self.path}: {exc}") from exc
+            raise StoreError(f"LadybugDB query failed on {self.path}: {_engine_error(exc)}") from exc
         return rows
 
     def _table(self, query: str, conn: Any = None) -> dict[str, list[Any]]:
@@ -197,7 +214,7 @@ class LadybugStore(StoreBase):
             table: dict[str, list[Any]] = result.get_as_arrow(0).to_pydict()
             result.close()
         except RuntimeError as exc:
-            raise StoreError(f"LadybugDB query failed on {self.path}: {exc}") from exc
+            raise StoreError(f"LadybugDB query failed on {self.path}: {_engine_error(exc)}") from exc
         return table
 
     def _scalar(self, query: str, params: dict[str, Any] | None = None, conn: Any = None) -> Any:
@@ -244,7 +261,9 @@ class LadybugStore(StoreBase):
                 raise
             except Exception as exc:
                 self._rollback(conn)
-                raise StoreError(f"{what} on {self.path} rolled back, nothing written: {exc}") from exc
+                raise StoreError(
+                    f"{what} on {self.path} rolled back, nothing written: {_engine_error(exc)}"
+                ) from exc
 
     # -- writing -----------------------------------------------------------------
     def _write_load(self, load: LoadInput) -> None:
@@ -408,7 +427,7 @@ class LadybugStore(StoreBase):
             with self._reading() as reader:
                 chunks = arrow_chunks(reader.execute(query))  # read whole before the connection goes back
         except RuntimeError as exc:
-            raise StoreError(f"LadybugDB query failed on {self.path}: {exc}") from exc
+            raise StoreError(f"LadybugDB query failed on {self.path}: {_engine_error(exc)}") from exc
         yield from chunks
 
     def _fetch_neighbors(
