@@ -33,7 +33,6 @@ import json
 import threading
 import uuid
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
@@ -44,10 +43,9 @@ from kgmind.models import (
     Relation,
     VerdictRecord,
     WeightChange,
-    merge_entities,
 )
 from kgmind.stores import degrees as dg
-from kgmind.stores.base import LoadInput, SiblingEdges, StoreBase, unknown_endpoints_error
+from kgmind.stores.base import LoadInput, SiblingEdges, StoreBase
 from kgmind.stores.columns import RelationColumns
 from kgmind.stores.cypher import with_hop_bound
 from kgmind.stores.disputes import WeightVerdicts
@@ -56,6 +54,7 @@ from kgmind.stores.ladybug import degrees as ld
 from kgmind.stores.ladybug import queries as q
 from kgmind.stores.ladybug import verdicts as lv
 from kgmind.stores.ladybug.connections import Connections
+from kgmind.stores.ladybug.load_plan import LoadPlan, plan_load
 from kgmind.stores.ladybug.rows import (
     SEP,
     alias_keys,
@@ -92,17 +91,6 @@ _META_LOAD = "load"
 _META_SCHEMA = "relation_schema"  # the roles a user gave at import: JSON in Meta.version
 _META_WEIGHTS = "weights"  # the weights version: a decimal counter in Meta.version
 _META_DISPUTES = lv.META_DISPUTES  # the disputes version: likewise
-
-
-@dataclass
-class _LoadPlan:
-    """What one bulk load writes, decided against the stored state before its transaction."""
-
-    new_entities: list[Entity] = field(default_factory=list)
-    changed_entities: list[Entity] = field(default_factory=list)
-    new_relations: list[Relation] = field(default_factory=list)
-    source_updates: list[dict[str, str]] = field(default_factory=list)
-    new_docs: list[KnowledgeDoc] = field(default_factory=list)
 
 
 def _engine_error(exc: BaseException) -> str:
@@ -274,7 +262,7 @@ class LadybugStore(StoreBase):
         module docstring).
         """
         with self._write_lock:
-            plan = self._plan_load(load, self._write_conn())
+            plan = plan_load(functools.partial(self._table, conn=self._write_conn()), load)
             with self._transaction("bulk_load") as conn:
                 self._write_plan(conn, plan)
                 self._bump_version(conn)
@@ -291,7 +279,7 @@ class LadybugStore(StoreBase):
             return LoadReport()
         with self._write_lock:
             conn = self._write_conn()
-            plan = self._plan_load(load, conn)
+            plan = plan_load(functools.partial(self._table, conn=conn), load)
             lb_bulk.check_endpoints(functools.partial(self._rows, conn=conn), relations, load.entities)
             has_relations = len(relations) and int(self._scalar(q.COUNT_RELATIONS, None, conn) or 0)
             stored = set(self._table(q.SCAN_RELATION_SOURCES, conn)["id"]) if has_relations else set()
@@ -308,48 +296,7 @@ class LadybugStore(StoreBase):
                 self._bump_version(tx)
         return LoadReport(entities=len(load.entities), relations=len(relations), docs=0)
 
-    def _plan_load(self, load: LoadInput, conn: Any) -> _LoadPlan:
-        """Split a load into what is new and what changes stored rows; check every endpoint.
-
-        Raises:
-            StoreError: A relation endpoint is neither loaded nor stored.
-
-        """
-        stored_entities = {e.id: e for e in entities_from_table(self._table(q.SCAN_ENTITIES, conn))}
-        missing = sorted(
-            {
-                end
-                for rel in load.relations.values()
-                for end in (rel.head, rel.tail)
-                if end not in load.entities and end not in stored_entities
-            }
-        )
-        if missing:
-            raise unknown_endpoints_error(missing)
-        plan = _LoadPlan()
-        for eid, ent in load.entities.items():
-            old = stored_entities.get(eid)
-            if old is None:
-                plan.new_entities.append(ent)
-                continue
-            merged = merge_entities(old, ent)
-            if (merged.type, merged.aliases, merged.description) != (old.type, old.aliases, old.description):
-                plan.changed_entities.append(merged)
-        rel_sources: dict[str, list[Any]] = {"id": [], "source": []}
-        if load.relations:
-            rel_sources = self._table(q.SCAN_RELATION_SOURCES, conn)
-        stored_sources = dict(zip(rel_sources["id"], rel_sources["source"], strict=True))
-        plan.new_relations = [r for rid, r in load.relations.items() if rid not in stored_sources]
-        plan.source_updates = [
-            {"head": r.head, "id": rid, "source": r.source}
-            for rid, r in load.relations.items()
-            if rid in stored_sources and not stored_sources[rid] and r.source
-        ]
-        stored_docs = set(self._table(q.SCAN_DOC_IDS, conn)["id"]) if load.docs else set()
-        plan.new_docs = [d for did, d in load.docs.items() if did not in stored_docs]
-        return plan
-
-    def _write_plan(self, conn: Any, plan: _LoadPlan, counted: dg.Degrees | None = None) -> None:
+    def _write_plan(self, conn: Any, plan: LoadPlan, counted: dg.Degrees | None = None) -> None:
         """Run a load plan's statements on ``conn``, inside the caller's write transaction.
 
         ``counted``: the new entities' degrees when the caller counted them (a columnar load).
