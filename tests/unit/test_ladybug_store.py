@@ -296,3 +296,24 @@ def test_reader_connections_are_pooled_not_one_per_thread(store: LadybugStore) -
     assert 2 <= len(store._conns._all) <= 5
     store.close()
     assert store._conns._all == [] and store._conns._idle == []
+
+
+def test_bounded_reads_find_nodes_by_key(store: LadybugStore) -> None:
+    """Nodes are looked up one by one (UNWIND): an unknown id, a node without edges and a repeated id
+    add nothing, and each kept edge comes once per side with its way back."""
+    a, b, r1, r2 = _tiny(store)
+    lone = Entity(name="Gamma", type="symptom")
+    back = Relation(head=b.id, type="symptom_of", tail=a.id)
+    store.bulk_load([lone], [back])
+    rows = store.bounded_edges([lone.id, "no-such-id", a.id, a.id], 1)
+    got = sorted((node, r.id, side, has_back) for node, r, side, _, has_back in rows)
+    # per type and side one edge: a's two out-types and its one in-type; only a's edges are read
+    assert got == sorted(
+        [(a.id, r1.id, "out", True), (a.id, r2.id, "out", True), (a.id, back.id, "in", True)]
+    )
+    # a hidden edge is not read, but it is still the stored way back (as on the whole-KG index)
+    kept = store.bounded_edges([b.id], 5, hidden={back.id})
+    assert sorted((r.id, side, has_back) for _, r, side, _, has_back in kept) == sorted(
+        [(r1.id, "in", True), (r2.id, "in", True)]
+    )
+    assert store.bounded_edges([lone.id], 5) == []

@@ -105,7 +105,8 @@ def bounded_edges(
     """
     if not ids or k <= 0:
         return []
-    params = {"ids": list(ids), "k": k, "hidden": sorted(hidden), "rows": 1 << 62}
+    ids = list(dict.fromkeys(ids))  # each node once: the statement unwinds them
+    params = {"ids": ids, "k": k, "hidden": sorted(hidden), "rows": 1 << 62}
     found: list[tuple[str, Relation, str, int]] = []
     for side, node, rtype, rids, ends, weights, sources, degrees in store._rows(q.BOUNDED_EDGES, params):
         for rid, end, w, src, deg in zip(rids, ends, weights, sources, degrees, strict=True):
@@ -115,6 +116,6 @@ def bounded_edges(
             )
             found.append((str(node), rel, side, int(deg or 0)))
     others = sorted({r.tail if side == "out" else r.head for _, r, side, _ in found})
-    params = {"ids": list(ids), "others": others}
+    params = {"ids": ids, "others": others}
     stored = {(str(a), str(b)) for a, b in store._rows(q.BACK_EDGES, params)} if found else set()
     return [(n, r, side, deg, (r.tail, r.head) in stored) for n, r, side, deg in found]

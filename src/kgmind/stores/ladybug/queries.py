@@ -250,11 +250,17 @@ DEGREE_VALUES = "MATCH (e:Entity) RETURN e.degree"
 # first), then specificity (the other end's degree, lowest first), then id; disputed ids
 # ($hidden) left out. LadybugDB has no CALL subquery: the edges are ordered, collected per
 # (node, type) and cut in the engine, so only the kept ones reach Python. $rows bounds the
-# ordered rows (a WITH … ORDER BY needs a LIMIT). The nodes are matched by ``id IN $ids``, not
-# ``UNWIND $ids … {id: x}``: with an edge in the pattern LadybugDB plans the UNWIND form as a scan
-# of every edge (measured on the re-crawl: ~300 ms for one node, against ~7 ms).
+# ordered rows (a WITH … ORDER BY needs a LIMIT).
+# How the nodes are found decides the cost on a big KG. ``WHERE n.id IN $ids`` scans every entity
+# (7 ms a read on the generated 2M KG, five times that at 10M); ``UNWIND $ids … MATCH (n {id: x})-[r]->``
+# is planned as a scan of every edge (~300 ms). ``UNWIND $ids AS x MATCH (n:Entity {id: x})`` (a
+# primary-key lookup) followed by an ``OPTIONAL MATCH`` of the edges is planned as lookup, then
+# extend: only the nodes' own edge lists are read. A node without edges gives one row with a null
+# edge, dropped by ``r IS NOT NULL``.
+_NODES = "UNWIND $ids AS x MATCH (n:Entity {id: x}) OPTIONAL MATCH "
 _BOUNDED_KEEP = (
-    " AND NOT r.id IN $hidden WITH n, r, m ORDER BY n.id, r.type, r.weight DESC, m.degree, r.id LIMIT $rows"
+    " WITH n, r, m WHERE r IS NOT NULL AND NOT r.id IN $hidden"
+    " WITH n, r, m ORDER BY n.id, r.type, r.weight DESC, m.degree, r.id LIMIT $rows"
     " WITH n.id AS node, r.type AS rtype, collect(r.id) AS rids, collect(m.id) AS others,"
     " collect(r.weight) AS ws, collect(r.source) AS srcs, collect(m.degree) AS degs"
 )
@@ -264,11 +270,14 @@ _BOUNDED_RETURN = (
 #: Per node and type, its first ``$k`` outgoing edges, then its first ``$k`` incoming ones (see above):
 #: one statement for both directions (a hub and five small nodes of the re-crawl: 33 ms against 21 + 20).
 BOUNDED_EDGES = (
-    "MATCH (n:Entity)-[r:REL]->(m:Entity) WHERE n.id IN $ids"
+    _NODES
+    + "(n)-[r:REL]->(m:Entity)"
     + _BOUNDED_KEEP
     + " RETURN 'out' AS side,"
     + _BOUNDED_RETURN
-    + " UNION ALL MATCH (m:Entity)-[r:REL]->(n:Entity) WHERE n.id IN $ids"
+    + " UNION ALL "
+    + _NODES
+    + "(m:Entity)-[r:REL]->(n)"
     + _BOUNDED_KEEP
     + " RETURN 'in' AS side,"
     + _BOUNDED_RETURN
@@ -277,15 +286,15 @@ BOUNDED_EDGES = (
 WEIGHT_RANGE = "MATCH (:Entity)-[r:REL]->(:Entity) RETURN min(r.weight), max(r.weight)"
 #: The ways back of edges read: every stored edge between a node of ``$ids`` (the nodes read) and
 #: one of ``$others`` (the other ends kept), as ``(from, to)``; the caller keeps an edge's way back when
-#: ``(its tail, its head)`` is among them. Each half starts from ``$ids`` alone (``MATCH (n) WHERE n.id
-#: IN $ids`` first, the other end filtered after a ``WITH``): so only the read nodes' own edge lists are
-#: scanned. Matching ``$heads x $tails`` of every kept edge scanned the lists of every other end, hubs
-#: included (generated 2M KG: 59 reads of one question 3.8 s against 0.66 s, same ways back).
+#: ``(its tail, its head)`` is among them. Each half starts from the nodes of ``$ids`` (found as the
+#: bounded reads find them, see above), the other end filtered after a ``WITH``: only the read nodes'
+#: own edge lists are scanned. Matching ``$heads x $tails`` of every kept edge scanned the lists of
+#: every other end, hubs included (generated 2M KG: 59 reads of one question 3.8 s against 0.66 s).
 BACK_EDGES = (
-    "MATCH (n:Entity) WHERE n.id IN $ids MATCH (n)<-[:REL]-(a:Entity) WITH a, n WHERE a.id IN $others"
-    " RETURN a.id, n.id"
-    " UNION MATCH (n:Entity) WHERE n.id IN $ids MATCH (n)-[:REL]->(b:Entity) WITH n, b WHERE b.id IN $others"
-    " RETURN n.id, b.id"
+    _NODES
+    + "(n)<-[:REL]-(a:Entity) WITH a, n WHERE a.id IN $others RETURN a.id, n.id UNION "
+    + _NODES
+    + "(n)-[:REL]->(b:Entity) WITH n, b WHERE b.id IN $others RETURN n.id, b.id"
 )
 
 # -- feedback -----------------------------------------------------------------------
