@@ -20,6 +20,8 @@ __all__ = [
     "EDGES_PER_GROUP",
     "EVIDENCE_VALUES",
     "KEPT_BOUNDED_ROWS",
+    "KEPT_NEIGHBORHOODS",
+    "KEPT_NEIGHBORHOOD_EDGES",
     "LINK_THRESHOLD",
     "LINK_THRESHOLD_FALLBACK",
     "MAX_SPANS",
@@ -91,6 +93,13 @@ EDGES_PER_GROUP: int | None = 150
 #: about 60-100 MB of Relation objects at the most; on the 2026-11-26 quiet-box runs keeping them made
 #: a pushed-down question 3.2x (EMCKG-full) and 1.3x (re-crawl) faster at p50.
 KEPT_BOUNDED_ROWS = 100_000
+
+#: Per-question (pushed-down) indexes a worker keeps for reuse: the explore nodes of one run share
+#: one, and so do concurrent runs of one question. At most this many, and older ones are dropped
+#: while those kept hold more than ``KEPT_NEIGHBORHOOD_EDGES`` edges in all. Keeping 64 whatever
+#: their size held ~1 GB on the re-crawl (one index: 18,000-38,000 edges).
+KEPT_NEIGHBORHOODS = 16
+KEPT_NEIGHBORHOOD_EDGES = 200_000
 
 #: How :func:`rank_diseases` may use learnt weights (see there).
 WEIGHT_VOTES: tuple[str, ...] = ("tiebreak", "lift_first", "scale")

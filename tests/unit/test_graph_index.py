@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Iterator
 
@@ -422,3 +423,30 @@ def test_relation_ids_survive_the_compact_index_whether_derived_or_not() -> None
     assert gi.out_weight_total[gi.idx(b.id)] == 3.0
     assert [list(gi.out_adj[i]) for i in range(3)] == [[0], [1], []]
     assert [list(gi.in_adj[i]) for i in range(3)] == [[], [0], [1]]
+
+
+def test_kept_neighbourhood_indexes_are_bounded_by_count_and_edges(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker keeps few per-question indexes: older ones go once those kept hold too many edges."""
+    from kgmind.retrievers import graph_index_cache as gx
+
+    class HoodStore(FakeStore):
+        def get_entities(self, ids: list[str]) -> list[Entity]:
+            return [e for e in self.entities if e.id in ids]
+
+        def neighbors(self, ids: list[str], direction: str) -> list[Relation]:
+            return [r for r in self.relations if r.head in ids or r.tail in ids]
+
+    kept = gx._KeptNeighborhoods(maxsize=10, max_edges=8)  # the count never binds here
+    monkeypatch.setattr(gx._neighborhood, "cache", kept)
+    names = [chr(ord("A") + i) for i in range(6)]
+    store = HoodStore("mem:kept", ents(*names), [rel(a, b) for a, b in itertools.pairwise(names)])
+    hoods = []
+    for name in names[:4]:
+        hood = gx.get_neighborhood_index(store, [entity_id(name)])  # type: ignore[arg-type]
+        hood.out_array(hood.index_of[entity_id(name)])  # explored: the index grows by the seed's edges
+        hoods.append(hood)
+    assert [h.num_edges for h in hoods] == [2, 4, 4, 4]  # one or two edges, each with its reverse reading
+    assert len(kept) == 2 and sum(h.num_edges for h in kept.values()) == 8
+    assert any(h is hoods[-1] for h in kept.values())  # the newest always stays
+    assert not any(h is hoods[0] for h in kept.values())  # the oldest went
+    assert gx.get_neighborhood_index(store, [entity_id("A")]) is not hoods[0]  # type: ignore[arg-type]

@@ -42,7 +42,7 @@ from kgmind.retrievers.graph_bounds import BOUNDED_READS
 from kgmind.retrievers.graph_index import GraphIndex, IndexableStore
 from kgmind.stores.feedback import on_disputes_changes, on_weight_changes
 from kgmind.stores.protocol import GraphStore
-from kgmind.tuning import EDGES_PER_GROUP
+from kgmind.tuning import EDGES_PER_GROUP, KEPT_NEIGHBORHOOD_EDGES, KEPT_NEIGHBORHOODS
 
 __all__ = [
     "PUSHDOWN_MIN_RELATIONS",
@@ -246,13 +246,30 @@ def set_edges_per_group(k: int | None) -> None:
     clear_graph_index_cache()
 
 
-#: Per-question indexes kept for reuse: the explore nodes of one run (and repeated
-#: questions) share one, keyed by store, fingerprint, weights and disputes versions and seeds.
-_HOOD_CACHE_SIZE = 64
+class _KeptNeighborhoods(LRUCache[Any, GraphIndex]):
+    """Per-question indexes kept for reuse, bounded by count and by the edges they hold in all.
+
+    A pushed-down index keeps growing while its question is explored, so the edges are
+    summed when the next one comes in: older ones go (least recently used first) until
+    the kept ones hold at most ``max_edges``; the newest always stays. The callers hold
+    the index they work on, so dropping one costs at most a rebuild, never evidence.
+    """
+
+    def __init__(self, maxsize: int, max_edges: int) -> None:
+        super().__init__(maxsize=maxsize)
+        self.max_edges = max_edges
+
+    def __setitem__(self, key: Any, value: GraphIndex) -> None:
+        super().__setitem__(key, value)
+        while len(self) > 1 and sum(v.num_edges for v in self.values()) > self.max_edges:
+            self.popitem()
+
+
 _NeighborhoodKey = tuple[str, str, int, int, tuple[str, ...]]
+_KEPT_HOODS = _KeptNeighborhoods(KEPT_NEIGHBORHOODS, KEPT_NEIGHBORHOOD_EDGES)
 
 
-@cached(LRUCache(maxsize=_HOOD_CACHE_SIZE), key=lambda store, key: key, condition=_cond)
+@cached(_KEPT_HOODS, key=lambda store, key: key, condition=_cond)
 def _neighborhood(store: GraphStore, key: _NeighborhoodKey) -> GraphIndex:
     _, fingerprint, weights, disputes, seeds = key
     bounded = _bound.k is not None
