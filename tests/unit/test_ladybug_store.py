@@ -317,3 +317,32 @@ def test_bounded_reads_find_nodes_by_key(store: LadybugStore) -> None:
         [(r1.id, "in", True), (r2.id, "in", True)]
     )
     assert store.bounded_edges([lone.id], 5) == []
+
+
+def test_fingerprint_counts_again_only_when_a_load_moved_the_version(
+    store: LadybugStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, _, r1, _ = _tiny(store)
+    first = store.fingerprint()
+    counts: list[str] = []
+    rows = store._rows
+
+    def counting(
+        query: str, params: dict[str, object] | None = None, conn: object = None
+    ) -> list[list[object]]:
+        if query in (q.COUNT_ENTITIES, q.COUNT_RELATIONS) and conn is None:  # once, not per connection
+            counts.append(query)
+        return rows(query, params, conn)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(store, "_rows", counting)
+    assert store.fingerprint() == first and counts == []  # nothing written: the version alone
+    store.apply_weight_updates(
+        "fb-1", "run-1", "excellent", [r1.id], lambda s, i: {r1.id: 4.0}
+    )  # weights only
+    assert store.fingerprint() == first and counts == []
+    store.bulk_load([Entity(name="Gamma")], [])
+    counts.clear()  # the load counts for itself
+    after = store.fingerprint()
+    assert after != first and after.endswith(":3:2") and len(counts) == 2
+    store.clear()
+    assert store.fingerprint().endswith(":0:0")

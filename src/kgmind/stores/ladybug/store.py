@@ -137,6 +137,7 @@ class LadybugStore(StoreBase):
         self.path = Path(path).expanduser().resolve()
         self.uri = f"ladybug:{self.path}"
         self.buffer_mb = buffer_mb
+        self._counted: tuple[str, int, int] | None = None  # (load version, entities, relations)
         try:
             if self.path.exists() and not self.path.is_dir():
                 raise StoreUnavailableError(f"cannot open LadybugDB store {self.path}: not a directory")
@@ -450,11 +451,20 @@ class LadybugStore(StoreBase):
             conn.execute(q.SET_META, {"key": _META_LOAD, "version": uuid.uuid4().hex})
 
     def fingerprint(self) -> str:
-        """Load version plus entity and relation counts; weight changes leave it alone."""
-        version = self._scalar(q.GET_META, {"key": _META_LOAD}) or "0"
-        n_ent = int(self._scalar(q.COUNT_ENTITIES) or 0)
-        n_rel = int(self._scalar(q.COUNT_RELATIONS) or 0)
-        return f"{version}:{n_ent}:{n_rel}"
+        """Load version plus entity and relation counts; weight changes leave it alone.
+
+        The counts are taken again only when the load version moved: every write that
+        changes them bumps it, and the store's file lock keeps other processes out while
+        this one has it open. A question asks for the fingerprint ~16 times, and counting
+        is a scan (~4 ms at 2M relations), the version one lookup.
+        """
+        version = str(self._scalar(q.GET_META, {"key": _META_LOAD}) or "0")
+        counted = self._counted
+        if counted is None or counted[0] != version:
+            n_ent = int(self._scalar(q.COUNT_ENTITIES) or 0)
+            n_rel = int(self._scalar(q.COUNT_RELATIONS) or 0)
+            counted = self._counted = (version, n_ent, n_rel)
+        return f"{version}:{counted[1]}:{counted[2]}"
 
     # -- feedback ------------------------------------------------------------------
     def _apply_feedback(
