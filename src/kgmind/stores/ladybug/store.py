@@ -97,7 +97,7 @@ def _engine_error(exc: BaseException) -> str:
     """The engine's message, plus what to do when a bounded page cache was too small for the work."""
     text = str(exc)
     if "buffer pool" in text.lower():
-        text += " (the store's page cache is full: raise KGMIND_STORE_BUFFER_MB, or unset it for the default)"
+        text += " (the store's page cache is full: KGMIND_STORE_BUFFER_MB sets its size in MiB)"
     return text
 
 
