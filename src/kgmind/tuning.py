@@ -30,6 +30,7 @@ __all__ = [
     "RERANK_QUESTION_MODE",
     "SPAN_THRESHOLD",
     "SPAN_THRESHOLD_FALLBACK",
+    "STORE_READ_THREADS",
     "WEIGHT_VOTES",
     "DisputeRule",
     "EvidenceValue",
@@ -88,6 +89,13 @@ PIPELINE = PipelineSettings()
 #: at 10 / 20 / 50 / 100 / 150 (its symptom hubs hold up to 294 diseases a group); CMCQA calib on the
 #: re-crawl 0.452 unbounded, 0.447 at 150. 150 is the smallest bound within both recall goals.
 EDGES_PER_GROUP: int | None = 150
+
+#: Threads one LadybugDB read may use (the writer, which imports and counts, keeps the engine's default of
+#: every core). A pushed-down question sends ~30 small reads; split over threads, each paid more in
+#: scheduling than it gained: on the 2-core box one thread read two small nodes' whole lists in 1.8 ms
+#: against 3.7 ms, and even the re-crawl's biggest hub in 25 ms against 37 ms (2026-11-27, ``micro7``
+#: in ``benchmarks/results/2026-11-27-small-reads/``). A server runs several questions at once anyway.
+STORE_READ_THREADS = 1
 
 #: Bounded reads a pushed-down worker keeps across questions (``BoundedReads``), in rows (kept edges):
 #: about 60-100 MB of Relation objects at the most; on the 2026-11-26 quiet-box runs keeping them made

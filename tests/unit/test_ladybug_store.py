@@ -346,3 +346,55 @@ def test_fingerprint_counts_again_only_when_a_load_moved_the_version(
     assert after != first and after.endswith(":3:2") and len(counts) == 2
     store.clear()
     assert store.fingerprint().endswith(":0:0")
+
+
+def test_whole_reads_of_small_nodes_equal_the_engine_cut(
+    store: LadybugStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nodes with no group over k are read whole and ordered in Python (no BOUNDED_EDGES, no
+    BACK_EDGES); the rows equal the engine's cut exactly, hubs, ties, self-loops, ways back and
+    hidden edges included, and stale degrees that call a hub small still give the cut."""
+    import random
+
+    from kgmind.stores.ladybug import degrees as ld
+
+    rng = random.Random(7)
+    ents = [Entity(name=f"E{i}", type="disease" if i % 3 else "symptom") for i in range(40)]
+    rels = {}
+    for _ in range(500):
+        h, t = rng.choice(ents[:8]) if rng.random() < 0.5 else rng.choice(ents), rng.choice(ents)
+        r = Relation(
+            head=h.id, type=rng.choice(["a", "b", "c"]), tail=t.id, weight=rng.choice([0.5, 1.0, 2.0])
+        )
+        rels[r.id] = r
+    store.bulk_load(ents, list(rels.values()))
+    hidden = set(rng.sample(sorted(rels), 40))
+    ids = [e.id for e in ents] + ["no-such-id"]
+    sent: list[str] = []
+    rows = store._rows
+
+    def spying(
+        query: str, params: dict[str, object] | None = None, conn: object = None
+    ) -> list[list[object]]:
+        sent.append(query)
+        return rows(query, params, conn)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(store, "_rows", spying)
+    for k in (2, 6, 1000):
+        fast = store.bounded_edges(ids, k, hidden)
+        if k == 1000:  # no group over k: every node read whole, nothing cut or asked again
+            assert q.WHOLE_EDGES in sent and q.BOUNDED_EDGES not in sent and q.BACK_EDGES not in sent
+        degrees = ld.read_degrees
+        huge = {"a": (10**9, 0)}  # every node a hub: every node cut by the engine
+        monkeypatch.setattr(ld, "read_degrees", lambda s, i: {n: (10**9, huge) for n in i})
+        sent.clear()
+        engine = store.bounded_edges(ids, k, hidden)
+        assert q.WHOLE_EDGES not in sent and q.BOUNDED_EDGES in sent
+        # stale degrees: every node claims empty groups, so each is read whole, found over k and cut
+        monkeypatch.setattr(ld, "read_degrees", lambda s, i: {n: (0, {}) for n in i})
+        stale = store.bounded_edges(ids, k, hidden)
+        monkeypatch.setattr(ld, "read_degrees", degrees)
+        assert fast == engine == stale
+        assert any(has_back for *_, has_back in fast) and not all(has_back for *_, has_back in fast)
+        sent.clear()
+    assert len(engine) > 200

@@ -102,20 +102,91 @@ def bounded_edges(
     The order (:data:`kgmind.stores.ladybug.queries.BOUNDED_EDGES`): weight, heaviest first;
     then the other end's degree, lowest first; then relation id. Disputed ids in
     ``hidden`` are left out. Each edge says whether the KG stores a way back.
+
+    Most nodes have no group over ``k`` (their kept degrees say so), and ordering their
+    edges in the engine and asking again for the ways back cost ~20 ms a read whatever the
+    node's size. Their whole lists are read instead (``WHOLE_EDGES``) and put in the same
+    order here; only the nodes with a bigger group (hubs) are cut in the engine. Rows come
+    in the statement's order: outgoing groups, then incoming, each by node and type.
     """
     if not ids or k <= 0:
         return []
-    ids = list(dict.fromkeys(ids))  # each node once: the statement unwinds them
+    ids = list(dict.fromkeys(ids))  # each node once: the statements unwind them
+    degrees = read_degrees(store, ids)
+    small = [n for n in ids if n in degrees and all(max(v) <= k for v in degrees[n][1].values())]
+    hidden = set(hidden)
+    groups, cut = _whole_groups(store, small, k, hidden) if small else ([], [])
+    hubs = [n for n in ids if n in degrees and n not in set(small)] + cut  # an unknown id has no edges
+    if hubs:
+        groups += _engine_groups(store, hubs, k, hidden)
+    groups.sort(key=lambda g: (g[0] != "out", g[1], g[2]))
+    return [row for group in groups for row in group[3]]
+
+
+#: A group of a bounded read: (side, node, relation type, its rows).
+_Group = tuple[str, str, str, list[BoundedEdge]]
+
+
+def _relation(side: str, node: str, rtype: str, rid: str, end: str, weight: Any, source: Any) -> Relation:
+    head, tail = (node, end) if side == "out" else (end, node)
+    return Relation.model_construct(
+        id=rid, head=head, type=rtype, tail=tail, weight=float(weight), source=source or ""
+    )
+
+
+def _whole_groups(
+    store: LadybugReader, ids: list[str], k: int, hidden: set[str]
+) -> tuple[list[_Group], list[str]]:
+    """The groups of nodes read whole, ordered here; and the nodes found to have a group over ``k``.
+
+    A node's lists are whole, so an edge's way back is stored exactly when the node has an
+    edge the other way to the same end (disputed edges count, as in ``BACK_EDGES``). A group
+    over ``k`` (kept degrees older than the rule in force) sends its node to the engine's cut.
+    """
+    read = store._rows(q.WHOLE_EDGES, {"ids": ids})
+    pairs = {
+        (node, end) if side == "out" else (end, node) for side, node, _t, _r, ends, *_ in read for end in ends
+    }
+    groups: list[_Group] = []
+    cut: set[str] = set()
+    for side, node, rtype, rids, ends, weights, sources, degs in read:
+        edges = [
+            (_relation(side, node, rtype, rid, end, w, src), deg)
+            for rid, end, w, src, deg in zip(rids, ends, weights, sources, degs, strict=True)
+            if rid not in hidden
+        ]
+        if not edges:
+            continue
+        if len(edges) > k:
+            cut.add(node)
+            continue
+        edges.sort(key=lambda e: (-e[0].weight, e[1] is None, e[1] or 0, e[0].id))
+        rows = [(str(node), r, side, int(deg or 0), (r.tail, r.head) in pairs) for r, deg in edges]
+        groups.append((side, str(node), rtype, rows))
+    return [g for g in groups if g[1] not in cut], sorted(cut)
+
+
+def _engine_groups(store: LadybugReader, ids: list[str], k: int, hidden: set[str]) -> list[_Group]:
+    """The groups of ``ids`` cut in the engine (``BOUNDED_EDGES``), ways back asked after (``BACK_EDGES``)."""
     params = {"ids": ids, "k": k, "hidden": sorted(hidden), "rows": 1 << 62}
-    found: list[tuple[str, Relation, str, int]] = []
-    for side, node, rtype, rids, ends, weights, sources, degrees in store._rows(q.BOUNDED_EDGES, params):
-        for rid, end, w, src, deg in zip(rids, ends, weights, sources, degrees, strict=True):
-            head, tail = (node, end) if side == "out" else (end, node)
-            rel = Relation.model_construct(
-                id=rid, head=head, type=rtype, tail=tail, weight=float(w), source=src or ""
-            )
-            found.append((str(node), rel, side, int(deg or 0)))
-    others = sorted({r.tail if side == "out" else r.head for _, r, side, _ in found})
-    params = {"ids": ids, "others": others}
-    stored = {(str(a), str(b)) for a, b in store._rows(q.BACK_EDGES, params)} if found else set()
-    return [(n, r, side, deg, (r.tail, r.head) in stored) for n, r, side, deg in found]
+    read = [
+        (
+            side,
+            str(node),
+            rtype,
+            [
+                (_relation(side, node, rtype, rid, end, w, src), int(deg or 0))
+                for rid, end, w, src, deg in zip(rids, ends, weights, sources, degrees, strict=True)
+            ],
+        )
+        for side, node, rtype, rids, ends, weights, sources, degrees in store._rows(q.BOUNDED_EDGES, params)
+    ]
+    others = sorted({r.tail if side == "out" else r.head for side, _n, _t, edges in read for r, _d in edges})
+    if not others:
+        return []
+    stored = {(str(a), str(b)) for a, b in store._rows(q.BACK_EDGES, {"ids": ids, "others": others})}
+    return [
+        (side, node, rtype, [(node, r, side, deg, (r.tail, r.head) in stored) for r, deg in edges])
+        for side, node, rtype, edges in read
+        if edges
+    ]

@@ -78,6 +78,7 @@ from kgmind.stores.protocol import (
     StoreUnavailableError,
     WeightRule,
 )
+from kgmind.tuning import STORE_READ_THREADS
 
 __all__ = ["DB_FILE", "MAX_PATH_HOPS", "LadybugStore"]
 
@@ -153,9 +154,10 @@ class LadybugStore(StoreBase):
             raise StoreUnavailableError(f"cannot open LadybugDB store {self.path}: {reason}") from exc
         self._ladybug = ladybug
         self._write_lock = threading.RLock()
-        self._conns = Connections(lambda: ladybug.Connection(self._db))
+        self._conns = Connections(lambda: ladybug.Connection(self._db, num_threads=STORE_READ_THREADS))
         self._closed = False
         self._writer = self._conns.new()
+        self._writer.set_max_threads_for_exec(0)  # imports and counts: every core
         try:
             for stmt in (*q.SCHEMA, *q.SCHEMA_DEGREES):
                 self._writer.execute(stmt)
