@@ -93,7 +93,7 @@ EDGES_PER_GROUP: int | None = 150
 #: Threads one LadybugDB read may use (the writer, which imports and counts, keeps the engine's default of
 #: every core). A pushed-down question sends ~30 small reads; split over threads, each paid more in
 #: scheduling than it gained: on the 2-core box one thread read two small nodes' whole lists in 1.8 ms
-#: against 3.7 ms, and even the re-crawl's biggest hub in 25 ms against 37 ms (2026-11-27, ``micro7``
+#: against 3.7 ms, and even the re-crawl's biggest hub in 25 ms against 37 ms (2026-11-27, ``micro7.py.txt``
 #: in ``benchmarks/results/2026-11-27-small-reads/``). A server runs several questions at once anyway.
 STORE_READ_THREADS = 1
 
