@@ -144,9 +144,9 @@ def _whole_groups(
     over ``k`` (kept degrees older than the rule in force) sends its node to the engine's cut.
     """
     read = store._rows(q.WHOLE_EDGES, {"ids": ids})
-    pairs = {
-        (node, end) if side == "out" else (end, node) for side, node, _t, _r, ends, *_ in read for end in ends
-    }
+    ends_of: dict[tuple[str, str], set[str]] = {}  # (node, side) -> every other end on that side
+    for side, node, _t, _r, ends, *_ in read:
+        ends_of.setdefault((node, side), set()).update(ends)
     groups: list[_Group] = []
     cut: set[str] = set()
     for side, node, rtype, rids, ends, weights, sources, degs in read:
@@ -161,7 +161,11 @@ def _whole_groups(
             cut.add(node)
             continue
         edges.sort(key=lambda e: (-e[0].weight, e[1] is None, e[1] or 0, e[0].id))
-        rows = [(str(node), r, side, int(deg or 0), (r.tail, r.head) in pairs) for r, deg in edges]
+        back = ends_of.get((node, "in" if side == "out" else "out"), set())
+        rows = [
+            (str(node), r, side, int(deg or 0), (r.tail if side == "out" else r.head) in back)
+            for r, deg in edges
+        ]
         groups.append((side, str(node), rtype, rows))
     return [g for g in groups if g[1] not in cut], sorted(cut)
 
