@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from kgmind.models import Entity, Relation, relation_id
+from kgmind.models import Entity, Relation
 from kgmind.relations import reverse_name
 from kgmind.retrievers.graph_bounds import BOUNDED_READS, Bounds
 from kgmind.retrievers.graph_edges import EdgeIds, EdgeLookup, sort_key
@@ -171,8 +171,9 @@ class PushdownGrowth:
             h, t = self.index_of[rel.head], self.index_of[rel.tail]
             e = self._append_edge(h, t, rel.type, rel.source, -1)
             self.edge_index_of[rel.id] = e
-            if rel.id != relation_id(rel.head, rel.type, rel.tail):
-                self.edge_id.explicit[e] = rel.id
+            # every id kept as read: a question's index is small, and deriving an id hashes the edge
+            # again on each lookup (the lists are ordered by id), ~8 % of a re-crawl question
+            self.edge_id.explicit[e] = rel.id
             weights.append(rel.weight)
             heads.append(h)
             shown.append(rel.id not in self.hidden.ids)

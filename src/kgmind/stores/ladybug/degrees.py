@@ -114,9 +114,9 @@ def bounded_edges(
     ids = list(dict.fromkeys(ids))  # each node once: the statements unwind them
     degrees = read_degrees(store, ids)
     small = [n for n in ids if n in degrees and all(max(v) <= k for v in degrees[n][1].values())]
-    hidden = set(hidden)
+    hidden, read_whole = set(hidden), set(small)
     groups, cut = _whole_groups(store, small, k, hidden) if small else ([], [])
-    hubs = [n for n in ids if n in degrees and n not in set(small)] + cut  # an unknown id has no edges
+    hubs = [n for n in ids if n in degrees and n not in read_whole] + cut  # an unknown id has no edges
     if hubs:
         groups += _engine_groups(store, hubs, k, hidden)
     groups.sort(key=lambda g: (g[0] != "out", g[1], g[2]))
