@@ -359,6 +359,7 @@ def test_whole_reads_of_small_nodes_equal_the_engine_cut(
     from kgmind.stores.ladybug import degrees as ld
 
     rng = random.Random(7)
+    huge = {"a": (10**9, 0)}  # a group too big for any k: every node cut by the engine
     ents = [Entity(name=f"E{i}", type="disease" if i % 3 else "symptom") for i in range(40)]
     rels = {}
     for _ in range(500):
@@ -385,8 +386,7 @@ def test_whole_reads_of_small_nodes_equal_the_engine_cut(
         if k == 1000:  # no group over k: every node read whole, nothing cut or asked again
             assert q.WHOLE_EDGES in sent and q.BOUNDED_EDGES not in sent and q.BACK_EDGES not in sent
         degrees = ld.read_degrees
-        huge = {"a": (10**9, 0)}  # every node a hub: every node cut by the engine
-        monkeypatch.setattr(ld, "read_degrees", lambda s, i: {n: (10**9, huge) for n in i})
+        monkeypatch.setattr(ld, "read_degrees", lambda s, i: {n: (10**9, huge) for n in i})  # all hubs
         sent.clear()
         engine = store.bounded_edges(ids, k, hidden)
         assert q.WHOLE_EDGES not in sent and q.BOUNDED_EDGES in sent
@@ -398,3 +398,52 @@ def test_whole_reads_of_small_nodes_equal_the_engine_cut(
         assert any(has_back for *_, has_back in fast) and not all(has_back for *_, has_back in fast)
         sent.clear()
     assert len(engine) > 200
+
+
+def test_meta_versions_are_read_once_until_a_write(
+    store: LadybugStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The load, weights and disputes versions come from memory until a write; a write (committed
+    or rolled back) forgets them, and a value read while a write finished is not kept."""
+    _, _, r1, _ = _tiny(store)
+    reads: list[object] = []
+    rows = store._rows
+
+    def counting(
+        query: str, params: dict[str, object] | None = None, conn: object = None
+    ) -> list[list[object]]:
+        if query == q.GET_META and conn is None:
+            reads.append(params)
+        return rows(query, params, conn)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(store, "_rows", counting)
+    first = (store.fingerprint(), store.weights_version(), store.disputes_version())
+    assert len(reads) == 3
+    assert (store.fingerprint(), store.weights_version(), store.disputes_version()) == first
+    assert len(reads) == 3  # from memory
+    store.apply_weight_updates("fb-1", "run-1", "excellent", [r1.id], lambda s, i: {r1.id: 4.0})
+    assert store.weights_version() == first[1] + 1 and store.fingerprint() == first[0]
+    store.bulk_load([Entity(name="Gamma")], [])
+    assert store.fingerprint() != first[0]
+    with (
+        pytest.raises(StoreError),
+        store._transaction("a write that fails") as conn,
+    ):  # rolled back: forgets too
+        conn.execute(q.SET_META, {"key": "load", "version": "never-committed"})
+        raise RuntimeError("boom")
+    n = len(reads)
+    store.fingerprint()
+    assert len(reads) == n + 1
+
+    def racing(
+        query: str, params: dict[str, object] | None = None, conn: object = None
+    ) -> list[list[object]]:
+        got = rows(query, params, conn)  # type: ignore[arg-type]
+        if query == q.GET_META and conn is None:
+            store._meta_writes += 1  # a write finished while this read ran
+        return got
+
+    monkeypatch.setattr(store, "_rows", racing)
+    store._meta.clear()
+    store.weights_version()
+    assert "weights" not in " ".join(store._meta) and store._meta == {}
