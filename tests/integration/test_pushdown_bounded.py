@@ -140,3 +140,61 @@ def test_a_store_without_bounded_reads_is_bounded_in_python_the_same_way(demo_ur
 
     assert key(bounded_rows(Plain(), ids, K, hidden)) == key(store.bounded_edges(ids, K, hidden))
     assert len(store.bounded_edges(ids, K, hidden)) < len(store.neighbors(ids, "both")) * 2
+
+
+def test_reads_from_many_threads_list_what_one_thread_lists(demo_uri: str, monkeypatch: Any) -> None:
+    """The store is read outside the index's lock, so explorations' reads overlap: nodes completed
+    from eight threads at once (overlapping sets, reads slowed so they do overlap) are listed
+    exactly as one thread lists them, and give the same evidence."""
+    import threading
+    import time
+
+    from kgmind.retrievers.graph_bounds import BOUNDED_READS
+    from kgmind.retrievers.graph_index import GraphIndex
+    from kgmind.stores.factory import open_store
+
+    store = open_store(demo_uri)
+    probe = GraphIndex(store.iter_entities(), store.iter_relations(), schema=store.relation_schema())
+    seeds = _seed_sets(probe)[0]
+    names = sorted(probe.ids)
+
+    def lists(gi: Any) -> dict[str, tuple[list[str], list[str]]]:
+        return {
+            gi.ids[n]: ([gi.edge_id[e] for e in gi.out_adj[n]], [gi.edge_id[e] for e in gi.in_adj[n]])
+            for n in gi._complete
+        }
+
+    def build(threads: int) -> Any:
+        BOUNDED_READS.clear()
+        _, part = _indexes(store, seeds)
+        known = [part.index_of[i] for i in names if i in part.index_of]
+        batches = [known[i::threads] + known[: len(known) // 3] for i in range(threads)]
+        workers = [threading.Thread(target=part.prefetch, args=(b,)) for b in batches]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        return part
+
+    read = store.bounded_edges
+    inflight: list[int] = [0, 0]  # now, most at once
+
+    counting = threading.Lock()
+
+    def slow(ids: Any, k: int, hidden: Any = ()) -> Any:
+        with counting:
+            inflight[0] += 1
+            inflight[1] = max(inflight)
+        time.sleep(0.02)
+        try:
+            return read(ids, k, hidden)
+        finally:
+            with counting:
+                inflight[0] -= 1
+
+    one = build(1)
+    monkeypatch.setattr(store, "bounded_edges", slow)
+    many = build(8)
+    assert inflight[1] > 1, "the reads overlapped"
+    assert lists(many) == lists(one) and len(lists(one)) > 5
+    assert _key(_explorations(many, seeds)["paths"]) == _key(_explorations(one, seeds)["paths"])

@@ -95,38 +95,53 @@ class PushdownGrowth:
         return out
 
     def _complete_nodes(self, nodes: Sequence[int]) -> list[int]:
-        """Load every edge touching ``nodes`` (one query); return the nodes this added to the index."""
+        """Load every edge touching ``nodes`` (one query); return the nodes this added to the index.
+
+        Bounded, the store is read outside the lock: the explorations run in threads, and
+        their reads then overlap in the store (which releases the GIL; two threads read a 2M
+        KG's small nodes 1.6x as fast as one) instead of queueing on the index. The rows are
+        listed under the lock, for the nodes no other thread completed meanwhile.
+        """
         assert self._source is not None and self._complete is not None
         with self._lock:
             todo = [n for n in dict.fromkeys(nodes) if n not in self._complete]
             if not todo:
                 return []
-            if self._bound_k is not None:
-                return self._complete_bounded(todo, self._bound_k)
-            rels = [
-                r
-                for r in self._source.neighbors([self.ids[n] for n in todo], "both")
-                if r.id not in self.edge_index_of
-            ]
-            rels = list({r.id: r for r in rels}.values())
-            missing = sorted({x for r in rels for x in (r.head, r.tail)} - self.index_of.keys())
-            added = self._add_entities(self._source.get_entities(missing)) if missing else []
-            for (
-                ent_id
-            ) in missing:  # an endpoint the store has no entity for: a placeholder, as on the full index
-                if ent_id not in self.index_of:
-                    added += self._add_entities([Entity(id=ent_id, name=ent_id, type="entity")])
-            self._load_edges(sorted(rels, key=lambda r: r.id))
-            self._complete.update(todo)
-            return added
+            k = self._bound_k
+            if k is None:
+                return self._complete_whole(todo)
+            hidden = self.hidden.ids  # a frozenset: hashed once, part of the kept reads' key
+            store = getattr(self._source, "uri", None) or id(self._source)
+            state = (store, self.fingerprint, self.weights_version, hidden)
+            ids = [self.ids[n] for n in todo]
+        rows = BOUNDED_READS.read(self._source, ids, k, hidden, state)
+        with self._lock:
+            todo = [n for n in todo if n not in self._complete]
+            return self._complete_bounded(todo, rows) if todo else []
 
-    def _complete_bounded(self, todo: Sequence[int], k: int) -> list[int]:
-        """Load each node's kept edges (one store query) and list exactly those (caller holds the lock)."""
+    def _complete_whole(self, todo: Sequence[int]) -> list[int]:
+        """Load every edge of ``todo`` (one store query; caller holds the lock)."""
+        assert self._source is not None and self._complete is not None
+        rels = [
+            r
+            for r in self._source.neighbors([self.ids[n] for n in todo], "both")
+            if r.id not in self.edge_index_of
+        ]
+        rels = list({r.id: r for r in rels}.values())
+        missing = sorted({x for r in rels for x in (r.head, r.tail)} - self.index_of.keys())
+        added = self._add_entities(self._source.get_entities(missing)) if missing else []
+        for ent_id in missing:  # an endpoint the store has no entity for: a placeholder, as on the full index
+            if ent_id not in self.index_of:
+                added += self._add_entities([Entity(id=ent_id, name=ent_id, type="entity")])
+        self._load_edges(sorted(rels, key=lambda r: r.id))
+        self._complete.update(todo)
+        return added
+
+    def _complete_bounded(self, todo: Sequence[int], read: Sequence[Any]) -> list[int]:
+        """List exactly the kept edges of ``todo`` from the rows ``read`` (caller holds the lock)."""
         assert self._source is not None and self._complete is not None and self._node_degree is not None
-        hidden = self.hidden.ids  # a frozenset: hashed once, part of the kept reads' key
-        store = getattr(self._source, "uri", None) or id(self._source)
-        state = (store, self.fingerprint, self.weights_version, hidden)
-        rows = BOUNDED_READS.read(self._source, [self.ids[n] for n in todo], k, hidden, state)
+        wanted = {self.ids[n] for n in todo}
+        rows = [row for row in read if row[0] in wanted]
         rels = list({r.id: r for _, r, _, _, _ in rows if r.id not in self.edge_index_of}.values())
         missing = sorted({x for r in rels for x in (r.head, r.tail)} - self.index_of.keys())
         added = self._add_entities(self._source.get_entities(missing)) if missing else []
