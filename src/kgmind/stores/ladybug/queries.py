@@ -283,11 +283,11 @@ BOUNDED_EDGES = (
     + " RETURN 'in' AS side,"
     + _BOUNDED_RETURN
 )
-_WHOLE_RETURN = (
+_WHOLE_GROUPS = (
     " WITH n, r, m WITH n.id AS node, r.type AS rtype, collect(r.id) AS rids, collect(m.id) AS others,"
-    " collect(r.weight) AS ws, collect(r.source) AS srcs, collect(m.degree) AS degs"
-    " RETURN SIDE AS side, node, rtype, rids, others, ws, srcs, degs"
+    " collect(r.weight) AS ws, collect(r.source) AS srcs, collect(m.degree) AS degs RETURN "
 )
+_WHOLE_RETURN = " AS side, node, rtype, rids, others, ws, srcs, degs"
 #: Every stored edge of the nodes ``$ids``, disputed ones included, grouped per node, type and
 #: direction, in no order: the read of nodes whose every group holds at most ``k`` visible edges
 #: (their kept degrees say so before the read). Nothing is cut, so the engine need not order
@@ -297,11 +297,15 @@ _WHOLE_RETURN = (
 WHOLE_EDGES = (
     _NODES
     + "(n)-[r:REL]->(m:Entity)"
-    + _WHOLE_RETURN.replace("SIDE", "'out'")
+    + _WHOLE_GROUPS
+    + "'out'"
+    + _WHOLE_RETURN
     + " UNION ALL "
     + _NODES
     + "(m:Entity)-[r:REL]->(n)"
-    + _WHOLE_RETURN.replace("SIDE", "'in'")
+    + _WHOLE_GROUPS
+    + "'in'"
+    + _WHOLE_RETURN
 )
 #: The lightest and heaviest weight (equal: nothing learnt, what a pushed-down index cannot see itself).
 WEIGHT_RANGE = "MATCH (:Entity)-[r:REL]->(:Entity) RETURN min(r.weight), max(r.weight)"
