@@ -115,9 +115,12 @@ class PushdownGrowth:
             state = (store, self.fingerprint, self.weights_version, hidden)
             ids = [self.ids[n] for n in todo]
         rows = BOUNDED_READS.read(self._source, ids, k, hidden, state)
+        # the new ends' entities are read outside the lock too (the index only grows: known stays known)
+        asked = sorted({x for _, r, _, _, _ in rows for x in (r.head, r.tail) if x not in self.index_of})
+        fetched = self._source.get_entities(asked) if asked else []
         with self._lock:
             todo = [n for n in todo if n not in self._complete]
-            return self._complete_bounded(todo, rows) if todo else []
+            return self._complete_bounded(todo, rows, (asked, fetched)) if todo else []
 
     def _complete_whole(self, todo: Sequence[int]) -> list[int]:
         """Load every edge of ``todo`` (one store query; caller holds the lock)."""
@@ -137,14 +140,24 @@ class PushdownGrowth:
         self._complete.update(todo)
         return added
 
-    def _complete_bounded(self, todo: Sequence[int], read: Sequence[Any]) -> list[int]:
-        """List exactly the kept edges of ``todo`` from the rows ``read`` (caller holds the lock)."""
+    def _complete_bounded(
+        self, todo: Sequence[int], read: Sequence[Any], entities: tuple[Sequence[str], Sequence[Entity]]
+    ) -> list[int]:
+        """List exactly the kept edges of ``todo`` from the rows ``read`` (caller holds the lock).
+
+        ``entities``: the ids whose entities were read with the rows, and those found.
+        """
         assert self._source is not None and self._complete is not None and self._node_degree is not None
         wanted = {self.ids[n] for n in todo}
         rows = [row for row in read if row[0] in wanted]
         rels = list({r.id: r for _, r, _, _, _ in rows if r.id not in self.edge_index_of}.values())
         missing = sorted({x for r in rels for x in (r.head, r.tail)} - self.index_of.keys())
-        added = self._add_entities(self._source.get_entities(missing)) if missing else []
+        asked, found = set(entities[0]), {e.id: e for e in entities[1]}
+        late = [x for x in missing if x not in asked]  # not expected: every new end was asked for
+        ents = [found[x] for x in missing if x in found] + (
+            list(self._source.get_entities(late)) if late else []
+        )
+        added = self._add_entities(ents) if missing else []
         for ent_id in missing:  # an end the store has no entity for: a placeholder, as on the full index
             if ent_id not in self.index_of:
                 added += self._add_entities([Entity(id=ent_id, name=ent_id, type="entity")])
