@@ -120,7 +120,7 @@ class PushdownGrowth:
         fetched = self._source.get_entities(asked) if asked else []
         with self._lock:
             todo = [n for n in todo if n not in self._complete]
-            return self._complete_bounded(todo, rows, (asked, fetched)) if todo else []
+            return self._complete_bounded(todo, rows, fetched) if todo else []
 
     def _complete_whole(self, todo: Sequence[int]) -> list[int]:
         """Load every edge of ``todo`` (one store query; caller holds the lock)."""
@@ -141,23 +141,19 @@ class PushdownGrowth:
         return added
 
     def _complete_bounded(
-        self, todo: Sequence[int], read: Sequence[Any], entities: tuple[Sequence[str], Sequence[Entity]]
+        self, todo: Sequence[int], read: Sequence[Any], fetched: Sequence[Entity]
     ) -> list[int]:
         """List exactly the kept edges of ``todo`` from the rows ``read`` (caller holds the lock).
 
-        ``entities``: the ids whose entities were read with the rows, and those found.
+        ``fetched``: the entities of the rows' ends that were unknown when the rows were read.
         """
         assert self._source is not None and self._complete is not None and self._node_degree is not None
         wanted = {self.ids[n] for n in todo}
         rows = [row for row in read if row[0] in wanted]
         rels = list({r.id: r for _, r, _, _, _ in rows if r.id not in self.edge_index_of}.values())
         missing = sorted({x for r in rels for x in (r.head, r.tail)} - self.index_of.keys())
-        asked, found = set(entities[0]), {e.id: e for e in entities[1]}
-        late = [x for x in missing if x not in asked]  # not expected: every new end was asked for
-        ents = [found[x] for x in missing if x in found] + (
-            list(self._source.get_entities(late)) if late else []
-        )
-        added = self._add_entities(ents) if missing else []
+        found = {e.id: e for e in fetched}  # every end unknown now was unknown when they were read
+        added = self._add_entities([found[x] for x in missing if x in found]) if missing else []
         for ent_id in missing:  # an end the store has no entity for: a placeholder, as on the full index
             if ent_id not in self.index_of:
                 added += self._add_entities([Entity(id=ent_id, name=ent_id, type="entity")])
