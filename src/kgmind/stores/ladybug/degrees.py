@@ -16,6 +16,7 @@ from kgmind.models import Relation
 from kgmind.stores import degrees as dg
 from kgmind.stores.ladybug import queries as q
 from kgmind.stores.ladybug import verdicts as lv
+from kgmind.stores.ladybug.rows import relation_from_row
 
 __all__ = [
     "META_DEGREES",
@@ -128,10 +129,9 @@ _Group = tuple[str, str, str, list[BoundedEdge]]
 
 
 def _relation(side: str, node: str, rtype: str, rid: str, end: str, weight: Any, source: Any) -> Relation:
+    """The edge of a read row, whose ``node`` is its head (``out``) or its tail (``in``)."""
     head, tail = (node, end) if side == "out" else (end, node)
-    return Relation.model_construct(
-        id=rid, head=head, type=rtype, tail=tail, weight=float(weight), source=source or ""
-    )
+    return relation_from_row((head, rid, rtype, tail, weight, source))
 
 
 def _whole_groups(
