@@ -7,11 +7,13 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from entity_fakes import EntityListStore
 from kgmind.models import Entity
 from kgmind.retrievers import entity_index, linker, ner
+from kgmind.retrievers.embeddings import get_embedder
 from kgmind.retrievers.entity_index import entity_index_dir, get_entity_index
 from kgmind.retrievers.linker import EntityLinker
 from kgmind.retrievers.ner import embedding_spans, extract_mentions, parse_entity_list
@@ -261,6 +263,36 @@ def test_ladybug_store_index_lives_beside_the_store(tmp_path):
         store.close()
 
 
+def test_an_import_rebuilds_the_real_index_embedding_only_new_names(tmp_path):
+    """MiniLM on a LadybugDB store: the names an import leaves alone keep their vectors, and
+    the rebuilt index links as one built from scratch does."""
+    import kgmind.stores.ladybug as lb
+    from kgmind.retrievers.entity_index import build_and_save
+
+    store = lb.LadybugStore(str(tmp_path / "kg"))
+    try:
+        store.bulk_load(EN_KG, [])
+        get_entity_index(store, "minilm")
+        store.bulk_load([Entity(name="Vertigo", type="symptom")], [])
+        entity_index.clear_entity_index_cache()
+        rebuilt = get_entity_index(store, "minilm")
+        assert rebuilt.reused == len(set(rebuilt.vector_texts)) - 1  # all but "Vertigo"
+        assert not (tmp_path / "kg.index" / "minilm.partial").exists()
+        scratch = build_and_save(
+            store, "minilm", tmp_path / "scratch", fingerprint=store.fingerprint(), reuse=False
+        )
+        assert scratch.reused == 0 and scratch.vector_texts == rebuilt.vector_texts
+        np.testing.assert_allclose(rebuilt.matrix, scratch.matrix, atol=1e-5)
+        mentions = ["dizziness", "yellow skin", "head pain", "vertigo"]
+        embedder = get_embedder("minilm")
+        q = embedder.embed_queries(mentions)
+        assert [[e for e, _ in hits] for hits in rebuilt.search(q, 2)] == [
+            [e for e, _ in hits] for hits in scratch.search(q, 2)
+        ]
+    finally:
+        store.close()
+
+
 def test_cli_index_build(tmp_path):
     from typer.testing import CliRunner
 
@@ -281,6 +313,13 @@ def test_cli_index_build(tmp_path):
         entity_index.clear_entity_index_cache()
         res = runner.invoke(app, ["index", "build", "--store", uri, "--model", "minilm"])
         assert res.exit_code == 0 and "up to date" in res.output
+        labels = json.loads((tmp_path / "kg.index" / "minilm" / "labels.json").read_text())
+        store.bulk_load([Entity(name="Vertigo", type="symptom")], [])
+        res = runner.invoke(app, ["index", "build", "--store", uri, "--model", "minilm"])
+        reused = len(set(labels["vector_texts"]))
+        assert res.exit_code == 0 and f"{reused} names reused" in res.output, res.output
+        res = runner.invoke(app, ["index", "build", "--store", uri, "--model", "minilm", "--force"])
+        assert res.exit_code == 0 and "built" in res.output and "reused" not in res.output, res.output
         res = runner.invoke(app, ["index", "build", "--store", uri, "--model", "bert"])
         assert res.exit_code == 2
     finally:

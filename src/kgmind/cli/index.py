@@ -32,13 +32,18 @@ def build(
     model: str = typer.Option(
         "auto", "--model", help="Embedding model: minilm, e5, or auto (by the KG's dominant language)."
     ),
-    force: bool = typer.Option(False, "--force", help="Rebuild even if a fresh index exists."),
+    force: bool = typer.Option(
+        False, "--force", help="Rebuild even if a fresh index exists, embedding every name again."
+    ),
 ) -> None:
-    """Embed every entity name and alias of the store and save the index beside it."""
-    from kgmind.retrievers.embeddings import get_embedder
+    """Embed every entity name and alias of the store and save the index beside it.
+
+    Names whose vectors the replaced index (or an interrupted build) already holds are not
+    embedded again, unless ``--force``.
+    """
     from kgmind.retrievers.entity_index import (
         EntityIndex,
-        build_entity_index,
+        build_and_save,
         clear_entity_index_cache,
         entity_index_dir,
         get_entity_index,
@@ -53,16 +58,16 @@ def build(
     fingerprint = kg.fingerprint()
     t0 = time.perf_counter()
     if force:
-        index = build_entity_index(kg, get_embedder(name), progress=True, fingerprint=fingerprint)
-        index.save(directory)
+        index = build_and_save(kg, name, directory, fingerprint=fingerprint, progress=True, reuse=False)
         clear_entity_index_cache()
         action = "built"
     else:
         fresh = EntityIndex.load(directory, model=name, fingerprint=fingerprint) is not None
         index = get_entity_index(kg, name, progress=True)
         action = "up to date" if fresh else "built"
+    reused = f", {index.reused} names reused" if action == "built" and index.reused else ""
     console.print(
-        f"entity index {action}: model={name}, entities={len(index.entities)}, vectors={len(index)}, "
+        f"entity index {action}: model={name}, entities={len(index.entities)}, vectors={len(index)}{reused}, "
         f"{time.perf_counter() - t0:.1f}s\n  {directory}",
         highlight=False,
         soft_wrap=True,

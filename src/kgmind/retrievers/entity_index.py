@@ -20,7 +20,6 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,14 @@ import numpy as np
 
 from kgmind.models import Entity, normalize_name
 from kgmind.retrievers.embeddings import Embedder, get_embedder, model_for_language
+from kgmind.retrievers.entity_vectors import (
+    Checkpoint,
+    KnownVectors,
+    checkpoint_dir,
+    fill_index,
+    saved_vectors,
+    vectors_key,
+)
 from kgmind.settings import kgmind_home
 from kgmind.stores.protocol import GraphStore
 from kgmind.text import detect_language
@@ -36,6 +43,7 @@ from kgmind.text import detect_language
 __all__ = [
     "INDEX_FORMAT_VERSION",
     "EntityIndex",
+    "build_and_save",
     "build_entity_index",
     "cached_entity_indexes",
     "clear_entity_index_cache",
@@ -75,6 +83,9 @@ class EntityIndex:
         entities: ``{entity id: (display name, type)}``.
         exact: ``{normalised name or alias: [entity ids]}`` for exact matching.
         index: The ``faiss.IndexFlatIP``.
+        vectors_key: What the vectors were made with (:func:`~kgmind.retrievers.entity_vectors.vectors_key`):
+            a later build reuses them only under the same key.
+        reused: How many distinct texts the build took from vectors made before (not saved).
     """
 
     model: str
@@ -84,6 +95,8 @@ class EntityIndex:
     entities: dict[str, tuple[str, str]]
     exact: dict[str, list[str]] = field(default_factory=dict)
     index: Any = None
+    vectors_key: str = ""
+    reused: int = 0
 
     def __len__(self) -> int:
         return len(self.vector_ids)
@@ -233,6 +246,7 @@ class EntityIndex:
                 "format": INDEX_FORMAT_VERSION,
                 "model": self.model,
                 "fingerprint": self.fingerprint,
+                "vectors_key": self.vectors_key,
                 "vectors": len(self.vector_ids),
                 "entities": len(self.entities),
                 "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -281,6 +295,7 @@ class EntityIndex:
             vector_texts=list(labels["vector_texts"]),
             entities=entities,
             index=index,
+            vectors_key=str(meta.get("vectors_key") or ""),
         )
         if index.ntotal != len(ei.vector_ids):
             return None
@@ -336,6 +351,8 @@ def build_entity_index(
     batch_size: int = 256,
     progress: bool = False,
     fingerprint: str | None = None,
+    known: KnownVectors | None = None,
+    checkpoint: Checkpoint | None = None,
 ) -> EntityIndex:
     """Embed every entity name and alias of ``store`` into a new in-memory index.
 
@@ -345,12 +362,12 @@ def build_entity_index(
         batch_size: Texts embedded per batch.
         progress: Show a rich progress bar on stderr.
         fingerprint: The store fingerprint to record (read from the store when ``None``).
+        known: Vectors made before under this embedder's key: their texts are not embedded again.
+        checkpoint: Where each embedded batch is kept as it is made (an interrupted build resumes).
 
     Returns:
         The index (not saved).
     """
-    import faiss
-
     fingerprint = store.fingerprint() if fingerprint is None else fingerprint
     vector_ids: list[str] = []
     vector_texts: list[str] = []
@@ -360,34 +377,9 @@ def build_entity_index(
         for text in _names(ent):
             vector_ids.append(ent.id)
             vector_texts.append(text)
-    index = faiss.IndexFlatIP(embedder.dim)
-    bar: AbstractContextManager[Any] = nullcontext()
-    task: Any = None
-    if progress:
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        bar = Progress(
-            TextColumn(f"embedding names ({embedder.name})"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=Console(stderr=True),
-            transient=False,
-        )
-    with bar as prog:
-        if prog is not None:
-            task = prog.add_task("embed", total=len(vector_texts))
-        for start in range(0, len(vector_texts), batch_size):
-            chunk = vector_texts[start : start + batch_size]
-            vecs = embedder.embed_documents(chunk)
-            if vecs.shape[1] != index.d:  # the model reported its real dim only after loading
-                if index.ntotal:
-                    raise RuntimeError("embedding dimension changed while building the index")
-                index = faiss.IndexFlatIP(vecs.shape[1])
-            index.add(np.ascontiguousarray(vecs, dtype=np.float32))
-            if prog is not None:
-                prog.advance(task, len(chunk))
+    index, reused = fill_index(
+        vector_texts, embedder, known=known, checkpoint=checkpoint, batch_size=batch_size, progress=progress
+    )
     return EntityIndex(
         model=embedder.name,
         fingerprint=fingerprint,
@@ -396,7 +388,53 @@ def build_entity_index(
         entities=entities,
         exact=_exact_map(zip(vector_texts, vector_ids, strict=True)),
         index=index,
+        vectors_key=vectors_key(embedder),
+        reused=reused,
     )
+
+
+def build_and_save(
+    store: GraphStore,
+    model: str,
+    directory: Path,
+    *,
+    fingerprint: str,
+    progress: bool = False,
+    reuse: bool = True,
+) -> EntityIndex:
+    """Build the index of ``store`` into ``directory``, reusing the vectors made before (``reuse``).
+
+    The vectors of the index it replaces and of an interrupted build are taken as they
+    are (:mod:`kgmind.retrievers.entity_vectors`); each new batch is kept in the checkpoint
+    until the index is saved, then the checkpoint is deleted. ``reuse=False`` embeds every
+    text again (and starts the checkpoint afresh). A read-only location keeps the index in
+    memory only.
+    """
+    embedder = get_embedder(model)
+    key = vectors_key(embedder)
+    checkpoint = Checkpoint.open(checkpoint_dir(directory), key)
+    try:
+        known = KnownVectors()
+        if reuse:
+            saved_vectors(directory, key, known)
+            if checkpoint is not None:
+                checkpoint.read(known)
+        elif checkpoint is not None:
+            checkpoint.reset()
+        index = build_entity_index(
+            store, embedder, progress=progress, fingerprint=fingerprint, known=known, checkpoint=checkpoint
+        )
+        del known  # the replaced index's vectors, before the new one is written over its folder
+        try:
+            index.save(directory)
+        except OSError:
+            return index
+        if checkpoint is not None:
+            checkpoint.remove()
+        return index
+    finally:
+        if checkpoint is not None:
+            checkpoint.close()
 
 
 def entity_index_dir(store_uri: str, model: str) -> Path:
@@ -466,9 +504,7 @@ def get_entity_index(store: GraphStore, model: str, *, progress: bool = False) -
         directory = entity_index_dir(store.uri, model)
         index = EntityIndex.load(directory, model=model, fingerprint=fingerprint)
         if index is None:
-            index = build_entity_index(store, get_embedder(model), progress=progress, fingerprint=fingerprint)
-            with contextlib.suppress(OSError):  # a read-only location: keep the index in memory only
-                index.save(directory)
+            index = build_and_save(store, model, directory, fingerprint=fingerprint, progress=progress)
         with _lock:
             for old in [k for k in _cache if k[:2] == key[:2]]:
                 del _cache[old]
