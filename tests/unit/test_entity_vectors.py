@@ -189,3 +189,15 @@ def test_vectors_key_names_model_version_and_prefix():
 
     assert vectors_key(HashEmbedder()) == "hash"
     assert vectors_key(Prefixed()) == "e5:1.0|passage"
+
+
+def test_a_build_saves_the_search_graph_beside_the_index(monkeypatch):
+    monkeypatch.setattr(entity_index, "HNSW_MIN_VECTORS", 5)
+    kg = store()
+    use(monkeypatch, CountingEmbedder())
+    index = get_entity_index(kg, "hash")
+    saved = entity_index_dir(kg.uri, "hash") / "hnsw.faiss"
+    assert saved.is_file()  # a worker's first question reads it instead of building it
+    entity_index.clear_entity_index_cache()
+    loaded = get_entity_index(kg, "hash")
+    assert loaded.ann().ntotal == len(index) and saved.stat().st_size > 0

@@ -216,6 +216,29 @@ def test_large_index_searches_an_hnsw_graph_saved_beside_it(tmp_path, monkeypatc
     assert again.search(q, 3) == expected
 
 
+def test_the_graph_and_the_flat_index_hold_one_copy_of_the_vectors(tmp_path, monkeypatch):
+    import gc
+
+    import faiss
+
+    store = kg()
+    monkeypatch.setattr(entity_index, "HNSW_MIN_VECTORS", 5)
+    built = build_entity_index(store, HashEmbedder())
+    expected = np.array(built.matrix)
+    built.save(tmp_path / "ix")
+    loaded = EntityIndex.load(tmp_path / "ix", model="hash", fingerprint=store.fingerprint())
+    assert loaded is not None
+    storage = faiss.downcast_index(loaded.ann().storage)
+    address = faiss.rev_swig_ptr(storage.get_xb(), 1).__array_interface__["data"][0]
+    assert loaded.matrix.__array_interface__["data"][0] == address  # a view of the graph's vectors
+    assert not loaded.matrix.flags.writeable
+    loaded.__dict__.pop("_ann")  # as a save does; the vectors must outlive the graph's cache entry
+    gc.collect()
+    assert np.array_equal(loaded.matrix, expected)
+    q = HashEmbedder().embed_queries(["ECG test", "headache"])
+    assert loaded.search(q, 3) == built.search(q, 3)
+
+
 def test_load_rejects_stale_or_foreign_index(tmp_path):
     store = kg()
     idx = build_entity_index(store, HashEmbedder())

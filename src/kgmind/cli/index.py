@@ -64,6 +64,7 @@ def build(
     else:
         fresh = EntityIndex.load(directory, model=name, fingerprint=fingerprint) is not None
         index = get_entity_index(kg, name, progress=True)
+        index.ann()  # an index saved without its search graph gets it here
         action = "up to date" if fresh else "built"
     reused = f", {index.reused} names reused" if action == "built" and index.reused else ""
     console.print(

@@ -33,7 +33,15 @@ import numpy as np
 
 from kgmind.retrievers.embeddings import Embedder
 
-__all__ = ["Checkpoint", "KnownVectors", "checkpoint_dir", "fill_index", "saved_vectors", "vectors_key"]
+__all__ = [
+    "Checkpoint",
+    "KnownVectors",
+    "checkpoint_dir",
+    "fill_index",
+    "flat_view",
+    "saved_vectors",
+    "vectors_key",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -48,6 +56,27 @@ def vectors_key(embedder: Embedder) -> str:
     return f"{key}|{prefix}" if prefix else key
 
 
+class _Pinned:
+    """An array interface over a faiss index's vectors that keeps the index alive (the array's base)."""
+
+    def __init__(self, view: np.ndarray, owner: Any, writeable: bool) -> None:
+        interface = dict(view.__array_interface__)
+        interface["data"] = (interface["data"][0], not writeable)  # (address, read-only)
+        self.__array_interface__ = interface
+        self._owner = owner
+
+
+def flat_view(index: Any, *, writeable: bool = False) -> np.ndarray:
+    """The ``(ntotal, d)`` vectors of a flat faiss index as an array over its own memory (no copy).
+
+    The array keeps ``index`` alive, so it stays valid whoever else drops the index.
+    """
+    import faiss
+
+    raw = faiss.rev_swig_ptr(index.get_xb(), index.ntotal * index.d).reshape(index.ntotal, index.d)
+    return np.asarray(_Pinned(raw, index, writeable))
+
+
 def checkpoint_dir(index_dir: Path) -> Path:
     """Where a build of the index in ``index_dir`` keeps what it embedded (``<folder>.partial``)."""
     return index_dir.with_name(index_dir.name + ".partial")
@@ -58,18 +87,18 @@ class KnownVectors:
     """Vectors computed before, by text: from a replaced index and from a checkpoint.
 
     Attributes:
-        sources: ``(row of each text, its matrix, the object owning the matrix's memory)``.
+        sources: ``(row of each text, its matrix)``.
     """
 
-    sources: list[tuple[dict[str, int], np.ndarray, Any]] = field(default_factory=list)
+    sources: list[tuple[dict[str, int], np.ndarray]] = field(default_factory=list)
 
-    def add(self, texts: Sequence[str], matrix: np.ndarray, owner: Any = None) -> None:
+    def add(self, texts: Sequence[str], matrix: np.ndarray) -> None:
         """Add ``matrix[i]`` as the vector of ``texts[i]`` (the first source holding a text wins)."""
         if len(texts):
-            self.sources.append(({t: i for i, t in enumerate(texts)}, matrix, owner))
+            self.sources.append(({t: i for i, t in enumerate(texts)}, matrix))
 
     def __len__(self) -> int:
-        return sum(len(rows) for rows, _, _ in self.sources)
+        return sum(len(rows) for rows, _ in self.sources)
 
     @property
     def dim(self) -> int | None:
@@ -78,7 +107,7 @@ class KnownVectors:
 
     def find(self, text: str) -> tuple[int, int] | None:
         """``(source, row)`` of ``text``'s vector, or ``None``."""
-        for s, (rows, _, _) in enumerate(self.sources):
+        for s, (rows, _) in enumerate(self.sources):
             row = rows.get(text)
             if row is not None:
                 return s, row
@@ -106,8 +135,7 @@ def saved_vectors(directory: Path, key: str, known: KnownVectors) -> int:
         return 0
     if index.ntotal != len(texts) or not hasattr(index, "get_xb"):
         return 0
-    matrix = faiss.rev_swig_ptr(index.get_xb(), index.ntotal * index.d).reshape(index.ntotal, index.d)
-    known.add(texts, matrix, index)
+    known.add(texts, flat_view(index))
     return len(texts)
 
 
@@ -282,7 +310,7 @@ class _Filler:
         for start in range(0, self.n, _COPY_ROWS):
             self.index.add(np.zeros((min(_COPY_ROWS, self.n - start), dim), dtype=np.float32))
         if self.n:
-            self.view = faiss.rev_swig_ptr(self.index.get_xb(), self.n * dim).reshape(self.n, dim)
+            self.view = flat_view(self.index, writeable=True)
 
     def put(self, dst: Sequence[int], matrix: np.ndarray, src: Sequence[int]) -> None:
         assert self.view is not None
