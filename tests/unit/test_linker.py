@@ -605,3 +605,29 @@ def test_onnx_session_gets_the_chosen_threads(monkeypatch):
         pytest.skip(str(exc))
     assert seen == {"threads": 2, "spin": "0"}
     assert vec.shape == (1, 384)
+
+
+def test_rows_of_an_entity_are_found_with_or_without_sorted_ids(tmp_path):
+    from kgmind.retrievers.entity_labels import SortedRuns
+
+    ecg, headache = Entity(name="Electrocardiogram", type="test").id, Entity(name="Headache").id
+    unsorted = kg()
+    by_id = FakeStore(sorted(unsorted.entities, key=lambda e: e.id))  # as real stores list them
+    results = []
+    for store in (unsorted, by_id):
+        built = build_entity_index(store, HashEmbedder())
+        built.save(tmp_path / store.fingerprint())
+        loaded = EntityIndex.load(
+            tmp_path / store.fingerprint(), model="hash", fingerprint=store.fingerprint()
+        )
+        assert loaded is not None
+        assert loaded.entities == built.entities and loaded.exact == built.exact
+        vecs, groups = loaded.entity_vectors([ecg, "missing", headache])
+        assert [len(g) for g in groups] == [3, 0, 1]  # name and two aliases, name first
+        assert np.array_equal(vecs[0], built.matrix[built.vector_ids.index(ecg)])
+        assert {k: list(v) for k, v in loaded.entity_rows.items()} == {
+            k: list(v) for k, v in built.entity_rows.items()
+        }
+        results.append((type(loaded.entity_rows), vecs.tolist()))
+    assert results[0][0] is dict and results[1][0] is SortedRuns  # a table only where ids are unsorted
+    assert results[0][1] == results[1][1]
