@@ -232,9 +232,11 @@ def test_the_graph_and_the_flat_index_hold_one_copy_of_the_vectors(tmp_path, mon
     address = faiss.rev_swig_ptr(storage.get_xb(), 1).__array_interface__["data"][0]
     assert loaded.matrix.__array_interface__["data"][0] == address  # a view of the graph's vectors
     assert not loaded.matrix.flags.writeable
-    loaded.__dict__.pop("_ann")  # as a save does; the vectors must outlive the graph's cache entry
+    view = loaded.matrix
+    loaded.__dict__.pop("_ann")  # as a save does: the vectors must outlive the graph's cache entry
+    loaded.ann()  # and a second graph, whose storage replaces the first
     gc.collect()
-    assert np.array_equal(loaded.matrix, expected)
+    assert np.array_equal(view, expected) and np.array_equal(loaded.matrix, expected)
     q = HashEmbedder().embed_queries(["ECG test", "headache"])
     assert loaded.search(q, 3) == built.search(q, 3)
 

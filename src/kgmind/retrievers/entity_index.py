@@ -252,10 +252,10 @@ class EntityIndex:
         """
         import faiss
 
-        storage = faiss.downcast_index(graph.storage)
+        storage: Any = faiss.downcast_index(graph.storage)
         if not hasattr(storage, "get_xb") or storage.ntotal != self.index.ntotal or storage.d != self.index.d:
             return
-        self.__dict__["_index_owner"] = graph  # keeps the storage alive whatever happens to _ann
+        storage.referenced_objects = [graph]  # faiss idiom: the wrapper keeps the graph (its memory) alive
         self.index = storage
         self.__dict__.pop("_matrix", None)  # a view of the flat copy (which it alone keeps alive now)
 

@@ -1,9 +1,8 @@
 """An entity index's labels held lean: which entity and text each vector is, and exact-name lookups.
 
 A big KG's labels are many small strings: at 108k names (the generated 2M KG) they held
-~80 MB, ~0.9 KB a name, more than the vectors' own 1.5 KB share suggests a Python process
-should; at 495k names (10M) ~360 MB. These helpers keep one object per repeated string
-and find an entity's rows without a table of them.
+~80 MB, ~0.9 KB a name beside its vector's 1.5 KB; at 495k names (10M) ~360 MB. These
+helpers keep one object per repeated string and find an entity's rows without a table.
 """
 
 from __future__ import annotations
