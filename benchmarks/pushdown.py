@@ -314,6 +314,12 @@ def main(argv: list[str] | None = None) -> int:
         help="edges kept per node, relation type and direction: an int, none (every edge) or shipped",
     )
     ap.add_argument(
+        "--edges-per-context-group",
+        default="shipped",
+        help="edges kept per group of a medical KG's context relations: an int, none (as --edges-per-group) "
+        "or shipped",
+    )
+    ap.add_argument(
         "--modes",
         choices=("both", "memory", "pushdown"),
         default="both",
@@ -324,10 +330,16 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from kgmind.eval.environment import machine_info
 
-    if args.edges_per_group != "shipped":
-        from kgmind.retrievers.graph_index_cache import set_edges_per_group
+    if args.edges_per_group != "shipped" or args.edges_per_context_group != "shipped":
+        from kgmind.retrievers import graph_index_cache as gx
+        from kgmind.tuning import EDGES_PER_GROUP
 
-        set_edges_per_group(None if args.edges_per_group == "none" else int(args.edges_per_group))
+        def bound(given: str, shipped: Any) -> Any:
+            return {"shipped": shipped, "none": None}[given] if given in ("shipped", "none") else int(given)
+
+        gx.set_edges_per_group(
+            bound(args.edges_per_group, EDGES_PER_GROUP), bound(args.edges_per_context_group, "same")
+        )
     kgs = {"both": ["emckg", "recrawl"], "none": []}.get(args.kg, [args.kg])
     given = dict(spec.split("=", 1) for spec in args.store)
     out = {

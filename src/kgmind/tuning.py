@@ -17,6 +17,7 @@ __all__ = [
     "CONTEXT_SPAN_THRESHOLD",
     "DEFAULT_MODEL",
     "DISPUTE_RULE",
+    "EDGES_PER_CONTEXT_GROUP",
     "EDGES_PER_GROUP",
     "EVIDENCE_VALUES",
     "KEPT_BOUNDED_ROWS",
@@ -89,6 +90,18 @@ PIPELINE = PipelineSettings()
 #: at 10 / 20 / 50 / 100 / 150 (its symptom hubs hold up to 294 diseases a group); CMCQA calib on the
 #: re-crawl 0.452 unbounded, 0.447 at 150. 150 is the smallest bound within both recall goals.
 EDGES_PER_GROUP: int | None = 150
+
+#: The bound of a medical KG's *context* relations: those with no medical role (foods, recipes,
+#: departments, complications) in a KG where other relations have one (a KG with no medical role
+#: keeps ``EDGES_PER_GROUP`` everywhere: its relations are what its answers are about). Their hubs
+#: are the biggest (the re-crawl's foods hold up to 4,234 diseases a group, its departments 646) and
+#: a question reads them without needing them. Fitted on the calibration split (memory mode,
+#: 2026-11-27, CMCQA calib, all 77 questions, on the re-crawl, EDGES_PER_GROUP = 150): evidence recall
+#: 0.447 with no separate bound, 0.453 / 0.438 / 0.433 / 0.456 at 5 / 10 / 20 / 50 (±1 point: noise of
+#: 77 questions); EMCKG-full has no context relation, so GenMedGPT-5k is unchanged. 5 is the smallest
+#: bound within the recall goal (1 point), and it cut the edges read by a pushed-down question on 20
+#: calib questions from 17,590 to 10,198 at p50 (docs/results.md "Context relations").
+EDGES_PER_CONTEXT_GROUP: int | None = 5
 
 #: Threads one LadybugDB read may use (the writer, which imports and counts, keeps the engine's default of
 #: every core). A pushed-down question sends ~30 small reads; split over threads, each paid more in

@@ -198,3 +198,83 @@ def test_reads_from_many_threads_list_what_one_thread_lists(demo_uri: str, monke
     assert inflight[1] > 1, "the reads overlapped"
     assert lists(many) == lists(one) and len(lists(one)) > 5
     assert _key(_explorations(many, seeds)["paths"]) == _key(_explorations(one, seeds)["paths"])
+
+
+def _context_kg(path: Any) -> Any:
+    """A small medical KG on the real store whose biggest hubs are context relations (foods, ailments)."""
+    from kgmind.models import Entity, Relation
+    from kgmind.stores.factory import open_store
+
+    diseases = [Entity(name=f"Disease {i}", type="disease") for i in range(6)]
+    symptoms = [Entity(name=f"Symptom {i}", type="symptom") for i in range(4)]
+    test = Entity(name="Blood test", type="test")
+    foods = [Entity(name=f"Food {i}", type="food") for i in range(3)]
+    rels = []
+    for i, d in enumerate(diseases):
+        rels += [Relation(head=d.id, type="has_symptom", tail=s.id) for s in symptoms[: 2 + i % 3]]
+        rels.append(Relation(head=d.id, type="need_medical_test", tail=test.id))
+        rels += [Relation(head=d.id, type="good_food", tail=f.id) for f in foods[: 1 + i % 3]]
+        rels += [Relation(head=d.id, type="has_complication", tail=o.id) for o in diseases if o is not d][
+            : 1 + i % 4
+        ]
+    store = open_store(f"ladybug:{path}", create=True)
+    store.bulk_load([*diseases, *symptoms, test, *foods], rels)
+    return store
+
+
+def test_context_relations_keep_their_own_smaller_bound_in_both_modes(tmp_path: Any) -> None:
+    """A medical KG's context relations (role ``other``) are cut to their own bound, the medical ones
+    to ``k``; every exploration still gives the same evidence on the cut full index and pushed down,
+    and a Python-picked read keeps the same edges. A KG with no medical role has no context."""
+    from kgmind.relations import RelationRole, RelationSchema
+    from kgmind.retrievers.graph_bounds import GroupBound, bounded_rows
+    from kgmind.retrievers.graph_index import GraphIndex
+
+    store = _context_kg(tmp_path / "kg")
+    schema = store.relation_schema()
+    bound = GroupBound.for_schema(3, 1, schema)
+    assert bound.context_types == {"good_food", "has_complication"}
+    assert (bound.limit("good_food"), bound.limit("has_symptom"), bound.least, bound.most) == (1, 3, 1, 3)
+
+    full = GraphIndex(store.iter_entities(), store.iter_relations(), schema=schema)
+    full.bound(bound)
+    groups: Counter[tuple[int, str, str]] = Counter(
+        (n, full.edge_type[e], side)
+        for n in range(full.num_nodes)
+        for side, adj in (("out", full.out_adj[n]), ("in", full.in_adj[n]))
+        for e in adj
+        if not full.edge_type[e].startswith(REVERSE_MARK)
+    )
+    assert max(c for (_, t, _), c in groups.items() if t in bound.context_types) == 1
+    assert (
+        max(c for (_, t, _), c in groups.items() if t not in bound.context_types) == 3
+    )  # cut at k, not at 1
+    by_degree = sorted(range(full.num_nodes), key=lambda n: (-full.degree(n), full.ids[n]))
+    hubs = [full.ids[n] for n in by_degree[:6]]
+    for seeds in (hubs[:2], hubs[2:5], [hubs[0], full.ids[by_degree[-1]]]):
+        part = GraphIndex.neighborhood(
+            store,
+            seeds,
+            schema=schema,
+            bound=bound,
+            degree_values=np.asarray(store.degree_values()),
+            uniform=store.weights_uniform(),
+        )
+        mem, push = _explorations(full, seeds), _explorations(part, seeds)
+        for name in mem:
+            assert _key(push[name]) == _key(mem[name]), (name, seeds)
+
+    class Plain:  # only the protocol's neighbour reads
+        def neighbors(self, ids: list[str], direction: str) -> list[Any]:
+            return store.neighbors(ids, direction)  # type: ignore[arg-type]
+
+    def key(rows: list[Any]) -> list[tuple[Any, ...]]:
+        return sorted((n, r.id, side, deg, back) for n, r, side, deg, back in rows)
+
+    ids = sorted(full.ids)
+    assert key(bounded_rows(Plain(), ids, bound, ())) == key(bounded_rows(store, ids, bound, ()))
+    assert len(bounded_rows(store, ids, bound, ())) < len(bounded_rows(store, ids, 3, ()))
+
+    no_medical = RelationSchema({"likes": RelationRole("likes", "other", "entity", "entity")})
+    assert GroupBound.for_schema(3, 1, no_medical) == GroupBound(3)
+    assert GroupBound.for_schema(3, None, schema) == GroupBound(3)

@@ -1,5 +1,9 @@
 """Bounded adjacency (issue 42): per node, relation type and direction, at most ``k`` edges listed.
 
+``k`` is a :class:`GroupBound`: one bound for the relations an answer is about, and a smaller
+one for the *context* relations of a medical KG (role ``other``: foods, recipes, departments,
+complications), whose hubs hold thousands of diseases and crowd the evidence.
+
 A node's *kept* edges are, for each group of its visible stored edges (same relation type,
 same direction seen from the node), the first ``k`` by weight (heaviest first), then the
 other end's degree (lowest first: the more specific neighbour), then relation id. The
@@ -24,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from kgmind.relations import REVERSE_MARK
+from kgmind.relations import REVERSE_MARK, RelationSchema
 from kgmind.retrievers.graph_edges import EdgeColumns
 from kgmind.tuning import KEPT_BOUNDED_ROWS
 
@@ -34,6 +38,7 @@ __all__ = [
     "BoundedLists",
     "BoundedReads",
     "Bounds",
+    "GroupBound",
     "apply_bounds",
     "bounded_rows",
     "kept_lists",
@@ -49,9 +54,62 @@ class BoundedIndex(EdgeColumns, Protocol):
     in_adj: list[Any]
 
 
+@dataclass(frozen=True)
+class GroupBound:
+    """Edges a node keeps per relation type and direction: ``k``, or ``context`` for the context types.
+
+    Hashable: it is part of the key of every kept read (:class:`BoundedReads`).
+
+    Attributes:
+        k: The bound of every group whose type is not a context type.
+        context: The bound of a group of a context type.
+        context_types: The stored relation types bounded by ``context``.
+    """
+
+    k: int
+    context: int = 0
+    context_types: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        if self.k < 1 or (self.context_types and self.context < 1):
+            raise ValueError(f"edges per group must be at least 1, not {self.k} / {self.context}")
+
+    @classmethod
+    def of(cls, bound: GroupBound | int) -> GroupBound:
+        """``bound`` itself, or every group bounded by the int ``bound``."""
+        return bound if isinstance(bound, GroupBound) else cls(int(bound))
+
+    @classmethod
+    def for_schema(cls, k: int, context: int | None, schema: RelationSchema) -> GroupBound:
+        """``k`` for every type, and ``context`` for the context relations of a medical KG.
+
+        Context relations are those whose role is ``other`` in a KG where some relation has a
+        medical role. A KG with no medical role (every relation ``other``) has no context:
+        its relations are what its answers are about, so they all keep ``k``.
+        """
+        roles = schema.roles.values()
+        if context is None or context >= k or all(r.role == "other" for r in roles):
+            return cls(k)
+        return cls(k, context, frozenset(r.relation for r in roles if r.role == "other"))
+
+    def limit(self, rtype: str) -> int:
+        """The bound of a group of stored type ``rtype``."""
+        return self.context if rtype in self.context_types else self.k
+
+    @property
+    def least(self) -> int:
+        """The smallest bound of any group (a node with fewer edges in all is never cut)."""
+        return min(self.k, self.context) if self.context_types else self.k
+
+    @property
+    def most(self) -> int:
+        """The largest bound of any group (what a store reads per group before the context cut)."""
+        return max(self.k, self.context) if self.context_types else self.k
+
+
 @dataclass
 class Bounds:
-    """A bounded full index's state: ``k``, the stored degrees, and the uncut lists of the nodes cut.
+    """A bounded full index's state: the bound, the stored degrees, and the uncut lists of the nodes cut.
 
     Attributes:
         k: Edges kept per node, relation type and direction.
@@ -60,7 +118,7 @@ class Bounds:
             when weights move or disputes change).
     """
 
-    k: int
+    k: GroupBound
     degree: np.ndarray
     uncut: dict[int, tuple[Any, Any]] = field(default_factory=dict)
 
@@ -94,23 +152,24 @@ def _kept(
     node: int,
     out: Sequence[int],
     inc: Sequence[int],
-    k: int,
+    k: GroupBound,
     weights: np.ndarray,
     degree: Any,
 ) -> set[int] | None:
-    """The node's kept stored edges, or ``None`` when no group is over ``k`` (nothing to cut)."""
+    """The node's kept stored edges, or ``None`` when no group is over its bound (nothing to cut)."""
     groups = _groups(gi, node, out, inc)
-    if all(len(es) <= k for es in groups.values()):
+    if all(len(es) <= k.limit(rtype) for (rtype, _), es in groups.items()):
         return None
     ids = gi.edge_id
     kept: set[int] = set()
-    for (_, side), es in groups.items():
-        if len(es) <= k:
+    for (rtype, side), es in groups.items():
+        limit = k.limit(rtype)
+        if len(es) <= limit:
             kept.update(es)
             continue
         ends = gi.edge_tail if side == 0 else gi.edge_head
         es.sort(key=lambda e: (-float(weights[e]), int(degree[ends[e]]), ids[e]))
-        kept.update(es[:k])
+        kept.update(es[:limit])
     return kept
 
 
@@ -126,7 +185,7 @@ def kept_lists(
     return [e for e in out if stays(e)], [e for e in inc if stays(e)]
 
 
-def apply_bounds(gi: Any, k: int, nodes: Iterable[int] | None = None) -> list[int]:
+def apply_bounds(gi: Any, k: GroupBound, nodes: Iterable[int] | None = None) -> list[int]:
     """Cut a full index's lists to each node's kept edges (see the module docstring); return the nodes cut.
 
     With ``nodes`` only those are cut again from their uncut lists (weights moved); the
@@ -140,7 +199,7 @@ def apply_bounds(gi: Any, k: int, nodes: Iterable[int] | None = None) -> list[in
     changed: list[int] = []
     for n in todo:
         out, inc = bounds.uncut.get(n) or (list.__getitem__(gi.out_adj, n), list.__getitem__(gi.in_adj, n))
-        if len(out) + len(inc) <= bounds.k and n not in bounds.uncut:
+        if len(out) + len(inc) <= bounds.k.least and n not in bounds.uncut:
             continue
         kept = _kept(gi, n, out, inc, bounds.k, weights, bounds.degree)
         if kept is None:
@@ -165,16 +224,22 @@ def restore_uncut(gi: Any) -> None:
     gi._bounds = None
 
 
-def bounded_rows(store: Any, ids: Sequence[str], k: int, hidden: Collection[str]) -> list[Any]:
+def bounded_rows(
+    store: Any, ids: Sequence[str], bound: GroupBound | int, hidden: Collection[str]
+) -> list[Any]:
     """The store's kept edges of ``ids`` (``bounded_edges``), picked in Python for a store without it.
 
     Rows: ``(node, relation, "out" | "in", other end's degree, way back stored)``. The
-    Python pick reads every edge of ``ids`` and of their neighbours: right, not bounded
-    (a test double, a store of another kind).
+    store cuts every group to ``bound.most``; a context type's groups are cut to their
+    smaller bound here, from the head of the store's order. The Python pick reads every
+    edge of ``ids`` and of their neighbours: right, not bounded (a test double, a store
+    of another kind).
     """
+    bound = GroupBound.of(bound)
     read = getattr(store, "bounded_edges", None)
     if callable(read):
-        return list(read(ids, k, hidden))
+        return _context_cut(read(ids, bound.most, hidden), bound)
+    k = bound.most
     rels = [r for r in store.neighbors(list(ids), "both") if r.id not in hidden]
     others = sorted({x for r in rels for x in (r.head, r.tail)})
     around = [r for r in store.neighbors(others, "both") if r.id not in hidden] if others else []
@@ -197,7 +262,24 @@ def bounded_rows(store: Any, ids: Sequence[str], k: int, hidden: Collection[str]
             other = (lambda r: r.tail) if side == "out" else (lambda r: r.head)
             rs.sort(key=lambda r: (-r.weight, degree.get(other(r), 0), r.id))
             rows += [(node, r, side, degree.get(other(r), 0), (r.tail, r.head) in pairs) for r in rs[:k]]
-    return rows
+    return _context_cut(rows, bound)
+
+
+def _context_cut(rows: Iterable[Any], bound: GroupBound) -> list[Any]:
+    """``rows`` (each group in the store's order) with a context type's groups cut to their bound."""
+    if not bound.context_types:
+        return list(rows)
+    seen: dict[tuple[str, str, str], int] = {}
+    out: list[Any] = []
+    for row in rows:
+        node, rel, side = row[0], row[1], row[2]
+        if rel.type in bound.context_types:
+            group = (node, rel.type, side)
+            seen[group] = taken = seen.get(group, 0) + 1
+            if taken > bound.context:
+                continue
+        out.append(row)
+    return out
 
 
 class BoundedReads:
@@ -214,11 +296,11 @@ class BoundedReads:
     def __init__(self, max_rows: int = KEPT_BOUNDED_ROWS) -> None:
         self.max_rows = max_rows
         self._lock = threading.Lock()
-        self._rows: OrderedDict[tuple[Hashable, int, str], list[Any]] = OrderedDict()
+        self._rows: OrderedDict[tuple[Hashable, GroupBound, str], list[Any]] = OrderedDict()
         self._held = 0
 
     def read(
-        self, store: Any, ids: Sequence[str], k: int, hidden: Collection[str], state: Hashable
+        self, store: Any, ids: Sequence[str], k: GroupBound, hidden: Collection[str], state: Hashable
     ) -> list[Any]:
         """:func:`bounded_rows` of ``ids``, from the kept reads where they are known."""
         found: list[Any] = []
@@ -268,7 +350,7 @@ class BoundedLists:
     _weights: Any
     _complete: set[int] | None
     _bounds: Bounds | None
-    _bound_k: int | None
+    _bound_k: GroupBound | None
     _node_degree: dict[int, int] | None
 
     if TYPE_CHECKING:  # provided by GraphIndex and PushdownGrowth (defined here they would hide those)
@@ -277,7 +359,7 @@ class BoundedLists:
 
         def _drop_out_arrays(self, nodes: Collection[int]) -> None: ...
 
-    def bound(self, k: int | None) -> None:
+    def bound(self, k: GroupBound | int | None) -> None:
         """Keep at most ``k`` edges per node, type and direction (:mod:`kgmind.retrievers.graph_bounds`).
 
         A full index cuts its lists now (and again when weights or disputes change); a
@@ -288,9 +370,9 @@ class BoundedLists:
         with self._lock:
             was_cut = list(self._bounds.uncut) if self._bounds is not None else []
             restore_uncut(self)
-            self._bound_to(k, was_cut)
+            self._bound_to(GroupBound.of(k), was_cut)
 
-    def _bound_to(self, k: int, was_cut: Collection[int] = ()) -> None:
+    def _bound_to(self, k: GroupBound, was_cut: Collection[int] = ()) -> None:
         """Cut every node to ``k`` (caller holds the lock); new totals for the nodes cut now or before."""
         self._bounds = None
         changed = {*apply_bounds(self, k), *was_cut}
@@ -300,7 +382,9 @@ class BoundedLists:
 
     def _recut(self, nodes: Collection[int]) -> None:
         """Cut ``nodes`` again from their uncut lists (weights moved; the caller holds the lock)."""
-        cut = apply_bounds(self, 0, [n for n in nodes if self._bounds and n in self._bounds.uncut])
+        if self._bounds is None:
+            return
+        cut = apply_bounds(self, self._bounds.k, [n for n in nodes if n in self._bounds.uncut])
         if cut:
             self._drop_out_arrays(cut)
             self._weights = self._weights.retotalled(cut, self._out_list)

@@ -37,7 +37,7 @@ import numpy as np
 
 from kgmind.models import Entity, Relation, relation_id
 from kgmind.relations import REVERSE_MARK, RelationSchema, RelationStats, infer_schema, reverse_name
-from kgmind.retrievers.graph_bounds import BoundedLists, restore_uncut
+from kgmind.retrievers.graph_bounds import BoundedLists, GroupBound, restore_uncut
 from kgmind.retrievers.graph_edges import (
     EdgeIds,
     EdgeLookup,
@@ -274,7 +274,7 @@ class GraphIndex(BoundedLists, PushdownGrowth, PathSearch):
         schema: RelationSchema | None = None,
         reverse_readings: bool = True,
         hidden: Collection[str] = (),
-        bound: int | None = None,
+        bound: GroupBound | int | None = None,
         degree_values: np.ndarray | None = None,
         uniform: bool | None = None,
     ) -> GraphIndex:
@@ -328,7 +328,7 @@ class GraphIndex(BoundedLists, PushdownGrowth, PathSearch):
         gi.in_adj = LazyAdjacency(gi)
         frontier = gi._add_entities(store.get_entities(sorted(set(seeds))))
         if bound is not None:
-            gi._bound_k, gi._degree_values, gi._node_degree = bound, degree_values, {}
+            gi._bound_k, gi._degree_values, gi._node_degree = GroupBound.of(bound), degree_values, {}
             known = gi._source_degrees([gi.ids[n] for n in frontier])
             gi._node_degree.update({gi.index_of[i]: d for i, d in known.items()})
             complete_depth = 0  # the seeds now (every exploration reads them); any other node when read

@@ -38,11 +38,16 @@ from cachetools import LRUCache, cached
 
 from kgmind.models import WeightChange
 from kgmind.relations import RelationSchema
-from kgmind.retrievers.graph_bounds import BOUNDED_READS
+from kgmind.retrievers.graph_bounds import BOUNDED_READS, GroupBound
 from kgmind.retrievers.graph_index import GraphIndex, IndexableStore
 from kgmind.stores.feedback import on_disputes_changes, on_weight_changes
 from kgmind.stores.protocol import GraphStore
-from kgmind.tuning import EDGES_PER_GROUP, KEPT_NEIGHBORHOOD_EDGES, KEPT_NEIGHBORHOODS
+from kgmind.tuning import (
+    EDGES_PER_CONTEXT_GROUP,
+    EDGES_PER_GROUP,
+    KEPT_NEIGHBORHOOD_EDGES,
+    KEPT_NEIGHBORHOODS,
+)
 
 __all__ = [
     "PUSHDOWN_MIN_RELATIONS",
@@ -132,7 +137,7 @@ def _built(store: IndexableStore, fingerprint: str, weights_version: int, disput
         schema=store.relation_schema(),
     )
     gi.set_hidden(disputed_relation_ids(store, fingerprint, disputes))
-    gi.bound(_bound.k)  # the edges a pushed-down read keeps, so both modes give the same evidence
+    gi.bound(_bound.of(gi.schema))  # the edges a pushed-down read keeps, so both modes give the same evidence
     return _Kept(gi, disputes_version=disputes)
 
 
@@ -229,20 +234,31 @@ class _Bound:
     """The edges kept per node, relation type and direction by every index this process builds."""
 
     k: int | None = EDGES_PER_GROUP
+    context: int | None = EDGES_PER_CONTEXT_GROUP
+
+    def of(self, schema: RelationSchema) -> GroupBound | None:
+        """The bound of a KG with these relation roles (``None``: every edge)."""
+        return None if self.k is None else GroupBound.for_schema(self.k, self.context, schema)
 
 
 _bound = _Bound()
 
 
-def set_edges_per_group(k: int | None) -> None:
+def set_edges_per_group(k: int | None, context: int | str | None = "same") -> None:
     """Bound every index built from now on to ``k`` edges per node, type and direction (``None``: all).
 
-    The shipped value is :data:`kgmind.tuning.EDGES_PER_GROUP`; the benchmark that fits it
+    ``context``: the bound of a medical KG's context relations (``None``: ``k``; ``"same"``:
+    left as it is). The shipped values are :data:`kgmind.tuning.EDGES_PER_GROUP` and
+    :data:`kgmind.tuning.EDGES_PER_CONTEXT_GROUP`; the benchmark that fits them
     (``benchmarks/pushdown.py --edges-per-group``) tries others. Forgets the cached indexes.
     """
     if k is not None and k < 1:
         raise ValueError(f"edges per group must be >= 1 or None, not {k}")
+    if context != "same" and context is not None and (not isinstance(context, int) or context < 1):
+        raise ValueError(f"edges per context group must be an int >= 1 or None, not {context!r}")
     _bound.k = k
+    if context != "same":
+        _bound.context = context if isinstance(context, int) else None
     clear_graph_index_cache()
 
 
@@ -272,15 +288,17 @@ _KEPT_HOODS = _KeptNeighborhoods(KEPT_NEIGHBORHOODS, KEPT_NEIGHBORHOOD_EDGES)
 @cached(_KEPT_HOODS, key=lambda store, key: key, condition=_cond)
 def _neighborhood(store: GraphStore, key: _NeighborhoodKey) -> GraphIndex:
     _, fingerprint, weights, disputes, seeds = key
-    bounded = _bound.k is not None
+    schema = _schema(store, fingerprint)
+    bound = _bound.of(schema)
+    bounded = bound is not None
     return GraphIndex.neighborhood(
         store,
         seeds,
         fingerprint=fingerprint,
         weights_version=weights,
-        schema=_schema(store, fingerprint),
+        schema=schema,
         hidden=disputed_relation_ids(store, fingerprint, disputes),
-        bound=_bound.k,
+        bound=bound,
         degree_values=_degree_values(store, fingerprint, disputes) if bounded else None,
         uniform=_weights_uniform(store, fingerprint, weights),
     )

@@ -22,7 +22,7 @@ import numpy as np
 
 from kgmind.models import Entity, Relation
 from kgmind.relations import reverse_name
-from kgmind.retrievers.graph_bounds import BOUNDED_READS, Bounds
+from kgmind.retrievers.graph_bounds import BOUNDED_READS, Bounds, GroupBound
 from kgmind.retrievers.graph_edges import EdgeIds, EdgeLookup, sort_key
 from kgmind.retrievers.graph_hidden import HiddenEdges
 from kgmind.retrievers.graph_weights import WeightState
@@ -61,7 +61,7 @@ class PushdownGrowth:
     weights_version: int
     #: Bounded (issue 42): edges kept per node, relation type and direction, and per node its kept
     #: degree in the store; a full index that was cut keeps its state in ``_bounds``.
-    _bound_k: int | None = None
+    _bound_k: GroupBound | None = None
     _node_degree: dict[int, int] | None = None
     _degree_values: np.ndarray | None = None
     _bounds: Bounds | None = None
