@@ -21,6 +21,7 @@ __all__ = [
     "EDGES_PER_GROUP",
     "EVIDENCE_VALUES",
     "KEPT_BOUNDED_ROWS",
+    "KEPT_ENTITIES",
     "KEPT_NEIGHBORHOODS",
     "KEPT_NEIGHBORHOOD_EDGES",
     "LINK_THRESHOLD",
@@ -114,6 +115,12 @@ STORE_READ_THREADS = 1
 #: about 60-100 MB of Relation objects at the most; on the 2026-11-26 quiet-box runs keeping them made
 #: a pushed-down question 3.2x (EMCKG-full) and 1.3x (re-crawl) faster at p50.
 KEPT_BOUNDED_ROWS = 100_000
+
+#: Entities a LadybugDB store keeps from its bounded reads, so that listing a completed node's new
+#: ends asks the engine nothing (``kgmind.stores.ladybug.entity_cache``): ~150-400 bytes each with the
+#: re-crawl's descriptions (67 characters on average), so at most ~20 MB. A pushed-down re-crawl
+#: question lists ~6,000 new ends.
+KEPT_ENTITIES = 50_000
 
 #: Per-question (pushed-down) indexes a worker keeps for reuse: the explore nodes of one run share
 #: one, and so do concurrent runs of one question. At most this many, and older ones are dropped

@@ -181,13 +181,13 @@ def test_reads_from_many_threads_list_what_one_thread_lists(demo_uri: str, monke
 
     counting = threading.Lock()
 
-    def slow(ids: Any, k: int, hidden: Any = ()) -> Any:
+    def slow(ids: Any, k: int, hidden: Any = (), small: Any = ()) -> Any:
         with counting:
             inflight[0] += 1
             inflight[1] = max(inflight)
         time.sleep(0.02)
         try:
-            return read(ids, k, hidden)
+            return read(ids, k, hidden, small)
         finally:
             with counting:
                 inflight[0] -= 1

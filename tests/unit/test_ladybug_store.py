@@ -394,7 +394,12 @@ def test_whole_reads_of_small_nodes_equal_the_engine_cut(
         monkeypatch.setattr(ld, "read_degrees", lambda s, i: {n: (0, {}) for n in i})
         stale = store.bounded_edges(ids, k, hidden)
         monkeypatch.setattr(ld, "read_degrees", degrees)
-        assert fast == engine == stale
+        # nodes the caller calls small (their kept degree came with an earlier read) are read whole
+        # without asking their degrees; one with a group over k after all still gets the engine's cut
+        sent.clear()
+        hinted = store.bounded_edges(ids, k, hidden, small=ids)
+        assert q.GET_DEGREES not in sent
+        assert fast == engine == stale == hinted
         assert any(has_back for *_, has_back in fast) and not all(has_back for *_, has_back in fast)
         sent.clear()
     assert len(engine) > 200
@@ -447,3 +452,50 @@ def test_meta_versions_are_read_once_until_a_write(
     store._meta.clear()
     store.weights_version()
     assert "weights" not in " ".join(store._meta) and store._meta == {}
+
+
+def test_ends_read_with_bounded_edges_are_known_without_asking_again(
+    store: LadybugStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bounded read brings its ends' entities: looking them up after sends no query and gives what
+    a fresh store reads; an import that changes an entity moves the load version, and the new
+    entity is read again."""
+    a, b, _, _ = _tiny(store)
+    c = Entity(name="Gamma", type="symptom")
+    store.bulk_load([c], [Relation(head=a.id, type="has_symptom", tail=c.id)])
+    store._entities.clear()
+    store.bounded_edges([a.id], 5)
+    sent: list[str] = []
+    rows = store._rows
+
+    def spying(
+        query: str, params: dict[str, object] | None = None, conn: object = None
+    ) -> list[list[object]]:
+        sent.append(query)
+        return rows(query, params, conn)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(store, "_rows", spying)
+    kept = store.get_entities([b.id, c.id])
+    assert q.GET_ENTITIES not in sent
+    monkeypatch.setattr(store, "_rows", rows)
+    assert kept == list(store._read_entities([b.id, c.id])) and kept[1].description == ""
+    assert store.get_entities([a.id, "no-such-id"]) == [a]  # the read node itself: asked once, then kept
+    store.bulk_load([c.model_copy(update={"description": "a sign"})], [])  # an import fills it in
+    assert store.get_entities([c.id])[0].description == "a sign"
+
+
+def test_the_entity_cache_is_bounded_and_keyed_by_version() -> None:
+    from kgmind.stores.ladybug.entity_cache import EntityCache
+
+    cache = EntityCache(size=2)
+    ents = [Entity(name=f"E{i}") for i in range(3)]
+    asked: list[list[str]] = []
+
+    def read(ids: list[str]) -> list[Entity]:
+        asked.append(ids)
+        return [e for e in ents if e.id in ids]
+
+    cache.remember(ents, "v1")  # the oldest goes past the bound
+    assert sorted(e.id for e in cache.fetch([e.id for e in ents], "v1", read)) == sorted(e.id for e in ents)
+    assert asked == [[ents[0].id]]
+    assert cache.fetch([ents[2].id], "v2", read) == [ents[2]] and asked[-1] == [ents[2].id]  # new version

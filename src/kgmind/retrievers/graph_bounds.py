@@ -225,7 +225,11 @@ def restore_uncut(gi: Any) -> None:
 
 
 def bounded_rows(
-    store: Any, ids: Sequence[str], bound: GroupBound | int, hidden: Collection[str]
+    store: Any,
+    ids: Sequence[str],
+    bound: GroupBound | int,
+    hidden: Collection[str],
+    small: Collection[str] = (),
 ) -> list[Any]:
     """The store's kept edges of ``ids`` (``bounded_edges``), picked in Python for a store without it.
 
@@ -233,12 +237,14 @@ def bounded_rows(
     store cuts every group to ``bound.most``; a context type's groups are cut to their
     smaller bound here, from the head of the store's order. The Python pick reads every
     edge of ``ids`` and of their neighbours: right, not bounded (a test double, a store
-    of another kind).
+    of another kind). ``small``: ids known to have at most ``bound.most`` edges in all,
+    which the store may read without asking their degrees.
     """
     bound = GroupBound.of(bound)
     read = getattr(store, "bounded_edges", None)
     if callable(read):
-        return _context_cut(read(ids, bound.most, hidden), bound)
+        got = read(ids, bound.most, hidden, small=small) if small else read(ids, bound.most, hidden)
+        return _context_cut(got, bound)
     k = bound.most
     rels = [r for r in store.neighbors(list(ids), "both") if r.id not in hidden]
     others = sorted({x for r in rels for x in (r.head, r.tail)})
@@ -300,7 +306,13 @@ class BoundedReads:
         self._held = 0
 
     def read(
-        self, store: Any, ids: Sequence[str], k: GroupBound, hidden: Collection[str], state: Hashable
+        self,
+        store: Any,
+        ids: Sequence[str],
+        k: GroupBound,
+        hidden: Collection[str],
+        state: Hashable,
+        small: Collection[str] = (),
     ) -> list[Any]:
         """:func:`bounded_rows` of ``ids``, from the kept reads where they are known."""
         found: list[Any] = []
@@ -315,7 +327,7 @@ class BoundedReads:
                     found += kept
         if not todo:
             return found
-        fresh = bounded_rows(store, todo, k, hidden)
+        fresh = bounded_rows(store, todo, k, hidden, [n for n in todo if n in small])
         by_node: dict[str, list[Any]] = {n: [] for n in todo}
         for row in fresh:
             by_node[row[0]].append(row)

@@ -114,7 +114,10 @@ class PushdownGrowth:
             store = getattr(self._source, "uri", None) or id(self._source)
             state = (store, self.fingerprint, self.weights_version, hidden)
             ids = [self.ids[n] for n in todo]
-        rows = BOUNDED_READS.read(self._source, ids, k, hidden, state)
+            # a node whose kept degree came with an earlier read, and is at most the bound, is read whole
+            known = self._node_degree or {}
+            small = {self.ids[n] for n in todo if known.get(n, k.most + 1) <= k.most}
+        rows = BOUNDED_READS.read(self._source, ids, k, hidden, state, small)
         # the new ends' entities are read outside the lock too (the index only grows: known stays known)
         asked = sorted({x for _, r, _, _, _ in rows for x in (r.head, r.tail) if x not in self.index_of})
         fetched = self._source.get_entities(asked) if asked else []

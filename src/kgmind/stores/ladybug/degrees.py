@@ -12,15 +12,16 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any, Protocol
 
-from kgmind.models import Relation
+from kgmind.models import Entity, Relation
 from kgmind.stores import degrees as dg
 from kgmind.stores.ladybug import queries as q
 from kgmind.stores.ladybug import verdicts as lv
-from kgmind.stores.ladybug.rows import relation_from_row
+from kgmind.stores.ladybug.rows import entity_from_row, relation_from_row
 
 __all__ = [
     "META_DEGREES",
     "BoundedEdge",
+    "DegreeReads",
     "bounded_edges",
     "disputed_in",
     "read_degrees",
@@ -44,6 +45,35 @@ class LadybugReader(Protocol):
     ) -> list[list[Any]]: ...
 
     def _table(self, query: str, conn: Any = None) -> dict[str, list[Any]]: ...
+
+    def _remember_entities(self, entities: list[Entity]) -> None: ...
+
+
+class DegreeReads:
+    """The reads of kept degrees and bounded edges (a base class of ``LadybugStore``)."""
+
+    def degrees(self: LadybugReader, ids: Sequence[str]) -> dict[str, tuple[int, dict[str, tuple[int, int]]]]:
+        """``{id: (degree, {type: (out, in)})}`` as kept in the store (:mod:`kgmind.stores.degrees`)."""
+        return read_degrees(self, ids)
+
+    def degree_values(self: LadybugReader) -> list[int]:
+        """Every entity's degree (what a hub percentile is taken over)."""
+        return [int(d or 0) for (d,) in self._rows(q.DEGREE_VALUES)]
+
+    def bounded_edges(
+        self: LadybugReader,
+        ids: Sequence[str],
+        k: int,
+        hidden: Collection[str] = (),
+        small: Collection[str] = (),
+    ) -> list[BoundedEdge]:
+        """Per node, type and direction the first ``k`` edges: heaviest, then most specific (see below)."""
+        return bounded_edges(self, ids, k, hidden, small)
+
+    def weights_uniform(self: LadybugReader) -> bool:
+        """Whether every edge has the same weight (nothing learnt), one aggregate read."""
+        rows = self._rows(q.WEIGHT_RANGE)
+        return not rows or rows[0][0] is None or rows[0][0] == rows[0][1]
 
 
 def disputed_in(store: LadybugReader, conn: Any) -> set[str]:
@@ -96,7 +126,7 @@ def read_degrees(
 
 
 def bounded_edges(
-    store: LadybugReader, ids: Sequence[str], k: int, hidden: Collection[str]
+    store: LadybugReader, ids: Sequence[str], k: int, hidden: Collection[str], small: Collection[str] = ()
 ) -> list[BoundedEdge]:
     """Per node of ``ids``, relation type and direction, its first ``k`` edges in the store's order.
 
@@ -109,14 +139,21 @@ def bounded_edges(
     node's size. Their whole lists are read instead (``WHOLE_EDGES``) and put in the same
     order here; only the nodes with a bigger group (hubs) are cut in the engine. Rows come
     in the statement's order: outgoing groups, then incoming, each by node and type.
+
+    ``small``: nodes the caller knows have at most ``k`` edges in all (their kept degree
+    came with an earlier read), read whole without asking their degrees first; a group
+    found over ``k`` after all still goes to the engine's cut.
     """
     if not ids or k <= 0:
         return []
     ids = list(dict.fromkeys(ids))  # each node once: the statements unwind them
-    degrees = read_degrees(store, ids)
-    small = [n for n in ids if n in degrees and all(max(v) <= k for v in degrees[n][1].values())]
-    hidden, read_whole = set(hidden), set(small)
-    groups, cut = _whole_groups(store, small, k, hidden) if small else ([], [])
+    known = set(small) & set(ids)
+    degrees = read_degrees(store, [n for n in ids if n not in known]) if len(known) < len(ids) else {}
+    whole = [
+        n for n in ids if n in known or (n in degrees and all(max(v) <= k for v in degrees[n][1].values()))
+    ]
+    hidden, read_whole = set(hidden), set(whole)
+    groups, cut = _whole_groups(store, whole, k, hidden) if whole else ([], [])
     hubs = [n for n in ids if n in degrees and n not in read_whole] + cut  # an unknown id has no edges
     if hubs:
         groups += _engine_groups(store, hubs, k, hidden)
@@ -144,12 +181,13 @@ def _whole_groups(
     over ``k`` (kept degrees older than the rule in force) sends its node to the engine's cut.
     """
     read = store._rows(q.WHOLE_EDGES, {"ids": ids})
+    _remember_ends(store, read)
     ends_of: dict[tuple[str, str], set[str]] = {}  # (node, side) -> every other end on that side
     for side, node, _t, _r, ends, *_ in read:
         ends_of.setdefault((node, side), set()).update(ends)
     groups: list[_Group] = []
     cut: set[str] = set()
-    for side, node, rtype, rids, ends, weights, sources, degs in read:
+    for side, node, rtype, rids, ends, weights, sources, degs, *_ in read:
         edges = [
             (_relation(side, node, rtype, rid, end, w, src), deg)
             for rid, end, w, src, deg in zip(rids, ends, weights, sources, degs, strict=True)
@@ -173,6 +211,8 @@ def _whole_groups(
 def _engine_groups(store: LadybugReader, ids: list[str], k: int, hidden: set[str]) -> list[_Group]:
     """The groups of ``ids`` cut in the engine (``BOUNDED_EDGES``), ways back asked after (``BACK_EDGES``)."""
     params = {"ids": ids, "k": k, "hidden": sorted(hidden), "rows": 1 << 62}
+    rows = store._rows(q.BOUNDED_EDGES, params)
+    _remember_ends(store, rows)
     read = [
         (
             side,
@@ -183,7 +223,7 @@ def _engine_groups(store: LadybugReader, ids: list[str], k: int, hidden: set[str
                 for rid, end, w, src, deg in zip(rids, ends, weights, sources, degrees, strict=True)
             ],
         )
-        for side, node, rtype, rids, ends, weights, sources, degrees in store._rows(q.BOUNDED_EDGES, params)
+        for side, node, rtype, rids, ends, weights, sources, degrees, *_ in rows
     ]
     others = sorted({r.tail if side == "out" else r.head for side, _n, _t, edges in read for r, _d in edges})
     if not others:
@@ -194,3 +234,18 @@ def _engine_groups(store: LadybugReader, ids: list[str], k: int, hidden: set[str
         for side, node, rtype, edges in read
         if edges
     ]
+
+
+def _remember_ends(store: LadybugReader, rows: Sequence[Sequence[Any]]) -> None:
+    """Give the store the other ends' entities that came with a bounded read (see ``entity_cache``).
+
+    Each row ends with the ends' names, types, aliases and descriptions, beside its ids (5th field).
+    """
+    store._remember_entities(
+        [
+            entity_from_row(fields)
+            for row in rows
+            for fields in zip(row[4], *row[-4:], strict=True)
+            if fields[0] is not None
+        ]
+    )

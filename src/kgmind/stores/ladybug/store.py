@@ -32,7 +32,7 @@ import functools
 import json
 import threading
 import uuid
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
@@ -54,6 +54,7 @@ from kgmind.stores.ladybug import degrees as ld
 from kgmind.stores.ladybug import queries as q
 from kgmind.stores.ladybug import verdicts as lv
 from kgmind.stores.ladybug.connections import Connections
+from kgmind.stores.ladybug.entity_cache import EntityCache
 from kgmind.stores.ladybug.load_plan import LoadPlan, plan_load
 from kgmind.stores.ladybug.rows import (
     SEP,
@@ -102,7 +103,7 @@ def _engine_error(exc: BaseException) -> str:
     return text
 
 
-class LadybugStore(StoreBase):
+class LadybugStore(ld.DegreeReads, StoreBase):
     """A :class:`~kgmind.stores.protocol.GraphStore` in a LadybugDB directory.
 
     Args:
@@ -142,6 +143,7 @@ class LadybugStore(StoreBase):
         self._meta: dict[str, Any] = {}  # Meta versions read since the last write (_read_meta)
         self._meta_writes = 0
         self._meta_lock = threading.Lock()
+        self._entities = EntityCache()  # the ends of bounded reads, so get_entities asks less
         try:
             if self.path.exists() and not self.path.is_dir():
                 raise StoreUnavailableError(f"cannot open LadybugDB store {self.path}: not a directory")
@@ -372,7 +374,13 @@ class LadybugStore(StoreBase):
 
     # -- reading -----------------------------------------------------------------
     def _fetch_entities(self, ids: list[str]) -> Iterable[Entity]:
+        return self._entities.fetch(ids, self._read_meta(_META_LOAD), self._read_entities)
+
+    def _read_entities(self, ids: list[str]) -> Iterable[Entity]:
         return map(entity_from_row, self._rows(q.GET_ENTITIES, {"ids": ids}))
+
+    def _remember_entities(self, entities: list[Entity]) -> None:
+        self._entities.remember(entities, self._read_meta(_META_LOAD))
 
     def _fetch_relations(self, ids: list[str]) -> Iterable[Relation]:
         return map(relation_from_row, self._rows(q.GET_RELATIONS, {"ids": ids}))
@@ -431,24 +439,7 @@ class LadybugStore(StoreBase):
     def _fetch_docs_for(self, entity_ids: list[str]) -> list[KnowledgeDoc]:
         return [doc_from_row(r) for r in self._rows(q.GET_DOCS_FOR, {"ids": entity_ids})]
 
-    # -- degrees and bounded reads (issue 42) -----------------------------------------
-    def degrees(self, ids: Sequence[str]) -> dict[str, tuple[int, dict[str, tuple[int, int]]]]:
-        """``{id: (degree, {type: (out, in)})}`` as kept in the store (:mod:`kgmind.stores.degrees`)."""
-        return ld.read_degrees(self, ids)
-
-    def degree_values(self) -> list[int]:
-        """Every entity's degree (what a hub percentile is taken over)."""
-        return [int(d or 0) for (d,) in self._rows(q.DEGREE_VALUES)]
-
-    def bounded_edges(self, ids: Sequence[str], k: int, hidden: Collection[str] = ()) -> list[ld.BoundedEdge]:
-        """Per node, type and direction the first ``k`` edges by weight, then specificity (see ``ld``)."""
-        return ld.bounded_edges(self, ids, k, hidden)
-
-    def weights_uniform(self) -> bool:
-        """Whether every edge has the same weight (nothing learnt), one aggregate read."""
-        rows = self._rows(q.WEIGHT_RANGE)
-        return not rows or rows[0][0] is None or rows[0][0] == rows[0][1]
-
+    # -- degrees and bounded reads (issue 42): ld.DegreeReads ----------------------------
     def _refresh_degrees_of(self, conn: Any, relation_ids: Sequence[str]) -> None:
         """Count the degrees of the ends of ``relation_ids`` again, on ``conn`` (a verdict, a restore)."""
         ends = {

@@ -59,8 +59,14 @@ class Neo4jDegrees:
         recs = self._read(q.WEIGHT_RANGE, {}, "weights_uniform")
         return not recs or recs[0]["lightest"] is None or recs[0]["lightest"] == recs[0]["heaviest"]
 
-    def bounded_edges(self, ids: Sequence[str], k: int, hidden: Collection[str] = ()) -> list[BoundedEdge]:
-        """Per node, type and direction the first ``k`` edges: heaviest, then most specific, then by id."""
+    def bounded_edges(
+        self, ids: Sequence[str], k: int, hidden: Collection[str] = (), small: Collection[str] = ()
+    ) -> list[BoundedEdge]:
+        """Per node, type and direction the first ``k`` edges: heaviest, then most specific, then by id.
+
+        ``small`` (nodes known to have at most ``k`` edges) is a LadybugDB shortcut; one statement
+        reads every node here.
+        """
         if not ids or k <= 0:
             return []
         types = sorted({r["type"] for r in self._read(q.RELATIONSHIP_TYPES, {}, "bounded_edges")})

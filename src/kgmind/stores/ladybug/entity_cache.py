@@ -1,0 +1,76 @@
+"""Entities a LadybugDB store read lately, kept for its current load version (issue 42).
+
+A pushed-down question completes ~30 (EMCKG-full) to ~80 (re-crawl) nodes, and after each
+it asked the store for the new ends' entities: one more round trip per node, a third of a
+re-crawl question's queries. The bounded reads now return the ends' entity fields with the
+edges (``WHOLE_EDGES``, ``BOUNDED_EDGES``), the store keeps them here, and ``get_entities``
+asks the engine only for the ids it does not know.
+
+An entity changes only in a write that moves the store's load version (an import, schema
+roles, a clear), and the file lock keeps other processes from writing while the store is
+open; so the kept entities are those of one version, and a new version forgets them all.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+
+from kgmind.models import Entity
+from kgmind.tuning import KEPT_ENTITIES
+
+__all__ = ["EntityCache"]
+
+
+class EntityCache:
+    """At most ``size`` entities of one load version, least recently used dropped first."""
+
+    def __init__(self, size: int = KEPT_ENTITIES) -> None:
+        self.size = size
+        self._lock = threading.Lock()
+        self._kept: OrderedDict[str, Entity] = OrderedDict()
+        self._version: object = None
+
+    def remember(self, entities: Iterable[Entity], version: object) -> None:
+        """Keep ``entities`` as read under load version ``version``."""
+        with self._lock:
+            self._at(version)
+            for ent in entities:
+                self._kept[ent.id] = ent
+                self._kept.move_to_end(ent.id)
+            while len(self._kept) > self.size:
+                self._kept.popitem(last=False)
+
+    def fetch(
+        self, ids: Sequence[str], version: object, read: Callable[[list[str]], Iterable[Entity]]
+    ) -> list[Entity]:
+        """The entities among ``ids``: kept ones, and ``read`` (one engine query) for the rest."""
+        found: list[Entity] = []
+        missing: list[str] = []
+        with self._lock:
+            self._at(version)
+            for eid in dict.fromkeys(ids):
+                ent = self._kept.get(eid)
+                if ent is None:
+                    missing.append(eid)
+                else:
+                    self._kept.move_to_end(eid)
+                    found.append(ent)
+        if missing:
+            fresh = list(read(missing))
+            self.remember(fresh, version)
+            found += fresh
+        return found
+
+    def clear(self) -> None:
+        """Forget every kept entity."""
+        with self._lock:
+            self._kept.clear()
+            self._version = None
+
+    def _at(self, version: object) -> None:
+        """Forget the kept entities when the load version moved (caller holds the lock)."""
+        if version != self._version:
+            self._kept.clear()
+            self._version = version
