@@ -45,6 +45,7 @@ def mindmap_neighbor_lines(
     *,
     schema: RelationSchema,
     expand_all: bool = False,
+    prefetch: Callable[[list[N]], None] | None = None,
 ) -> list[L]:
     """MindMap's neighbor lines, whatever the graph is read from (see the module docstring).
 
@@ -58,6 +59,8 @@ def mindmap_neighbor_lines(
         schema: The relation roles: which readings lead to a disease, which list symptoms.
         expand_all: Expand every reached disease (MindMap's cost) instead of stopping once
             ``max_lines`` expansion lines are found (only that prefix can be returned).
+        prefetch: Called with the diseases an expansion is about to read, all of them (a
+            pushed-down index reads them in one store query instead of one each).
 
     Returns:
         Up to ``max_lines`` lines: entity lines, then expansion lines.
@@ -75,6 +78,8 @@ def mindmap_neighbor_lines(
                 entity_lines.append(line(i, rtype, edges, False))
         while diseases and (expand_all or len(disease_lines) < max_lines):
             chosen = [d for d in diseases if d in linked] or diseases
+            if prefetch is not None:
+                prefetch([d for d in chosen if d not in visited])
             nxt: list[N] = []
             for d in chosen:
                 if d in visited:
@@ -91,6 +96,12 @@ def mindmap_neighbor_lines(
             diseases = [d for d in dict.fromkeys(nxt) if d not in visited]
     lines = entity_lines + (disease_lines if len(entity_lines) <= max_lines else [])
     return lines[:max_lines]
+
+
+#: Ranked diseases a pushed-down index reads per store query: a line list is usually full
+#: after a handful (each disease gives a support line and its tests and drugs), so a bigger
+#: batch reads diseases no line comes from.
+_PREFETCH = 4
 
 
 def _groups(gi: GraphIndex, node: int) -> list[tuple[str, list[int]]]:
@@ -330,6 +341,7 @@ def neighbor_evidence(
         builder,
         max_lines,
         schema=gi.schema,
+        prefetch=gi.prefetch,
     )
     return [build() for build in lines]
 
@@ -366,6 +378,8 @@ def _ranked_neighbors(
     for rank, (did, score, support_ids) in enumerate(ranking):
         if len(lines) >= 3 * max_lines:  # enough candidates to sort
             break
+        if rank % _PREFETCH == 0:  # pushed down: the next few diseases in one store query
+            gi.prefetch(gi.index_of[r[0]] for r in ranking[rank : rank + _PREFETCH])
         d = gi.index_of[did]
         share = score / top if top > 0 else 0.0
         common: dict[str, Any] = {"disease": gi.names[d], "disease_rank": rank + 1, "votes": score}
@@ -378,6 +392,7 @@ def _ranked_neighbors(
             lines.append(
                 (sc, partial(_line, gi, d, rtype, edges, score=sc, expansion=True, **common, **opts))
             )
+    gi.prefetch(i for i in nodes if i not in disease_set)
     for i in nodes:
         if i in disease_set:
             continue

@@ -46,7 +46,9 @@ class LadybugReader(Protocol):
 
     def _table(self, query: str, conn: Any = None) -> dict[str, list[Any]]: ...
 
-    def _remember_entities(self, entities: list[Entity]) -> None: ...
+    def _load_version(self) -> object: ...
+
+    def _remember_entities(self, entities: list[Entity], version: object) -> None: ...
 
 
 class DegreeReads:
@@ -180,8 +182,9 @@ def _whole_groups(
     edge the other way to the same end (disputed edges count, as in ``BACK_EDGES``). A group
     over ``k`` (kept degrees older than the rule in force) sends its node to the engine's cut.
     """
+    version = store._load_version()  # before the read: an entity read is never kept under a newer version
     read = store._rows(q.WHOLE_EDGES, {"ids": ids})
-    _remember_ends(store, read)
+    _remember_ends(store, read, version)
     ends_of: dict[tuple[str, str], set[str]] = {}  # (node, side) -> every other end on that side
     for side, node, _t, _r, ends, *_ in read:
         ends_of.setdefault((node, side), set()).update(ends)
@@ -211,8 +214,9 @@ def _whole_groups(
 def _engine_groups(store: LadybugReader, ids: list[str], k: int, hidden: set[str]) -> list[_Group]:
     """The groups of ``ids`` cut in the engine (``BOUNDED_EDGES``), ways back asked after (``BACK_EDGES``)."""
     params = {"ids": ids, "k": k, "hidden": sorted(hidden), "rows": 1 << 62}
+    version = store._load_version()
     rows = store._rows(q.BOUNDED_EDGES, params)
-    _remember_ends(store, rows)
+    _remember_ends(store, rows, version)
     read = [
         (
             side,
@@ -236,16 +240,13 @@ def _engine_groups(store: LadybugReader, ids: list[str], k: int, hidden: set[str
     ]
 
 
-def _remember_ends(store: LadybugReader, rows: Sequence[Sequence[Any]]) -> None:
+def _remember_ends(store: LadybugReader, rows: Sequence[Sequence[Any]], version: object) -> None:
     """Give the store the other ends' entities that came with a bounded read (see ``entity_cache``).
 
-    Each row ends with the ends' names, types, aliases and descriptions, beside its ids (5th field).
+    Each row ends with the ends' names, types, aliases and descriptions, beside its ids (5th
+    field); ``version``: the store's load version read before the rows.
     """
-    store._remember_entities(
-        [
-            entity_from_row(fields)
-            for row in rows
-            for fields in zip(row[4], *row[-4:], strict=True)
-            if fields[0] is not None
-        ]
-    )
+    ends = [
+        entity_from_row(f) for row in rows for f in zip(row[4], *row[-4:], strict=True) if f[0] is not None
+    ]
+    store._remember_entities(ends, version)

@@ -374,13 +374,17 @@ class LadybugStore(ld.DegreeReads, StoreBase):
 
     # -- reading -----------------------------------------------------------------
     def _fetch_entities(self, ids: list[str]) -> Iterable[Entity]:
-        return self._entities.fetch(ids, self._read_meta(_META_LOAD), self._read_entities)
+        return self._entities.fetch(ids, self._load_version(), self._read_entities)
 
     def _read_entities(self, ids: list[str]) -> Iterable[Entity]:
         return map(entity_from_row, self._rows(q.GET_ENTITIES, {"ids": ids}))
 
-    def _remember_entities(self, entities: list[Entity]) -> None:
-        self._entities.remember(entities, self._read_meta(_META_LOAD))
+    def _load_version(self) -> object:
+        """The load version (moved by every write that changes entities): what kept entities are keyed by."""
+        return self._read_meta(_META_LOAD)
+
+    def _remember_entities(self, entities: list[Entity], version: object) -> None:
+        self._entities.remember(entities, version)
 
     def _fetch_relations(self, ids: list[str]) -> Iterable[Relation]:
         return map(relation_from_row, self._rows(q.GET_RELATIONS, {"ids": ids}))
