@@ -517,3 +517,64 @@ def test_ranked_neighbors_offer_only_lines_with_a_tail_of_the_wanted_types() -> 
         return [ev for ev in evs if ev.meta["relation"] == "support"]
 
     assert support(answer) and support(answer) == support(every)
+
+
+def _sequential_chains(
+    gi: GraphIndex, starts: Sequence[str], n_chains: int, max_depth: int, seed: int
+) -> list:
+    """KGCoT's draws one chain after another, as first written: the reference for the level-by-level walk."""
+    rng = np.random.default_rng(seed)
+    weights = gi.weight_snapshot()
+    out = []
+    for s in [gi.index_of[i] for i in starts if i in gi.index_of]:
+        for _ in range(n_chains):
+            visited, cur, nodes, edges = {s}, s, [s], []
+            for _depth in range(max_depth):
+                leaving = gi.out_array(cur)
+                cand = (
+                    leaving[~np.isin(gi.edge_tail_array[leaving], list(visited))] if len(leaving) else leaving
+                )
+                if not len(cand):
+                    break
+                p = weights.weights[cand] / weights.weights[cand].sum()
+                k = min(int(np.searchsorted(np.cumsum(p), rng.random(), side="right")), len(cand) - 1)
+                edges.append(int(cand[k]))
+                cur = gi.edge_tail[edges[-1]]
+                visited.add(cur)
+                nodes.append(cur)
+            out.append((s, tuple(nodes), tuple(edges)))
+    return out
+
+
+def test_kgcot_chains_walked_level_by_level_are_the_chains_drawn_one_by_one() -> None:
+    """The chains step together (one store read per level when pushed down), yet every draw is the one
+    the sequential DFS makes with the same seed, dead ends (which use no random number) included."""
+    early = 0
+    for seed in range(12):
+        rng = np.random.default_rng(100 + seed)
+        names = [f"n{i}" for i in range(14)]
+        rels = {
+            (h, t): Relation(
+                head=eid(h),
+                type=str(rng.choice(["a", "b"])),
+                tail=eid(t),
+                weight=float(rng.choice([0.5, 1, 3])),
+            )
+            for h, t in zip(rng.choice(names, 30), rng.choice(names, 30), strict=True)
+            if h != t
+        }
+        gi = GraphIndex([Entity(name=n) for n in names], list(rels.values()), reverse_readings=bool(seed % 2))
+        starts = ids(*rng.choice(names, 3, replace=False))
+        got = weighted_dfs_chains(gi, starts, n_chains=4, max_depth=3, seed=seed)
+        want = _sequential_chains(gi, starts, 4, 3, seed)
+        early += sum(
+            len(edges) < 3 for _, _, edges in want[:-1]
+        )  # a chain that stops before another is drawn
+        drawn = [(s, nodes, edges) for s, nodes, edges in want if edges]
+        firsts = list(dict.fromkeys(drawn))
+        assert [e.meta["start"] for e in got] == [gi.names[s] for s, _, _ in firsts]
+        assert [tuple(e.relation_ids) for e in got] == [
+            tuple(gi.edge_id[x] for x in es) for _, _, es in firsts
+        ]
+        assert [e.meta["draws"] for e in got] == [drawn.count(f) for f in firsts]
+    assert early > 5

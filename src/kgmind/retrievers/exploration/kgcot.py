@@ -30,29 +30,76 @@ class DocSource(Protocol):
         ...
 
 
-def _draw(gi: GraphIndex, weights: WeightSnapshot, s: int, max_depth: int, rng: np.random.Generator) -> _Draw:
-    """A chain from ``s``: each step, ``u = rng.random()`` picks the first edge with cumulative p > u."""
-    visited = {s}
-    cur = s
-    path_nodes = [s]
-    edges: list[int] = []
-    probs: list[float] = []
-    for _depth in range(max_depth):
+class _Chain:
+    """One chain being drawn: its nodes, edges and step probabilities, and the nodes it visited."""
+
+    def __init__(self, start: int) -> None:
+        self.nodes = [start]
+        self.edges: list[int] = []
+        self.probs: list[float] = []
+        self.visited = {start}
+        self.done = False
+
+    def step(self, gi: GraphIndex, weights: WeightSnapshot, u: float) -> None:
+        """Draw the next edge with ``u`` (the first whose cumulative p exceeds it); a dead end ends it."""
+        cur = self.nodes[-1]
         leaving = gi.out_array(cur)
-        cand = leaving[~np.isin(gi.edge_tail_array[leaving], list(visited))] if len(leaving) else leaving
+        cand = leaving[~np.isin(gi.edge_tail_array[leaving], list(self.visited))] if len(leaving) else leaving
         if not len(cand):
-            break
+            self.done = True
+            return
         w = weights.weights[cand]
         p = w / w.sum()
-        u = rng.random()
         k = min(int(np.searchsorted(np.cumsum(p), u, side="right")), len(cand) - 1)
         e = int(cand[k])
-        edges.append(e)
-        probs.append(float(p[k]))
-        cur = gi.edge_tail[e]
-        visited.add(cur)
-        path_nodes.append(cur)
-    return s, path_nodes, edges, probs
+        self.edges.append(e)
+        self.probs.append(float(p[k]))
+        nxt = gi.edge_tail[e]
+        self.visited.add(nxt)
+        self.nodes.append(nxt)
+
+
+class _Uniforms:
+    """The call's ``rng.random()`` values by position, drawn in order as positions are asked for."""
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.rng = rng
+        self.drawn: list[float] = []
+
+    def at(self, i: int) -> float:
+        while len(self.drawn) <= i:
+            self.drawn.append(self.rng.random())
+        return self.drawn[i]
+
+
+def _draws(
+    gi: GraphIndex, weights: WeightSnapshot, starts: Sequence[int], max_depth: int, seed: int
+) -> list[_Chain]:
+    """One chain from each of ``starts``, exactly as drawn one after another with one ``rng``.
+
+    One after another, chain ``c``'s step ``t`` uses the ``(steps of the chains before c) + t``-th
+    ``rng.random()``, and a chain stops at a dead end without using one. Here the chains step
+    together, level by level, so that a pushed-down index reads the nodes of a level in one
+    store query (:meth:`GraphIndex.prefetch`) instead of one per step: each chain is first taken
+    to run ``max_depth`` steps, and where one stops sooner the chains after it are drawn again
+    from their true positions (at most once per chain that stops early).
+    """
+    us = _Uniforms(np.random.default_rng(seed))
+    done: list[_Chain] = []  # the first chains, drawn from their true positions
+    at = 0  # the position of the first chain not done
+    while len(done) < len(starts):
+        chains = [_Chain(s) for s in starts[len(done) :]]
+        for t in range(max_depth):
+            alive = [c for c, ch in enumerate(chains) if not ch.done]
+            if not alive:
+                break
+            gi.prefetch(chains[c].nodes[-1] for c in alive)
+            for c in alive:
+                chains[c].step(gi, weights, us.at(at + c * max_depth + t))
+        short = next((c for c, ch in enumerate(chains) if len(ch.edges) < max_depth), len(chains) - 1)
+        done += chains[: short + 1]  # right up to the first that stopped early: the rest moved
+        at += short * max_depth + len(chains[short].edges)
+    return done
 
 
 def _knowledge(gi: GraphIndex, store: DocSource, found: Sequence[_Draw]) -> dict[str, str]:
@@ -94,21 +141,19 @@ def weighted_dfs_chains(
         ``kgcot`` evidence items; score = probability of drawing the chain;
         ``meta["probabilities"]`` the step probabilities.
     """
-    rng = np.random.default_rng(seed)
     weights = gi.weight_snapshot()  # one set of weights for the whole call, whatever feedback lands
     found: list[_Draw] = []
     counts: dict[tuple[int, ...], int] = {}
-    for s in resolve(gi, entity_ids):
-        for _ in range(n_chains):
-            draw = _draw(gi, weights, s, max_depth, rng)
-            if not draw[2]:
-                continue
-            key = (s, *draw[2])
-            if key in counts:
-                counts[key] += 1
-                continue
-            counts[key] = 1
-            found.append(draw)
+    starts = [s for s in resolve(gi, entity_ids) for _ in range(n_chains)]
+    for ch in _draws(gi, weights, starts, max_depth, seed):
+        if not ch.edges:
+            continue
+        key = (ch.nodes[0], *ch.edges)
+        if key in counts:
+            counts[key] += 1
+            continue
+        counts[key] = 1
+        found.append((ch.nodes[0], ch.nodes, ch.edges, ch.probs))
     knowledge = _knowledge(gi, store, found) if store is not None else {}
     out: list[Evidence] = []
     for s, path_nodes, edges, probs in found:
