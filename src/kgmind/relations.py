@@ -47,6 +47,7 @@ __all__ = [
     "REVERSE_MARK",
     "ROLES",
     "ROLE_ENTITY_TYPE",
+    "UNTYPED",
     "Reading",
     "RelationRole",
     "RelationSchema",
@@ -71,7 +72,9 @@ ROLE_ENTITY_TYPE: dict[str, str] = {"symptom": "symptom", "test": "test", "treat
 _TYPE_ROLE: dict[str, Role] = {"symptom": "symptom", "test": "test", "medication": "treatment"}
 #: Prefix of a reading against the stored direction; stored types are identifiers, so never clash.
 REVERSE_MARK = "~"
-_UNTYPED = "entity"
+#: The type of an entity (or a relation's end) whose type nobody gave.
+UNTYPED = "entity"
+_UNTYPED = UNTYPED
 
 
 class SchemaFileError(ValueError):

@@ -92,16 +92,17 @@ PIPELINE = PipelineSettings()
 #: re-crawl 0.452 unbounded, 0.447 at 150. 150 is the smallest bound within both recall goals.
 EDGES_PER_GROUP: int | None = 150
 
-#: The bound of a medical KG's *context* relations: those with no medical role (foods, recipes,
-#: departments, complications) in a KG where other relations have one (a KG with no medical role
-#: keeps ``EDGES_PER_GROUP`` everywhere: its relations are what its answers are about). Their hubs
-#: are the biggest (the re-crawl's foods hold up to 4,234 diseases a group, its departments 646) and
-#: a question reads them without needing them. Fitted on the calibration split (memory mode,
-#: 2026-11-27, CMCQA calib, all 77 questions, on the re-crawl, EDGES_PER_GROUP = 150): evidence recall
-#: 0.447 with no separate bound, 0.453 / 0.438 / 0.433 / 0.456 at 5 / 10 / 20 / 50 (±1 point: noise of
-#: 77 questions); EMCKG-full has no context relation, so GenMedGPT-5k is unchanged. 5 is the smallest
-#: bound within the recall goal (1 point), and it cut the edges read by a pushed-down question on 20
-#: calib questions from 17,590 to 10,198 at p50 (docs/results.md "Context relations").
+#: The bound of a medical KG's *context* relations: those with no medical role joining a disease,
+#: symptom, test or drug to an entity of another known type (foods, recipes, departments); a relation
+#: between medical entities (complications) and one with an untyped end keep ``EDGES_PER_GROUP``, as
+#: does every relation of a KG with no medical role. Context hubs are the biggest (the re-crawl's
+#: foods hold up to 4,234 diseases a group, its departments 646) and answers do not name them. Fitted
+#: on the calibration split (2026-11-27, ``kgmind eval cmcqa --split calib``, 77 questions, memory
+#: mode, the re-crawl): evidence recall / disease hit at 300 tokens 0.359 / 0.684 with no separate
+#: bound, 0.364 / 0.684 at 5, 0.359 / 0.684 at 20; at 800 tokens 0.529 / 0.789, 0.531 / 0.807, 0.528 /
+#: 0.789. EMCKG-full has no context relation, so GenMedGPT-5k is unchanged. A first version counted
+#: complications as context: CMCQA test recall at 800 tokens was 0.519 (0.533 without the bound,
+#: 0.533 with this one; docs/results.md "Context relations keep fewer edges").
 EDGES_PER_CONTEXT_GROUP: int | None = 5
 
 #: Threads one LadybugDB read may use (the writer, which imports and counts, keeps the engine's default of

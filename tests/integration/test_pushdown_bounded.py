@@ -233,7 +233,7 @@ def test_context_relations_keep_their_own_smaller_bound_in_both_modes(tmp_path: 
     store = _context_kg(tmp_path / "kg")
     schema = store.relation_schema()
     bound = GroupBound.for_schema(3, 1, schema)
-    assert bound.context_types == {"good_food", "has_complication"}
+    assert bound.context_types == {"good_food"}  # a disease's complications are diseases: they keep k
     assert (bound.limit("good_food"), bound.limit("has_symptom"), bound.least, bound.most) == (1, 3, 1, 3)
 
     full = GraphIndex(store.iter_entities(), store.iter_relations(), schema=schema)
@@ -277,4 +277,6 @@ def test_context_relations_keep_their_own_smaller_bound_in_both_modes(tmp_path: 
 
     no_medical = RelationSchema({"likes": RelationRole("likes", "other", "entity", "entity")})
     assert GroupBound.for_schema(3, 1, no_medical) == GroupBound(3)
+    untyped = RelationSchema({**schema.roles, "near": RelationRole("near", "other", "disease", "entity")})
+    assert GroupBound.for_schema(3, 1, untyped).context_types == {"good_food"}  # an unknown end: not context
     assert GroupBound.for_schema(3, None, schema) == GroupBound(3)

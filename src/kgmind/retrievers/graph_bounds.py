@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from kgmind.relations import REVERSE_MARK, RelationSchema
+from kgmind.relations import DISEASE, REVERSE_MARK, ROLE_ENTITY_TYPE, UNTYPED, RelationSchema
 from kgmind.retrievers.graph_edges import EdgeColumns
 from kgmind.tuning import KEPT_BOUNDED_ROWS
 
@@ -83,14 +83,19 @@ class GroupBound:
     def for_schema(cls, k: int, context: int | None, schema: RelationSchema) -> GroupBound:
         """``k`` for every type, and ``context`` for the context relations of a medical KG.
 
-        Context relations are those whose role is ``other`` in a KG where some relation has a
-        medical role. A KG with no medical role (every relation ``other``) has no context:
-        its relations are what its answers are about, so they all keep ``k``.
+        A context relation has no medical role and joins a disease, symptom, test or drug to
+        an entity of another known type (a food, a recipe, a department). A relation between
+        medical entities (a disease's complications) keeps ``k``: its ends are what answers
+        name. So does one whose ends' types are unknown, and every relation of a KG with no
+        medical role: its relations are what its answers are about.
         """
         roles = schema.roles.values()
         if context is None or context >= k or all(r.role == "other" for r in roles):
             return cls(k)
-        return cls(k, context, frozenset(r.relation for r in roles if r.role == "other"))
+        types = frozenset(
+            r.relation for r in roles if r.role == "other" and _joins_context(r.head_type, r.tail_type)
+        )
+        return cls(k, context, types) if types else cls(k)
 
     def limit(self, rtype: str) -> int:
         """The bound of a group of stored type ``rtype``."""
@@ -105,6 +110,13 @@ class GroupBound:
     def most(self) -> int:
         """The largest bound of any group (what a store reads per group before the context cut)."""
         return max(self.k, self.context) if self.context_types else self.k
+
+
+def _joins_context(head: str, tail: str) -> bool:
+    """Whether a relation between entities of these types joins a medical entity to a non-medical one."""
+    medical = {DISEASE, *ROLE_ENTITY_TYPE.values()}
+    known = [t for t in (head, tail) if t and t != UNTYPED]
+    return len(known) == 2 and any(t in medical for t in known) and any(t not in medical for t in known)
 
 
 @dataclass
