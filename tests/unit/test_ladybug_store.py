@@ -454,17 +454,15 @@ def test_meta_versions_are_read_once_until_a_write(
     assert "weights" not in " ".join(store._meta) and store._meta == {}
 
 
-def test_ends_read_with_bounded_edges_are_known_without_asking_again(
+def test_entities_looked_up_are_kept_until_a_write_moves_the_load_version(
     store: LadybugStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A bounded read brings its ends' entities: looking them up after sends no query and gives what
-    a fresh store reads; an import that changes an entity moves the load version, and the new
-    entity is read again."""
+    """A second lookup of the same entities sends no query and gives what the engine holds; an import
+    that changes an entity moves the load version, and the new entity is read again."""
     a, b, _, _ = _tiny(store)
     c = Entity(name="Gamma", type="symptom")
     store.bulk_load([c], [Relation(head=a.id, type="has_symptom", tail=c.id)])
-    store._entities.clear()
-    store.bounded_edges([a.id], 5)
+    first = store.get_entities([b.id, c.id, "no-such-id"])
     sent: list[str] = []
     rows = store._rows
 
@@ -475,11 +473,10 @@ def test_ends_read_with_bounded_edges_are_known_without_asking_again(
         return rows(query, params, conn)  # type: ignore[arg-type]
 
     monkeypatch.setattr(store, "_rows", spying)
-    kept = store.get_entities([b.id, c.id])
+    again = store.get_entities([c.id, b.id])
     assert q.GET_ENTITIES not in sent
     monkeypatch.setattr(store, "_rows", rows)
-    assert kept == list(store._read_entities([b.id, c.id])) and kept[1].description == ""
-    assert store.get_entities([a.id, "no-such-id"]) == [a]  # the read node itself: asked once, then kept
+    assert again == [c, b] == list(reversed(first)) == list(store._read_entities([c.id, b.id]))
     store.bulk_load([c.model_copy(update={"description": "a sign"})], [])  # an import fills it in
     assert store.get_entities([c.id])[0].description == "a sign"
 

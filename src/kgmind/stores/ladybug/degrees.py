@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any, Protocol
 
-from kgmind.models import Entity, Relation
+from kgmind.models import Relation
 from kgmind.stores import degrees as dg
 from kgmind.stores.ladybug import queries as q
 from kgmind.stores.ladybug import verdicts as lv
-from kgmind.stores.ladybug.rows import entity_from_row, relation_from_row
+from kgmind.stores.ladybug.rows import relation_from_row
 
 __all__ = [
     "META_DEGREES",
@@ -45,10 +45,6 @@ class LadybugReader(Protocol):
     ) -> list[list[Any]]: ...
 
     def _table(self, query: str, conn: Any = None) -> dict[str, list[Any]]: ...
-
-    def _load_version(self) -> object: ...
-
-    def _remember_entities(self, entities: list[Entity], version: object) -> None: ...
 
 
 class DegreeReads:
@@ -182,9 +178,7 @@ def _whole_groups(
     edge the other way to the same end (disputed edges count, as in ``BACK_EDGES``). A group
     over ``k`` (kept degrees older than the rule in force) sends its node to the engine's cut.
     """
-    version = store._load_version()  # before the read: an entity read is never kept under a newer version
     read = store._rows(q.WHOLE_EDGES, {"ids": ids})
-    _remember_ends(store, read, version)
     ends_of: dict[tuple[str, str], set[str]] = {}  # (node, side) -> every other end on that side
     for side, node, _t, _r, ends, *_ in read:
         ends_of.setdefault((node, side), set()).update(ends)
@@ -214,9 +208,7 @@ def _whole_groups(
 def _engine_groups(store: LadybugReader, ids: list[str], k: int, hidden: set[str]) -> list[_Group]:
     """The groups of ``ids`` cut in the engine (``BOUNDED_EDGES``), ways back asked after (``BACK_EDGES``)."""
     params = {"ids": ids, "k": k, "hidden": sorted(hidden), "rows": 1 << 62}
-    version = store._load_version()
     rows = store._rows(q.BOUNDED_EDGES, params)
-    _remember_ends(store, rows, version)
     read = [
         (
             side,
@@ -238,15 +230,3 @@ def _engine_groups(store: LadybugReader, ids: list[str], k: int, hidden: set[str
         for side, node, rtype, edges in read
         if edges
     ]
-
-
-def _remember_ends(store: LadybugReader, rows: Sequence[Sequence[Any]], version: object) -> None:
-    """Give the store the other ends' entities that came with a bounded read (see ``entity_cache``).
-
-    Each row ends with the ends' names, types, aliases and descriptions, beside its ids (5th
-    field); ``version``: the store's load version read before the rows.
-    """
-    ends = [
-        entity_from_row(f) for row in rows for f in zip(row[4], *row[-4:], strict=True) if f[0] is not None
-    ]
-    store._remember_entities(ends, version)

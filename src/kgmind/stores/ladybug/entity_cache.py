@@ -1,14 +1,17 @@
-"""Entities a LadybugDB store read lately, kept for its current load version (issue 42).
+"""Entities a LadybugDB store looked up lately, kept for its current load version (issue 42).
 
 A pushed-down question completes ~30 (EMCKG-full) to ~80 (re-crawl) nodes, and after each
-it asked the store for the new ends' entities: one more round trip per node, a third of a
-re-crawl question's queries. The bounded reads now return the ends' entity fields with the
-edges (``WHOLE_EDGES``, ``BOUNDED_EDGES``), the store keeps them here, and ``get_entities``
-asks the engine only for the ids it does not know.
+it asks the store for the new ends' entities: one more round trip per node. The same
+entities come back question after question (common symptoms, the diseases around them), so
+``get_entities`` asks the engine only for the ids it has not seen under this version.
+(Returning the ends' fields with the bounded reads instead made every read dearer than the
+lookups it saved: the engine collected the names and texts of a hub's whole edge list.)
 
 An entity changes only in a write that moves the store's load version (an import, schema
 roles, a clear), and the file lock keeps other processes from writing while the store is
 open; so the kept entities are those of one version, and a new version forgets them all.
+The version is read before the engine is asked, so a lookup racing a write is kept, at
+most, under the older version.
 """
 
 from __future__ import annotations

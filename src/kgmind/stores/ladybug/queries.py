@@ -259,20 +259,14 @@ DEGREE_VALUES = "MATCH (e:Entity) RETURN e.degree"
 # extend: only the nodes' own edge lists are read. A node without edges gives one row with a null
 # edge, dropped by ``r IS NOT NULL``.
 _NODES = "UNWIND $ids AS x MATCH (n:Entity {id: x}) OPTIONAL MATCH "
-#: The other ends' entity fields, beside their ids (the store keeps them: ``entity_cache``).
-_END_FIELDS = (
-    " collect(m.name) AS names, collect(m.type) AS types, collect(m.aliases) AS aliases,"
-    " collect(m.description) AS descs"
-)
 _BOUNDED_KEEP = (
     " WITH n, r, m WHERE r IS NOT NULL AND NOT r.id IN $hidden"
     " WITH n, r, m ORDER BY n.id, r.type, r.weight DESC, m.degree, r.id LIMIT $rows"
     " WITH n.id AS node, r.type AS rtype, collect(r.id) AS rids, collect(m.id) AS others,"
-    " collect(r.weight) AS ws, collect(r.source) AS srcs, collect(m.degree) AS degs," + _END_FIELDS
+    " collect(r.weight) AS ws, collect(r.source) AS srcs, collect(m.degree) AS degs"
 )
 _BOUNDED_RETURN = (
-    " node, rtype, rids[1:$k], others[1:$k], ws[1:$k], srcs[1:$k], degs[1:$k],"
-    " names[1:$k], types[1:$k], aliases[1:$k], descs[1:$k] ORDER BY node, rtype"
+    " node, rtype, rids[1:$k], others[1:$k], ws[1:$k], srcs[1:$k], degs[1:$k] ORDER BY node, rtype"
 )
 #: Per node and type, its first ``$k`` outgoing edges, then its first ``$k`` incoming ones (see above):
 #: one statement for both directions (a hub and five small nodes of the re-crawl: 33 ms against 21 + 20).
@@ -291,11 +285,9 @@ BOUNDED_EDGES = (
 )
 _WHOLE_GROUPS = (
     " WITH n, r, m WITH n.id AS node, r.type AS rtype, collect(r.id) AS rids, collect(m.id) AS others,"
-    " collect(r.weight) AS ws, collect(r.source) AS srcs, collect(m.degree) AS degs,"
-    + _END_FIELDS
-    + " RETURN "
+    " collect(r.weight) AS ws, collect(r.source) AS srcs, collect(m.degree) AS degs RETURN "
 )
-_WHOLE_RETURN = " AS side, node, rtype, rids, others, ws, srcs, degs, names, types, aliases, descs"
+_WHOLE_RETURN = " AS side, node, rtype, rids, others, ws, srcs, degs"
 #: Every stored edge of the nodes ``$ids``, disputed ones included, grouped per node, type and
 #: direction, in no order: the read of nodes whose every group holds at most ``k`` visible edges
 #: (their kept degrees say so before the read). Nothing is cut, so the engine need not order

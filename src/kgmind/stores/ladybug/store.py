@@ -143,7 +143,7 @@ class LadybugStore(ld.DegreeReads, StoreBase):
         self._meta: dict[str, Any] = {}  # Meta versions read since the last write (_read_meta)
         self._meta_writes = 0
         self._meta_lock = threading.Lock()
-        self._entities = EntityCache()  # the ends of bounded reads, so get_entities asks less
+        self._entities = EntityCache()  # entities looked up lately: questions ask for the same ones
         try:
             if self.path.exists() and not self.path.is_dir():
                 raise StoreUnavailableError(f"cannot open LadybugDB store {self.path}: not a directory")
@@ -382,9 +382,6 @@ class LadybugStore(ld.DegreeReads, StoreBase):
     def _load_version(self) -> object:
         """The load version (moved by every write that changes entities): what kept entities are keyed by."""
         return self._read_meta(_META_LOAD)
-
-    def _remember_entities(self, entities: list[Entity], version: object) -> None:
-        self._entities.remember(entities, version)
 
     def _fetch_relations(self, ids: list[str]) -> Iterable[Relation]:
         return map(relation_from_row, self._rows(q.GET_RELATIONS, {"ids": ids}))
