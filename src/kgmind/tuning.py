@@ -117,10 +117,10 @@ STORE_READ_THREADS = 1
 #: a pushed-down question 3.2x (EMCKG-full) and 1.3x (re-crawl) faster at p50.
 KEPT_BOUNDED_ROWS = 100_000
 
-#: Entities a LadybugDB store keeps from its bounded reads, so that listing a completed node's new
-#: ends asks the engine nothing (``kgmind.stores.ladybug.entity_cache``): ~150-400 bytes each with the
-#: re-crawl's descriptions (67 characters on average), so at most ~20 MB. A pushed-down re-crawl
-#: question lists ~6,000 new ends.
+#: Entities a LadybugDB store keeps from its lookups, per load version, so that the ends a pushed-down
+#: question lists again (common symptoms, the diseases around them) cost no engine query
+#: (``kgmind.stores.ladybug.entity_cache``): ~150-400 bytes each with the re-crawl's descriptions (67
+#: characters on average), so at most ~20 MB. A pushed-down re-crawl question lists ~6,000 ends.
 KEPT_ENTITIES = 50_000
 
 #: Per-question (pushed-down) indexes a worker keeps for reuse: the explore nodes of one run share
