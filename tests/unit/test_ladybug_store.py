@@ -348,6 +348,21 @@ def test_fingerprint_counts_again_only_when_a_load_moved_the_version(
     assert store.fingerprint().endswith(":0:0")
 
 
+def _spy(store: LadybugStore, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every statement ``store`` sends from now on, in order."""
+    sent: list[str] = []
+    rows = store._rows
+
+    def spying(
+        query: str, params: dict[str, object] | None = None, conn: object = None
+    ) -> list[list[object]]:
+        sent.append(query)
+        return rows(query, params, conn)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(store, "_rows", spying)
+    return sent
+
+
 def test_whole_reads_of_small_nodes_equal_the_engine_cut(
     store: LadybugStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -371,16 +386,7 @@ def test_whole_reads_of_small_nodes_equal_the_engine_cut(
     store.bulk_load(ents, list(rels.values()))
     hidden = set(rng.sample(sorted(rels), 40))
     ids = [e.id for e in ents] + ["no-such-id"]
-    sent: list[str] = []
-    rows = store._rows
-
-    def spying(
-        query: str, params: dict[str, object] | None = None, conn: object = None
-    ) -> list[list[object]]:
-        sent.append(query)
-        return rows(query, params, conn)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(store, "_rows", spying)
+    sent = _spy(store, monkeypatch)
     for k in (2, 6, 1000):
         fast = store.bounded_edges(ids, k, hidden)
         if k == 1000:  # no group over k: every node read whole, nothing cut or asked again
@@ -463,19 +469,9 @@ def test_entities_looked_up_are_kept_until_a_write_moves_the_load_version(
     c = Entity(name="Gamma", type="symptom")
     store.bulk_load([c], [Relation(head=a.id, type="has_symptom", tail=c.id)])
     first = store.get_entities([b.id, c.id, "no-such-id"])
-    sent: list[str] = []
-    rows = store._rows
-
-    def spying(
-        query: str, params: dict[str, object] | None = None, conn: object = None
-    ) -> list[list[object]]:
-        sent.append(query)
-        return rows(query, params, conn)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(store, "_rows", spying)
+    sent = _spy(store, monkeypatch)
     again = store.get_entities([c.id, b.id])
     assert q.GET_ENTITIES not in sent
-    monkeypatch.setattr(store, "_rows", rows)
     assert again == [c, b] == list(reversed(first)) == list(store._read_entities([c.id, b.id]))
     store.bulk_load([c.model_copy(update={"description": "a sign"})], [])  # an import fills it in
     assert store.get_entities([c.id])[0].description == "a sign"
