@@ -184,7 +184,7 @@ def _whole_groups(
         ends_of.setdefault((node, side), set()).update(ends)
     groups: list[_Group] = []
     cut: set[str] = set()
-    for side, node, rtype, rids, ends, weights, sources, degs, *_ in read:
+    for side, node, rtype, rids, ends, weights, sources, degs in read:
         edges = [
             (_relation(side, node, rtype, rid, end, w, src), deg)
             for rid, end, w, src, deg in zip(rids, ends, weights, sources, degs, strict=True)
@@ -208,7 +208,6 @@ def _whole_groups(
 def _engine_groups(store: LadybugReader, ids: list[str], k: int, hidden: set[str]) -> list[_Group]:
     """The groups of ``ids`` cut in the engine (``BOUNDED_EDGES``), ways back asked after (``BACK_EDGES``)."""
     params = {"ids": ids, "k": k, "hidden": sorted(hidden), "rows": 1 << 62}
-    rows = store._rows(q.BOUNDED_EDGES, params)
     read = [
         (
             side,
@@ -219,7 +218,7 @@ def _engine_groups(store: LadybugReader, ids: list[str], k: int, hidden: set[str
                 for rid, end, w, src, deg in zip(rids, ends, weights, sources, degrees, strict=True)
             ],
         )
-        for side, node, rtype, rids, ends, weights, sources, degrees, *_ in rows
+        for side, node, rtype, rids, ends, weights, sources, degrees in store._rows(q.BOUNDED_EDGES, params)
     ]
     others = sorted({r.tail if side == "out" else r.head for side, _n, _t, edges in read for r, _d in edges})
     if not others:
