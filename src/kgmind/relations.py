@@ -74,7 +74,6 @@ _TYPE_ROLE: dict[str, Role] = {"symptom": "symptom", "test": "test", "medication
 REVERSE_MARK = "~"
 #: The type of an entity (or a relation's end) whose type nobody gave.
 UNTYPED = "entity"
-_UNTYPED = UNTYPED
 
 
 class SchemaFileError(ValueError):
@@ -228,8 +227,8 @@ class RelationStats:
 
 def _majority(types: Counter[str]) -> str:
     """The most common typed end (``entity`` only when nothing is typed)."""
-    typed = [(n, t) for t, n in types.items() if t != _UNTYPED]
-    return max(typed)[1] if typed else _UNTYPED
+    typed = [(n, t) for t, n in types.items() if t != UNTYPED]
+    return max(typed)[1] if typed else UNTYPED
 
 
 def _from_types(st: RelationStats) -> RelationRole | None:
@@ -239,7 +238,7 @@ def _from_types(st: RelationStats) -> RelationRole | None:
         return RelationRole(st.relation, _TYPE_ROLE[tail], head, tail, "types")
     if tail == DISEASE and head in _TYPE_ROLE:
         return RelationRole(st.relation, _TYPE_ROLE[head], head, tail, "types")
-    if _UNTYPED not in (head, tail):
+    if UNTYPED not in (head, tail):
         return RelationRole(st.relation, "other", head, tail, "types")
     return None
 
@@ -447,7 +446,7 @@ class RelationSchema:
     def role(self, relation: str) -> RelationRole:
         """The role of a stored type (``other`` with untyped ends when the schema has none)."""
         found = self.roles.get(relation)
-        return found if found is not None else RelationRole(relation, "other", _UNTYPED, _UNTYPED)
+        return found if found is not None else RelationRole(relation, "other", UNTYPED, UNTYPED)
 
     def reading(self, name: str) -> Reading:
         """The reading of a stored type or of its reverse (``~`` + type), cached."""
@@ -569,7 +568,7 @@ def schema_from_graph(entities: Iterable[Entity], relations: Iterable[Relation])
     return infer_schema(
         RelationStats.from_edges(
             (
-                (r.head, r.type, r.tail, types.get(r.head, _UNTYPED), types.get(r.tail, _UNTYPED))
+                (r.head, r.type, r.tail, types.get(r.head, UNTYPED), types.get(r.tail, UNTYPED))
                 for r in relations
             ),
             keep_names=False,

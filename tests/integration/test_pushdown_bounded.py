@@ -12,6 +12,7 @@ from collections import Counter
 from typing import Any
 
 import numpy as np
+import pytest
 
 from kgmind.relations import REVERSE_MARK
 
@@ -234,7 +235,9 @@ def test_context_relations_keep_their_own_smaller_bound_in_both_modes(tmp_path: 
     schema = store.relation_schema()
     bound = GroupBound.for_schema(3, 1, schema)
     assert bound.context_types == {"good_food"}  # a disease's complications are diseases: they keep k
-    assert (bound.limit("good_food"), bound.limit("has_symptom"), bound.least, bound.most) == (1, 3, 1, 3)
+    assert (bound.limit("good_food"), bound.limit("has_symptom"), bound.least) == (1, 3, 1)
+    with pytest.raises(ValueError):  # stores read k per group: a context bound must be below it
+        GroupBound(3, 3, frozenset({"good_food"}))
 
     full = GraphIndex(store.iter_entities(), store.iter_relations(), schema=schema)
     full.bound(bound)

@@ -71,8 +71,11 @@ class GroupBound:
     context_types: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
-        if self.k < 1 or (self.context_types and self.context < 1):
-            raise ValueError(f"edges per group must be at least 1, not {self.k} / {self.context}")
+        # context < k: a store reads k per group and the context groups are cut after (bounded_rows)
+        if self.k < 1 or (self.context_types and not 1 <= self.context < self.k):
+            raise ValueError(
+                f"edges per group: need k >= 1 and 1 <= context < k, not {self.k} / {self.context}"
+            )
 
     @classmethod
     def of(cls, bound: GroupBound | int) -> GroupBound:
@@ -104,12 +107,7 @@ class GroupBound:
     @property
     def least(self) -> int:
         """The smallest bound of any group (a node with fewer edges in all is never cut)."""
-        return min(self.k, self.context) if self.context_types else self.k
-
-    @property
-    def most(self) -> int:
-        """The largest bound of any group (what a store reads per group before the context cut)."""
-        return max(self.k, self.context) if self.context_types else self.k
+        return self.context if self.context_types else self.k
 
 
 def _joins_context(head: str, tail: str) -> bool:
@@ -246,18 +244,18 @@ def bounded_rows(
     """The store's kept edges of ``ids`` (``bounded_edges``), picked in Python for a store without it.
 
     Rows: ``(node, relation, "out" | "in", other end's degree, way back stored)``. The
-    store cuts every group to ``bound.most``; a context type's groups are cut to their
+    store cuts every group to ``bound.k``; a context type's groups are cut to their
     smaller bound here, from the head of the store's order. The Python pick reads every
     edge of ``ids`` and of their neighbours: right, not bounded (a test double, a store
-    of another kind). ``small``: ids known to have at most ``bound.most`` edges in all,
+    of another kind). ``small``: ids known to have at most ``bound.k`` edges in all,
     which the store may read without asking their degrees.
     """
     bound = GroupBound.of(bound)
     read = getattr(store, "bounded_edges", None)
     if callable(read):
-        got = read(ids, bound.most, hidden, small=small) if small else read(ids, bound.most, hidden)
+        got = read(ids, bound.k, hidden, small=small) if small else read(ids, bound.k, hidden)
         return _context_cut(got, bound)
-    k = bound.most
+    k = bound.k
     rels = [r for r in store.neighbors(list(ids), "both") if r.id not in hidden]
     others = sorted({x for r in rels for x in (r.head, r.tail)})
     around = [r for r in store.neighbors(others, "both") if r.id not in hidden] if others else []

@@ -116,7 +116,7 @@ class PushdownGrowth:
             ids = [self.ids[n] for n in todo]
             # a node whose kept degree came with an earlier read, and is at most the bound, is read whole
             known = self._node_degree or {}
-            small = {self.ids[n] for n in todo if known.get(n, k.most + 1) <= k.most}
+            small = {self.ids[n] for n in todo if known.get(n, k.k + 1) <= k.k}
         rows = BOUNDED_READS.read(self._source, ids, k, hidden, state, small)
         # the new ends' entities are read outside the lock too (the index only grows: known stays known)
         asked = sorted({x for _, r, _, _, _ in rows for x in (r.head, r.tail) if x not in self.index_of})
