@@ -21,7 +21,8 @@ from kgmind.stores.protocol import GraphStore, StoreError, StoreUnavailableError
 LADYBUG_SRC = Path(__file__).resolve().parents[2] / "src" / "kgmind" / "stores" / "ladybug"
 #: The modules that send the backend's statements: the store and its verdict log.
 STORE_SRCS = tuple(
-    LADYBUG_SRC / f for f in ("store.py", "verdicts.py", "degrees.py", "rows.py", "bulk.py", "load_plan.py")
+    LADYBUG_SRC / f
+    for f in ("store.py", "verdicts.py", "degrees.py", "kept.py", "rows.py", "bulk.py", "load_plan.py")
 )
 
 

@@ -12,18 +12,20 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any, Protocol
 
-from kgmind.models import Relation
 from kgmind.stores import degrees as dg
+from kgmind.stores.ladybug import kept
 from kgmind.stores.ladybug import queries as q
 from kgmind.stores.ladybug import verdicts as lv
-from kgmind.stores.ladybug.rows import relation_from_row
+from kgmind.stores.ladybug.kept import BoundedEdge, Group, engine_groups, read_kept, relation_of
 
 __all__ = [
     "META_DEGREES",
     "BoundedEdge",
     "DegreeReads",
+    "DegreeWrites",
     "bounded_edges",
     "disputed_in",
+    "keep_reads",
     "read_degrees",
     "refresh_degrees",
     "write_degrees",
@@ -31,10 +33,6 @@ __all__ = [
 
 #: The ``Meta`` key set once a store's degrees are counted (a store older than them has none).
 META_DEGREES = "degrees"
-
-#: One edge of a bounded read: (the node read, the edge, "out" | "in", the other end's degree,
-#: whether the KG stores a way back).
-BoundedEdge = tuple[str, Relation, str, int, bool]
 
 
 class LadybugReader(Protocol):
@@ -45,6 +43,8 @@ class LadybugReader(Protocol):
     ) -> list[list[Any]]: ...
 
     def _table(self, query: str, conn: Any = None) -> dict[str, list[Any]]: ...
+
+    def _read_meta(self, key: str) -> Any: ...
 
 
 class DegreeReads:
@@ -72,6 +72,38 @@ class DegreeReads:
         """Whether every edge has the same weight (nothing learnt), one aggregate read."""
         rows = self._rows(q.WEIGHT_RANGE)
         return not rows or rows[0][0] is None or rows[0][0] == rows[0][1]
+
+
+class DegreeWrites:
+    """What keeps degrees and hubs' kept reads current in a write (a base class of ``LadybugStore``)."""
+
+    def _refresh_degrees_of(self: LadybugReader, conn: Any, relation_ids: Sequence[str]) -> None:
+        """Count the degrees of the ends of ``relation_ids`` again, on ``conn`` (a verdict, a restore)."""
+        ends = {
+            x
+            for row in self._rows(q.GET_RELATIONS, {"ids": list(relation_ids)}, conn)
+            for x in (row[0], row[3])
+        }
+        refresh_degrees(self, conn, ends)
+        keep_reads(self, conn, ends)
+
+    def _keep(self: LadybugReader, conn: Any, ends: Collection[str] | None, *, next_to: bool = True) -> None:
+        """The hubs' kept reads written again after a write, on ``conn`` (:func:`keep_reads`)."""
+        keep_reads(self, conn, ends, next_to=next_to)
+
+
+def keep_reads(
+    store: LadybugReader, conn: Any, ends: Collection[str] | None, *, next_to: bool = True
+) -> None:
+    """Write the hubs' kept reads again on ``conn`` (:mod:`kgmind.stores.ladybug.kept`).
+
+    ``ends``: the entities whose edges the write changed (``None``: every hub);
+    ``next_to``: their degrees changed too, so the hubs next to them are written again.
+    """
+    if ends is None:
+        kept.rebuild(store, conn, disputed_in(store, conn))
+    elif ends:
+        kept.refresh(store, conn, ends, disputed_in(store, conn), next_to=next_to)
 
 
 def disputed_in(store: LadybugReader, conn: Any) -> set[str]:
@@ -135,8 +167,9 @@ def bounded_edges(
     Most nodes have no group over ``k`` (their kept degrees say so), and ordering their
     edges in the engine and asking again for the ways back cost ~20 ms a read whatever the
     node's size. Their whole lists are read instead (``WHOLE_EDGES``) and put in the same
-    order here; only the nodes with a bigger group (hubs) are cut in the engine. Rows come
-    in the statement's order: outgoing groups, then incoming, each by node and type.
+    order here. The nodes with a bigger group (hubs) are read from the rows their writes
+    keep (:mod:`kgmind.stores.ladybug.kept`), or cut in the engine where no row answers.
+    Rows come in the statement's order: outgoing groups, then incoming, each by node and type.
 
     ``small``: nodes the caller knows have at most ``k`` edges in all (their kept degree
     came with an earlier read), read whole without asking their degrees first; a group
@@ -154,24 +187,15 @@ def bounded_edges(
     groups, cut = _whole_groups(store, whole, k, hidden) if whole else ([], [])
     hubs = [n for n in ids if n in degrees and n not in read_whole] + cut  # an unknown id has no edges
     if hubs:
-        groups += _engine_groups(store, hubs, k, hidden)
+        kept, rest = read_kept(store, hubs, k, hidden)
+        groups += kept + (engine_groups(store, rest, k, hidden) if rest else [])
     groups.sort(key=lambda g: (g[0] != "out", g[1], g[2]))
     return [row for group in groups for row in group[3]]
 
 
-#: A group of a bounded read: (side, node, relation type, its rows).
-_Group = tuple[str, str, str, list[BoundedEdge]]
-
-
-def _relation(side: str, node: str, rtype: str, rid: str, end: str, weight: Any, source: Any) -> Relation:
-    """The edge of a read row, whose ``node`` is its head (``out``) or its tail (``in``)."""
-    head, tail = (node, end) if side == "out" else (end, node)
-    return relation_from_row((head, rid, rtype, tail, weight, source))
-
-
 def _whole_groups(
     store: LadybugReader, ids: list[str], k: int, hidden: set[str]
-) -> tuple[list[_Group], list[str]]:
+) -> tuple[list[Group], list[str]]:
     """The groups of nodes read whole, ordered here; and the nodes found to have a group over ``k``.
 
     A node's lists are whole, so an edge's way back is stored exactly when the node has an
@@ -182,11 +206,11 @@ def _whole_groups(
     ends_of: dict[tuple[str, str], set[str]] = {}  # (node, side) -> every other end on that side
     for side, node, _t, _r, ends, *_ in read:
         ends_of.setdefault((node, side), set()).update(ends)
-    groups: list[_Group] = []
+    groups: list[Group] = []
     cut: set[str] = set()
     for side, node, rtype, rids, ends, weights, sources, degs in read:
         edges = [
-            (_relation(side, node, rtype, rid, end, w, src), deg)
+            (relation_of(side, node, rtype, rid, end, w, src), deg)
             for rid, end, w, src, deg in zip(rids, ends, weights, sources, degs, strict=True)
             if rid not in hidden
         ]
@@ -203,29 +227,3 @@ def _whole_groups(
         ]
         groups.append((side, str(node), rtype, rows))
     return [g for g in groups if g[1] not in cut], sorted(cut)
-
-
-def _engine_groups(store: LadybugReader, ids: list[str], k: int, hidden: set[str]) -> list[_Group]:
-    """The groups of ``ids`` cut in the engine (``BOUNDED_EDGES``), ways back asked after (``BACK_EDGES``)."""
-    params = {"ids": ids, "k": k, "hidden": sorted(hidden), "rows": 1 << 62}
-    read = [
-        (
-            side,
-            str(node),
-            rtype,
-            [
-                (_relation(side, node, rtype, rid, end, w, src), int(deg or 0))
-                for rid, end, w, src, deg in zip(rids, ends, weights, sources, degrees, strict=True)
-            ],
-        )
-        for side, node, rtype, rids, ends, weights, sources, degrees in store._rows(q.BOUNDED_EDGES, params)
-    ]
-    others = sorted({r.tail if side == "out" else r.head for side, _n, _t, edges in read for r, _d in edges})
-    if not others:
-        return []
-    stored = {(str(a), str(b)) for a, b in store._rows(q.BACK_EDGES, {"ids": ids, "others": others})}
-    return [
-        (side, node, rtype, [(node, r, side, deg, (r.tail, r.head) in stored) for r, deg in edges])
-        for side, node, rtype, edges in read
-        if edges
-    ]

@@ -21,6 +21,8 @@ Schema (created idempotently when a store opens):
   ordered by a ``SERIAL``: the verdict log that dispute states are folded from.
 * ``Meta`` nodes: ``key`` → ``version``; the ``load`` row changes on every load/clear
   and feeds :meth:`LadybugStore.fingerprint`.
+* ``Kept`` nodes: ``node`` → ``groups``, a hub's bounded read as JSON, written by the writes
+  that change it (:mod:`kgmind.stores.ladybug.kept`).
 """
 
 from __future__ import annotations
@@ -46,7 +48,9 @@ __all__ = [
     "DELETE_ALL_AUDIT",
     "DELETE_ALL_DOCS",
     "DELETE_ALL_ENTITIES",
+    "DELETE_ALL_KEPT",
     "DELETE_ALL_VERDICTS",
+    "DELETE_KEPT",
     "EDGES_BOTH",
     "EDGES_IN",
     "EDGES_OUT",
@@ -57,8 +61,12 @@ __all__ = [
     "GET_DOCS",
     "GET_DOCS_FOR",
     "GET_ENTITIES",
+    "GET_KEPT",
     "GET_META",
     "GET_RELATIONS",
+    "HIDDEN_EDGES_OF",
+    "HUBS_NEXT_TO",
+    "HUB_CANDIDATES",
     "INSERT_AUDIT",
     "INSERT_VERDICTS",
     "OUT_EDGES",
@@ -75,8 +83,10 @@ __all__ = [
     "SCHEMA",
     "SCHEMA_DEGREES",
     "SET_DEGREES",
+    "SET_KEPT",
     "SET_META",
     "SIBLING_EDGES",
+    "TAILS_OF",
     "UPDATE_ENTITIES",
     "UPDATE_RELATION_SOURCES",
     "UPDATE_WEIGHTS",
@@ -101,6 +111,7 @@ SCHEMA: tuple[str, ...] = (
     "CREATE NODE TABLE IF NOT EXISTS Meta(key STRING, version STRING, PRIMARY KEY (key))",
     "CREATE NODE TABLE IF NOT EXISTS Verdict(seq SERIAL, feedback_id STRING, run_id STRING, "
     "relation_id STRING, verdict STRING, source STRING, at STRING, PRIMARY KEY (seq))",
+    "CREATE NODE TABLE IF NOT EXISTS Kept(node STRING, groups STRING, PRIMARY KEY (node))",
 )
 
 #: The degree columns a store made before them gets when it opens (its degrees are then counted once).
@@ -307,6 +318,25 @@ WHOLE_EDGES = (
     + "'in'"
     + _WHOLE_RETURN
 )
+# -- each hub's kept edges (kgmind.stores.ladybug.kept) --------------------------------
+#: The entities that may hold a group over ``$k`` (their degree says so): the hubs among them are
+#: those whose kept degrees per type say so.
+HUB_CANDIDATES = "MATCH (e:Entity) WHERE e.degree > $k RETURN e.id, e.degrees"
+#: The possible hubs next to ``$ids`` (their lists hold edges to them, ordered by their degrees).
+HUBS_NEXT_TO = (
+    "UNWIND $ids AS x MATCH (n:Entity {id: x}) OPTIONAL MATCH (n)-[:REL]-(h:Entity) "
+    "WITH h WHERE h.degree > $k RETURN DISTINCT h.id, h.degrees"
+)
+#: The disputed edges (``$hidden``) of the nodes ``$ids``: what their kept lists left out.
+HIDDEN_EDGES_OF = _NODES + "(n)-[r:REL]-(:Entity) WITH n, r WHERE r.id IN $hidden RETURN DISTINCT n.id, r.id"
+#: The tails of edges given as ``{head, id}`` rows (a weight write's edges, found from their heads).
+TAILS_OF = (
+    "UNWIND $rows AS row MATCH (h:Entity {id: row.head})-[r:REL]->(t:Entity) WHERE r.id = row.id RETURN t.id"
+)
+GET_KEPT = "UNWIND $ids AS x MATCH (k:Kept {node: x}) RETURN k.node, k.groups"
+SET_KEPT = "UNWIND $rows AS row MERGE (k:Kept {node: row.node}) SET k.groups = row.groups"
+DELETE_KEPT = "UNWIND $ids AS x MATCH (k:Kept {node: x}) DELETE k"
+DELETE_ALL_KEPT = "MATCH (k:Kept) DELETE k"
 #: The lightest and heaviest weight (equal: nothing learnt, what a pushed-down index cannot see itself).
 WEIGHT_RANGE = "MATCH (:Entity)-[r:REL]->(:Entity) RETURN min(r.weight), max(r.weight)"
 #: The ways back of edges read: every stored edge between a node of ``$ids`` (the nodes read) and

@@ -32,7 +32,7 @@ import functools
 import json
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
@@ -51,6 +51,7 @@ from kgmind.stores.cypher import with_hop_bound
 from kgmind.stores.disputes import WeightVerdicts
 from kgmind.stores.ladybug import bulk as lb_bulk
 from kgmind.stores.ladybug import degrees as ld
+from kgmind.stores.ladybug import kept
 from kgmind.stores.ladybug import queries as q
 from kgmind.stores.ladybug import verdicts as lv
 from kgmind.stores.ladybug.connections import Connections
@@ -93,6 +94,9 @@ _META_LOAD = "load"
 _META_SCHEMA = "relation_schema"  # the roles a user gave at import: JSON in Meta.version
 _META_WEIGHTS = "weights"  # the weights version: a decimal counter in Meta.version
 _META_DISPUTES = lv.META_DISPUTES  # the disputes version: likewise
+#: A columnar load touching more stored entities than this writes every hub's kept read again
+#: rather than those next to the ones it touched (one read of every hub's list is then cheaper).
+_KEEP_ENDS = 10_000
 
 
 def _engine_error(exc: BaseException) -> str:
@@ -103,7 +107,7 @@ def _engine_error(exc: BaseException) -> str:
     return text
 
 
-class LadybugStore(ld.DegreeReads, StoreBase):
+class LadybugStore(ld.DegreeReads, ld.DegreeWrites, StoreBase):
     """A :class:`~kgmind.stores.protocol.GraphStore` in a LadybugDB directory.
 
     Args:
@@ -172,6 +176,9 @@ class LadybugStore(ld.DegreeReads, StoreBase):
         if not self._scalar(q.GET_META, {"key": ld.META_DEGREES}) and self._scalar(q.COUNT_ENTITIES):
             with self._transaction("count degrees") as conn:  # a store made before degrees were kept
                 ld.refresh_degrees(self, conn, None)
+        if self._scalar(q.GET_META, {"key": kept.META_KEPT}) != kept.wanted():
+            with self._transaction("keep hub reads") as conn:  # made before them, or under another bound
+                self._keep(conn, None)
 
     @staticmethod
     def exists(path: str | Path) -> bool:
@@ -291,8 +298,12 @@ class LadybugStore(ld.DegreeReads, StoreBase):
         """
         with self._write_lock:
             plan = plan_load(functools.partial(self._table, conn=self._write_conn()), load)
+            first = not int(self._scalar(q.COUNT_RELATIONS, None, self._write_conn()) or 0)
+            changed = [*plan.new_relations, *(load.relations[u["id"]] for u in plan.source_updates)]
             with self._transaction("bulk_load") as conn:
                 self._write_plan(conn, plan)
+                if changed:
+                    self._keep(conn, None if first else {x for r in changed for x in (r.head, r.tail)})
                 self._bump_version(conn)
 
     def bulk_load_columns(self, entities: Iterable[Entity], relations: RelationColumns) -> LoadReport:
@@ -321,6 +332,8 @@ class LadybugStore(ld.DegreeReads, StoreBase):
                     else:  # stored entities new edges touch; the new ones got theirs in their COPY
                         new = {e.id for e in plan.new_entities}
                         ld.write_degrees(tx, {e: n for e, n in counted.items() if e not in new})
+                    ends = relations.entity_ids if has_relations else None
+                    self._keep(tx, ends if ends is None or len(ends) <= _KEEP_ENDS else None)
                 self._bump_version(tx)
         return LoadReport(entities=len(load.entities), relations=len(relations), docs=0)
 
@@ -369,6 +382,7 @@ class LadybugStore(ld.DegreeReads, StoreBase):
             conn.execute(q.DELETE_ALL_DOCS).close()
             conn.execute(q.DELETE_ALL_AUDIT).close()
             conn.execute(q.DELETE_ALL_VERDICTS).close()
+            self._keep(conn, None)
             self._bump_version(conn)
             self._bump_counter(conn, _META_DISPUTES)
 
@@ -440,16 +454,7 @@ class LadybugStore(ld.DegreeReads, StoreBase):
     def _fetch_docs_for(self, entity_ids: list[str]) -> list[KnowledgeDoc]:
         return [doc_from_row(r) for r in self._rows(q.GET_DOCS_FOR, {"ids": entity_ids})]
 
-    # -- degrees and bounded reads (issue 42): ld.DegreeReads ----------------------------
-    def _refresh_degrees_of(self, conn: Any, relation_ids: Sequence[str]) -> None:
-        """Count the degrees of the ends of ``relation_ids`` again, on ``conn`` (a verdict, a restore)."""
-        ends = {
-            x
-            for row in self._rows(q.GET_RELATIONS, {"ids": list(relation_ids)}, conn)
-            for x in (row[0], row[3])
-        }
-        ld.refresh_degrees(self, conn, ends)
-
+    # -- degrees and bounded reads (issue 42): ld.DegreeReads, kept current by ld.DegreeWrites --
     def _counts(self) -> tuple[dict[str, int], dict[str, int], int]:
         entities = {str(t): int(n) for t, n in self._rows(q.COUNT_ENTITIES_BY_TYPE)}
         relations = {str(t): int(n) for t, n in self._rows(q.COUNT_RELATIONS_BY_TYPE)}
@@ -523,10 +528,10 @@ class LadybugStore(ld.DegreeReads, StoreBase):
         if not updates:
             return []
         changes = siblings.changes(feedback_id, run_id, rating, datetime.now(UTC).isoformat(), updates)
-        conn.execute(
-            q.UPDATE_WEIGHTS,
-            {"rows": [{"head": siblings.head_of[rid], "id": rid, "weight": new} for rid, new in updates]},
-        )
+        rows = [{"head": siblings.head_of[rid], "id": rid, "weight": new} for rid, new in updates]
+        conn.execute(q.UPDATE_WEIGHTS, {"rows": rows})
+        tails = {str(t) for (t,) in self._rows(q.TAILS_OF, {"rows": rows}, conn)}
+        self._keep(conn, tails | {str(r["head"]) for r in rows}, next_to=False)  # their order moved
         conn.execute(q.INSERT_AUDIT, {"rows": [c.model_dump() for c in changes]})
         return changes
 
@@ -548,6 +553,7 @@ class LadybugStore(ld.DegreeReads, StoreBase):
         with self._transaction("reset_weights") as conn:
             conn.execute(q.DELETE_ALL_AUDIT).close()
             rows = self._rows(q.RESET_WEIGHTS, None, conn)
+            self._keep(conn, None)
             self._bump_counter(conn, _META_WEIGHTS)
         return int(rows[0][0]) if rows else 0
 
