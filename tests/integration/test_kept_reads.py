@@ -2,7 +2,7 @@
 
 On the real LadybugStore, with the bound lowered to 2 so that a small seeded KG has many
 hubs. The reference is the same read with the kept rows switched off (every hub cut by
-the engine's ``BOUNDED_EDGES`` and ``BACK_EDGES``), taken after each write: an import, an
+the engine's ``BOUNDED_EDGES`` and ``END_IDS``), taken after each write: an import, an
 append, feedback, a dispute, a restore, a weights reset, a clear.
 """
 
@@ -103,7 +103,7 @@ def test_hub_reads_come_from_the_rows_not_the_engine(store: LadybugStore) -> Non
     store._rows = spy  # type: ignore[method-assign]
     ld.bounded_edges(store, sorted(kept_nodes(store)), K, set(store.disputed_relations()))
     assert q.GET_KEPT in seen
-    assert q.BOUNDED_EDGES not in seen and q.BACK_EDGES not in seen
+    assert q.BOUNDED_EDGES not in seen and q.END_IDS not in seen
 
 
 def test_reads_stay_equal_after_feedback_disputes_restores_and_a_reset(

@@ -368,7 +368,7 @@ def test_whole_reads_of_small_nodes_equal_the_engine_cut(
     store: LadybugStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Nodes with no group over k are read whole and ordered in Python (no BOUNDED_EDGES, no
-    BACK_EDGES); the rows equal the engine's cut exactly, hubs, ties, self-loops, ways back and
+    END_IDS); the rows equal the engine's cut exactly, hubs, ties, self-loops, ways back and
     hidden edges included, and stale degrees that call a hub small still give the cut."""
     import random
 
@@ -391,7 +391,7 @@ def test_whole_reads_of_small_nodes_equal_the_engine_cut(
     for k in (2, 6, 1000):
         fast = store.bounded_edges(ids, k, hidden)
         if k == 1000:  # no group over k: every node read whole, nothing cut or asked again
-            assert q.WHOLE_EDGES in sent and q.BOUNDED_EDGES not in sent and q.BACK_EDGES not in sent
+            assert q.WHOLE_EDGES in sent and q.BOUNDED_EDGES not in sent and q.END_IDS not in sent
         degrees = ld.read_degrees
         monkeypatch.setattr(ld, "read_degrees", lambda s, i: {n: (10**9, huge) for n in i})  # all hubs
         sent.clear()

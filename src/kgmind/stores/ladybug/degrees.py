@@ -199,7 +199,7 @@ def _whole_groups(
     """The groups of nodes read whole, ordered here; and the nodes found to have a group over ``k``.
 
     A node's lists are whole, so an edge's way back is stored exactly when the node has an
-    edge the other way to the same end (disputed edges count, as in ``BACK_EDGES``). A group
+    edge the other way to the same end (disputed edges count, as in ``END_IDS``). A group
     over ``k`` (kept degrees older than the rule in force) sends its node to the engine's cut.
     """
     read = store._rows(q.WHOLE_EDGES, {"ids": ids})

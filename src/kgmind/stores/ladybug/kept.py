@@ -1,7 +1,7 @@
 """Each hub's bounded read, kept in the store and rewritten by the writes that change it (issue 42).
 
 A hub's bounded read is the dearest read of a pushed-down question: the engine orders the
-hub's whole list to keep ``k`` edges per type and direction, then scans it again for the
+hub's whole list to keep ``k`` edges per type and direction, then reads it again for the
 ways back (CMCKG re-crawl: ~66 + 51 ms a read; a shared hub of the generated 10M KG ~256 +
 149 ms). The answer depends only on the store's state, and few writes change it, so those
 writes compute it and keep it in the hub's ``Kept`` row; a read is then a primary-key lookup.
@@ -84,31 +84,36 @@ def relation_of(side: str, node: str, rtype: str, rid: str, end: str, weight: An
 def engine_groups(
     store: KeptStore, ids: list[str], k: int, hidden: Collection[str], conn: Any = None
 ) -> list[Group]:
-    """The groups of ``ids`` cut in the engine (``BOUNDED_EDGES``), ways back asked after (``BACK_EDGES``)."""
+    """The groups of ``ids`` cut in the engine (``BOUNDED_EDGES``), with their ways back (``END_IDS``)."""
+    return _engine_read(store, ids, k, hidden, conn)[0]
+
+
+def _engine_read(
+    store: KeptStore, ids: list[str], k: int, hidden: Collection[str], conn: Any = None
+) -> tuple[list[Group], dict[str, set[str]]]:
+    """:func:`engine_groups`, and per node the disputed edges (of ``hidden``) its groups left out.
+
+    An edge's way back is stored when its node has an edge the other way to the same end
+    (disputed edges count): found in the nodes' whole lists of other ends' ids.
+    """
     params = {"ids": ids, "k": k, "hidden": sorted(hidden), "rows": 1 << 62}
-    read = [
-        (
-            side,
-            str(node),
-            rtype,
-            [
-                (relation_of(side, node, rtype, rid, end, w, src), int(deg or 0))
-                for rid, end, w, src, deg in zip(rids, ends, weights, sources, degrees, strict=True)
-            ],
-        )
-        for side, node, rtype, rids, ends, weights, sources, degrees in store._rows(
-            q.BOUNDED_EDGES, params, conn
-        )
-    ]
-    others = sorted({r.tail if side == "out" else r.head for side, _n, _t, edges in read for r, _d in edges})
-    if not others:
-        return []
-    stored = {(str(a), str(b)) for a, b in store._rows(q.BACK_EDGES, {"ids": ids, "others": others}, conn)}
-    return [
-        (side, node, rtype, [(node, r, side, deg, (r.tail, r.head) in stored) for r, deg in edges])
-        for side, node, rtype, edges in read
-        if edges
-    ]
+    read = store._rows(q.BOUNDED_EDGES, params, conn)
+    ends: dict[tuple[str, str], set[str]] = {}
+    left_out: dict[str, set[str]] = {n: set() for n in ids}
+    for side, node, others, rids in store._rows(q.END_IDS, {"ids": ids}, conn):
+        ends.setdefault((str(node), side), set()).update(str(o) for o in others if o is not None)
+        left_out.setdefault(str(node), set()).update(str(r) for r in rids if r is not None and r in hidden)
+    groups: list[Group] = []
+    for side, node, rtype, rids, others, weights, sources, degrees in read:
+        node = str(node)
+        back = ends.get((node, "in" if side == "out" else "out"), set())
+        rows: list[BoundedEdge] = [
+            (node, relation_of(side, node, rtype, rid, end, w, src), side, int(deg or 0), str(end) in back)
+            for rid, end, w, src, deg in zip(rids, others, weights, sources, degrees, strict=True)
+        ]
+        if rows:
+            groups.append((side, node, rtype, rows))
+    return groups, left_out
 
 
 def read_kept(
@@ -187,12 +192,9 @@ def _write(store: KeptStore, conn: Any, hubs: list[str], k: int, hidden: Collect
     for i in range(0, len(hubs), _BATCH):
         batch = hubs[i : i + _BATCH]
         by_node: dict[str, list[Group]] = {n: [] for n in batch}
-        for group in engine_groups(store, batch, k, hidden, conn):
+        groups, left_out = _engine_read(store, batch, k, hidden, conn)
+        for group in groups:
             by_node[group[1]].append(group)
-        left_out: dict[str, set[str]] = {n: set() for n in batch}
-        if hidden:
-            for n, rid in store._rows(q.HIDDEN_EDGES_OF, {"ids": batch, "hidden": sorted(hidden)}, conn):
-                left_out[str(n)].add(str(rid))
         for group_list in by_node.values():
             group_list.sort(key=lambda g: (g[0] != "out", g[2]))
         rows = [{"node": n, "groups": _encode(by_node[n], left_out[n])} for n in batch]

@@ -28,7 +28,6 @@ Schema (created idempotently when a store opens):
 from __future__ import annotations
 
 __all__ = [
-    "BACK_EDGES",
     "BEGIN",
     "BOUNDED_EDGES",
     "COMMIT",
@@ -54,6 +53,7 @@ __all__ = [
     "EDGES_BOTH",
     "EDGES_IN",
     "EDGES_OUT",
+    "END_IDS",
     "ENTITY_COLUMNS",
     "FEEDBACK_SEEN",
     "FIND_ENTITIES_BY_KEY",
@@ -64,7 +64,6 @@ __all__ = [
     "GET_KEPT",
     "GET_META",
     "GET_RELATIONS",
-    "HIDDEN_EDGES_OF",
     "HUBS_NEXT_TO",
     "HUB_CANDIDATES",
     "INSERT_AUDIT",
@@ -302,8 +301,8 @@ _WHOLE_RETURN = " AS side, node, rtype, rids, others, ws, srcs, degs"
 #: Every stored edge of the nodes ``$ids``, disputed ones included, grouped per node, type and
 #: direction, in no order: the read of nodes whose every group holds at most ``k`` visible edges
 #: (their kept degrees say so before the read). Nothing is cut, so the engine need not order
-#: them, and a node's lists are whole, so the ways back are found in them without ``BACK_EDGES``
-#: (EMCKG-full, two nodes: ~4 ms against ~15 ms for ``BOUNDED_EDGES`` and ~4 ms for ``BACK_EDGES``).
+#: them, and a node's lists are whole, so the ways back are found in them without ``END_IDS``
+#: (EMCKG-full, two nodes: ~4 ms against ~15 ms for ``BOUNDED_EDGES`` and ~4 ms for the ways back).
 #: A node without edges gives a row with a null type and empty lists.
 WHOLE_EDGES = (
     _NODES
@@ -327,8 +326,6 @@ HUBS_NEXT_TO = (
     "UNWIND $ids AS x MATCH (n:Entity {id: x}) OPTIONAL MATCH (n)-[:REL]-(h:Entity) "
     "WITH h WHERE h.degree > $k RETURN DISTINCT h.id, h.degrees"
 )
-#: The disputed edges (``$hidden``) of the nodes ``$ids``: what their kept lists left out.
-HIDDEN_EDGES_OF = _NODES + "(n)-[r:REL]-(:Entity) WITH n, r WHERE r.id IN $hidden RETURN DISTINCT n.id, r.id"
 #: The tails of edges given as ``{head, id}`` rows (a weight write's edges, found from their heads).
 TAILS_OF = (
     "UNWIND $rows AS row MATCH (h:Entity {id: row.head})-[r:REL]->(t:Entity) WHERE r.id = row.id RETURN t.id"
@@ -339,17 +336,15 @@ DELETE_KEPT = "UNWIND $ids AS x MATCH (k:Kept {node: x}) DELETE k"
 DELETE_ALL_KEPT = "MATCH (k:Kept) DELETE k"
 #: The lightest and heaviest weight (equal: nothing learnt, what a pushed-down index cannot see itself).
 WEIGHT_RANGE = "MATCH (:Entity)-[r:REL]->(:Entity) RETURN min(r.weight), max(r.weight)"
-#: The ways back of edges read: every stored edge between a node of ``$ids`` (the nodes read) and
-#: one of ``$others`` (the other ends kept), as ``(from, to)``; the caller keeps an edge's way back when
-#: ``(its tail, its head)`` is among them. Each half starts from the nodes of ``$ids`` (found as the
-#: bounded reads find them, see above), the other end filtered after a ``WITH``: only the read nodes'
-#: own edge lists are scanned. Matching ``$heads x $tails`` of every kept edge scanned the lists of
-#: every other end, hubs included (generated 2M KG: 59 reads of one question 3.8 s against 0.66 s).
-BACK_EDGES = (
+#: Every stored edge of the nodes ``$ids``, disputed ones included, as the other ends' ids and the
+#: relation ids per node and direction: what the ways back of a bounded read and the disputed edges
+#: it left out are found in (in Python). The other ends filtered in the engine (``a.id IN $others``)
+#: cost a comparison per edge and other end: 50 hubs of the generated 2M KG 5.9 s against 0.3 s.
+END_IDS = (
     _NODES
-    + "(n)<-[:REL]-(a:Entity) WITH a, n WHERE a.id IN $others RETURN a.id, n.id UNION "
+    + "(n)-[r:REL]->(b:Entity) RETURN 'out', n.id, collect(b.id), collect(r.id) UNION ALL "
     + _NODES
-    + "(n)-[:REL]->(b:Entity) WITH n, b WHERE b.id IN $others RETURN n.id, b.id"
+    + "(a:Entity)-[r:REL]->(n) RETURN 'in', n.id, collect(a.id), collect(r.id)"
 )
 
 # -- feedback -----------------------------------------------------------------------
