@@ -179,3 +179,30 @@ def _columns(entities: list[Entity], rels: list[Relation]) -> RelationColumns:
         np.ones(len(rels)),
         types,
     )
+
+
+def test_a_load_whose_row_rebuild_fails_is_kept_reads_pending_and_rebuilt_when_it_reopens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(kept, "EDGES_PER_GROUP", K)
+    ents, rels = seeded_kg(7)
+    s = LadybugStore(tmp_path / "kg")
+    real = kept.rebuild
+
+    def fail(*_a: Any) -> int:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(kept, "rebuild", fail)
+    s.bulk_load(ents, rels)  # the load commits; its rows' rebuild, after it, fails
+    assert "left to the engine" in caplog.text
+    assert len(list(s.iter_relations())) == len(rels)
+    assert kept_nodes(s) == set() and not s._read_meta(kept.META_KEPT)
+    assert_same(s, monkeypatch)  # every hub cut by the engine meanwhile
+    s.close()
+    monkeypatch.setattr(kept, "rebuild", real)
+    again = LadybugStore(tmp_path / "kg", create=False)
+    try:
+        assert kept_nodes(again) == set(kept._hubs(again._rows(q.HUB_CANDIDATES, {"k": K}), K)) != set()
+        assert_same(again, monkeypatch)
+    finally:
+        again.close()

@@ -39,6 +39,7 @@ __all__ = [
     "BoundedEdge",
     "Group",
     "engine_groups",
+    "pending",
     "read_kept",
     "rebuild",
     "refresh",
@@ -199,6 +200,16 @@ def _write(store: KeptStore, conn: Any, hubs: list[str], k: int, hidden: Collect
             group_list.sort(key=lambda g: (g[0] != "out", g[2]))
         rows = [{"node": n, "groups": _encode(by_node[n], left_out[n])} for n in batch]
         conn.execute(q.SET_KEPT, {"rows": rows})
+
+
+def pending(conn: Any) -> None:
+    """Drop every row and mark them to be written again (a write that changes every hub's read).
+
+    Readers then cut every hub in the engine until :func:`rebuild` commits; a store left
+    pending (the rebuild failed, the process died) is rebuilt when it next opens.
+    """
+    conn.execute(q.DELETE_ALL_KEPT)
+    conn.execute(q.SET_META, {"key": META_KEPT, "version": ""})
 
 
 def rebuild(store: KeptStore, conn: Any, hidden: Collection[str]) -> int:

@@ -177,8 +177,7 @@ class LadybugStore(ld.DegreeReads, ld.DegreeWrites, StoreBase):
             with self._transaction("count degrees") as conn:  # a store made before degrees were kept
                 ld.refresh_degrees(self, conn, None)
         if self._scalar(q.GET_META, {"key": kept.META_KEPT}) != kept.wanted():
-            with self._transaction("keep hub reads") as conn:  # made before them, or under another bound
-                self._keep(conn, None)
+            self._keep_all()  # made before them, under another bound, or a write's rebuild did not finish
 
     @staticmethod
     def exists(path: str | Path) -> bool:
@@ -305,6 +304,8 @@ class LadybugStore(ld.DegreeReads, ld.DegreeWrites, StoreBase):
                 if changed:
                     self._keep(conn, None if first else {x for r in changed for x in (r.head, r.tail)})
                 self._bump_version(conn)
+            if changed and first:
+                self._keep_all()
 
     def bulk_load_columns(self, entities: Iterable[Entity], relations: RelationColumns) -> LoadReport:
         """:meth:`bulk_load` of relations held as columns (:mod:`kgmind.stores.columns`), in one transaction.
@@ -324,6 +325,7 @@ class LadybugStore(ld.DegreeReads, ld.DegreeWrites, StoreBase):
             stored = set(self._table(q.SCAN_RELATION_SOURCES, conn)["id"]) if has_relations else set()
             # into a store without relations or verdicts, the degrees are the columns' own counts
             counted = None if has_relations or ld.disputed_in(self, conn) else relations.degrees()
+            every = False  # whether every hub's kept read is written again after the commit
             with self._transaction("bulk_load") as tx:
                 self._write_plan(tx, plan, counted)
                 if lb_bulk.copy_relations(tx, relations, stored):
@@ -333,8 +335,11 @@ class LadybugStore(ld.DegreeReads, ld.DegreeWrites, StoreBase):
                         new = {e.id for e in plan.new_entities}
                         ld.write_degrees(tx, {e: n for e, n in counted.items() if e not in new})
                     ends = relations.entity_ids if has_relations else None
-                    self._keep(tx, ends if ends is None or len(ends) <= _KEEP_ENDS else None)
+                    every = ends is None or len(ends) > _KEEP_ENDS
+                    self._keep(tx, None if every else ends)
                 self._bump_version(tx)
+            if every:
+                self._keep_all()
         return LoadReport(entities=len(load.entities), relations=len(relations), docs=0)
 
     def _write_plan(self, conn: Any, plan: LoadPlan, counted: dg.Degrees | None = None) -> None:
@@ -555,6 +560,7 @@ class LadybugStore(ld.DegreeReads, ld.DegreeWrites, StoreBase):
             rows = self._rows(q.RESET_WEIGHTS, None, conn)
             self._keep(conn, None)
             self._bump_counter(conn, _META_WEIGHTS)
+        self._keep_all()
         return int(rows[0][0]) if rows else 0
 
     def weights_version(self) -> int:
