@@ -50,8 +50,10 @@ __all__ = [
 #: The ``Meta`` key naming the bound the ``Kept`` rows are cut to (missing or empty: no rows).
 META_KEPT = "kept"
 
-#: Hubs whose rows one engine read computes while writing.
+#: Hubs whose rows one engine read computes while writing, and the edges they hold at most (a
+#: batch of 50 shared hubs of the generated 10M KG, ~85k edges each, held ~4M ids in Python).
 _BATCH = 50
+_BATCH_EDGES = 200_000
 
 #: One edge of a bounded read: (the node read, the edge, "out" | "in", the other end's degree,
 #: whether the KG stores a way back).
@@ -180,18 +182,33 @@ def _encode(groups: Iterable[Group], left_out: Iterable[str]) -> str:
     return json.dumps({"x": sorted(left_out), "g": rows}, ensure_ascii=False)
 
 
-def _hubs(rows: Iterable[Sequence[Any]], k: int) -> list[str]:
-    """The ids of ``(id, degrees JSON)`` rows with a group over ``k``."""
-    over = {
-        str(n) for n, per in rows if n is not None and any(max(v) > k for v in dg.parse_degrees(per).values())
-    }
-    return sorted(over)
+def _hubs(rows: Iterable[Sequence[Any]], k: int) -> dict[str, int]:
+    """The ``(id, degrees JSON)`` rows with a group over ``k``: id -> edges (every type, both ways)."""
+    hubs: dict[str, int] = {}
+    for n, per in rows:
+        groups = dg.parse_degrees(per).values() if n is not None else ()
+        if any(max(v) > k for v in groups):
+            hubs[str(n)] = sum(a + b for a, b in groups)
+    return hubs
 
 
-def _write(store: KeptStore, conn: Any, hubs: list[str], k: int, hidden: Collection[str]) -> None:
+def _batches(hubs: dict[str, int]) -> Iterable[list[str]]:
+    """``hubs`` in id order, cut into batches of at most ``_BATCH`` hubs and ``_BATCH_EDGES`` edges."""
+    batch: list[str] = []
+    edges = 0
+    for n in sorted(hubs):
+        if batch and (len(batch) == _BATCH or edges + hubs[n] > _BATCH_EDGES):
+            yield batch
+            batch, edges = [], 0
+        batch.append(n)
+        edges += hubs[n]
+    if batch:
+        yield batch
+
+
+def _write(store: KeptStore, conn: Any, hubs: dict[str, int], k: int, hidden: Collection[str]) -> None:
     """Compute and write the rows of ``hubs`` on ``conn`` (the caller's write transaction)."""
-    for i in range(0, len(hubs), _BATCH):
-        batch = hubs[i : i + _BATCH]
+    for batch in _batches(hubs):
         by_node: dict[str, list[Group]] = {n: [] for n in batch}
         groups, left_out = _engine_read(store, batch, k, hidden, conn)
         for group in groups:
