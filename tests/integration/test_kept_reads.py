@@ -206,3 +206,12 @@ def test_a_load_whose_row_rebuild_fails_is_kept_reads_pending_and_rebuilt_when_i
         assert_same(again, monkeypatch)
     finally:
         again.close()
+
+
+def test_rebuild_batches_hold_at_most_50_hubs_and_their_edge_bound() -> None:
+    hubs = {f"h{i:03d}": d for i, d in enumerate([150_000, 60_000, 30_000] + [10] * 120)}
+    batches = list(kept._batches(hubs))
+    assert [n for b in batches for n in b] == sorted(hubs)
+    assert all(len(b) <= kept._BATCH for b in batches)
+    assert all(sum(hubs[n] for n in b) <= kept._BATCH_EDGES or len(b) == 1 for b in batches)
+    assert len(batches[0]) == 1 and len(batches[1]) > 1  # 150k + 60k is over the bound
