@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import numpy as np
+
 from kgmind.models import Entity, KnowledgeDoc, Relation, entity_id
+from kgmind.stores.columns import RelationColumns
 
 #: Symptoms, tests and medications of a disease: the three lists of a table row.
 DiseaseRow = tuple[Sequence[str], Sequence[str], Sequence[str]]
@@ -46,3 +49,17 @@ def disease_kg(
                 rels.append(Relation(head=head, type=rtype, tail=tail, source=source))
                 rels.append(Relation(head=tail, type=INVERSE[rtype], tail=head, source=source))
     return list(ents.values()), rels, docs
+
+
+def relation_columns(entities: Sequence[Entity], rels: Sequence[Relation]) -> RelationColumns:
+    """``rels`` as the columns a columnar load takes (``bulk_load_columns``), over ``entities``' ids."""
+    ids = [e.id for e in entities]
+    types = sorted({r.type for r in rels})
+    return RelationColumns(
+        ids,
+        np.array([ids.index(r.head) for r in rels], dtype=np.int32),
+        np.array([types.index(r.type) for r in rels], dtype=np.int32),
+        np.array([ids.index(r.tail) for r in rels], dtype=np.int32),
+        np.ones(len(rels)),
+        types,
+    )

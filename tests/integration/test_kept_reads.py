@@ -13,17 +13,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 from kgmind.models import Entity, Relation
-from kgmind.stores.columns import RelationColumns
 from kgmind.stores.factory import close_all_stores
 from kgmind.stores.feedback import apply_verdicts, restore_dispute
 from kgmind.stores.ladybug import LadybugStore, kept
 from kgmind.stores.ladybug import degrees as ld
 from kgmind.stores.ladybug import queries as q
 from kgmind.stores.weights import make_rule
+from toy_kg import relation_columns
 
 K = 2
 TYPES = ("has_symptom", "treated_by", "tested_by")
@@ -158,27 +157,14 @@ def test_columnar_loads_keep_the_rows_too(tmp_path: Path, monkeypatch: pytest.Mo
     ents, rels = seeded_kg(11)
     s = LadybugStore(tmp_path / "cols")
     try:
-        s.bulk_load_columns(ents, _columns(ents, rels[:100]))  # a fresh store: every hub's row
+        s.bulk_load_columns(ents, relation_columns(ents, rels[:100]))  # a fresh store: every hub's row
         assert kept_nodes(s) and kept_nodes(s) == set(kept._hubs(s._rows(q.HUB_CANDIDATES, {"k": K}), K))
         assert_same(s, monkeypatch)
-        s.bulk_load_columns([], _columns(ents, rels[100:]))  # onto stored edges
+        s.bulk_load_columns([], relation_columns(ents, rels[100:]))  # onto stored edges
         assert kept_nodes(s) == set(kept._hubs(s._rows(q.HUB_CANDIDATES, {"k": K}), K))
         assert_same(s, monkeypatch)
     finally:
         s.close()
-
-
-def _columns(entities: list[Entity], rels: list[Relation]) -> RelationColumns:
-    ids = [e.id for e in entities]
-    types = sorted({r.type for r in rels})
-    return RelationColumns(
-        ids,
-        np.array([ids.index(r.head) for r in rels], dtype=np.int32),
-        np.array([types.index(r.type) for r in rels], dtype=np.int32),
-        np.array([ids.index(r.tail) for r in rels], dtype=np.int32),
-        np.ones(len(rels)),
-        types,
-    )
 
 
 def test_a_load_whose_row_rebuild_fails_is_kept_reads_pending_and_rebuilt_when_it_reopens(

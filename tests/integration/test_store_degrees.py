@@ -9,15 +9,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from kgmind.models import Entity, Relation
-from kgmind.stores.columns import RelationColumns
 from kgmind.stores.factory import close_all_stores, open_store
 from kgmind.stores.feedback import apply_verdicts, restore_dispute
 from kgmind.stores.ladybug import LadybugStore
 from kgmind.stores.weights import make_rule
+from toy_kg import relation_columns
 
 FLU = Entity(name="Flu", type="disease")
 COLD = Entity(name="Cold", type="disease")
@@ -132,30 +131,17 @@ def test_bounded_reads_keep_k_edges_per_node_type_and_direction_heaviest_then_mo
     assert len(store.bounded_edges([COUGH.id], 5, hidden={RELS[1].id})) == 1
 
 
-def _columns(entities: list[Entity], rels: list[Relation]) -> RelationColumns:
-    ids = [e.id for e in entities]
-    types = sorted({r.type for r in rels})
-    return RelationColumns(
-        ids,
-        np.array([ids.index(r.head) for r in rels], dtype=np.int32),
-        np.array([types.index(r.type) for r in rels], dtype=np.int32),
-        np.array([ids.index(r.tail) for r in rels], dtype=np.int32),
-        np.ones(len(rels)),
-        types,
-    )
-
-
 def test_a_columnar_import_counts_degrees_fresh_and_onto_stored_edges(tmp_path: Path) -> None:
     close_all_stores()
     s = LadybugStore(tmp_path / "cols")
     try:
         every = [FLU, COLD, FEVER, COUGH, RASH, ASPIRIN]
-        s.bulk_load_columns(every, _columns(every, RELS[:3]))  # a fresh store: every degree counted
+        s.bulk_load_columns(every, relation_columns(every, RELS[:3]))  # a fresh store: every degree counted
         assert kept(s)[COUGH.id] == (2, {"has_symptom": (0, 2)})
         assert kept(s) == counted(s)
         # onto stored edges: one already stored (not counted twice), two new
         more = [RELS[0], RELS[3], Relation(head=COLD.id, type="has_symptom", tail=RASH.id)]
-        s.bulk_load_columns([], _columns(every, more))
+        s.bulk_load_columns([], relation_columns(every, more))
         assert kept(s)[FLU.id] == (3, {"has_symptom": (2, 0), "treated_by": (1, 0)})
         assert kept(s)[RASH.id] == (1, {"has_symptom": (0, 1)})
         assert kept(s) == counted(s)
@@ -169,9 +155,11 @@ def test_a_columnar_import_into_a_store_of_entities_only_counts_the_stored_ends(
     s = LadybugStore(tmp_path / "cols")
     try:
         every = [FLU, COLD, FEVER, COUGH, RASH, ASPIRIN]
-        s.bulk_load_columns(every[:4], _columns(every[:4], []))  # entities only
+        s.bulk_load_columns(every[:4], relation_columns(every[:4], []))  # entities only
         loop = Relation(head=FLU.id, type="related_to", tail=FLU.id)
-        s.bulk_load_columns(every, _columns(every, [*RELS, loop]))  # FLU..COUGH stored, RASH, ASPIRIN new
+        s.bulk_load_columns(
+            every, relation_columns(every, [*RELS, loop])
+        )  # FLU..COUGH stored, RASH, ASPIRIN new
         assert kept(s)[FLU.id] == (5, {"has_symptom": (2, 0), "related_to": (1, 1), "treated_by": (1, 0)})
         assert kept(s)[ASPIRIN.id] == (1, {"treated_by": (0, 1)})
         assert kept(s)[RASH.id] == (0, {})

@@ -40,20 +40,6 @@ _log = logging.getLogger(__name__)
 META_DEGREES = "degrees"
 
 
-class LadybugWriter(Protocol):
-    """What :meth:`DegreeWrites._keep_all` needs: reads, and a write transaction."""
-
-    def _rows(
-        self, query: str, params: dict[str, Any] | None = None, conn: Any = None
-    ) -> list[list[Any]]: ...
-
-    def _table(self, query: str, conn: Any = None) -> dict[str, list[Any]]: ...
-
-    def _read_meta(self, key: str) -> Any: ...
-
-    def _transaction(self, what: str) -> AbstractContextManager[Any]: ...
-
-
 class LadybugReader(Protocol):
     """What these helpers need from a ``LadybugStore``."""
 
@@ -64,6 +50,12 @@ class LadybugReader(Protocol):
     def _table(self, query: str, conn: Any = None) -> dict[str, list[Any]]: ...
 
     def _read_meta(self, key: str) -> Any: ...
+
+
+class LadybugWriter(LadybugReader, Protocol):
+    """What :meth:`DegreeWrites._keep_all` needs: the reads, and a write transaction."""
+
+    def _transaction(self, what: str) -> AbstractContextManager[Any]: ...
 
 
 class DegreeReads:
