@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any, Protocol
 
 from kgmind.models import Relation
@@ -44,6 +45,7 @@ __all__ = [
     "rebuild",
     "refresh",
     "relation_of",
+    "rewrites_all",
     "wanted",
 ]
 
@@ -54,6 +56,10 @@ META_KEPT = "kept"
 #: batch of 50 shared hubs of the generated 10M KG, ~85k edges each, held ~4M ids in Python).
 _BATCH = 50
 _BATCH_EDGES = 200_000
+
+#: A load touching more entities than this writes every hub's row again rather than those next
+#: to the ones it touched (one read of every hub's list is then cheaper).
+_REWRITE_ALL_OVER = 10_000
 
 #: One edge of a bounded read: (the node read, the edge, "out" | "in", the other end's degree,
 #: whether the KG stores a way back).
@@ -120,7 +126,7 @@ def _engine_read(
 
 
 def read_kept(
-    store: KeptStore, ids: Sequence[str], k: int, hidden: Collection[str]
+    store: KeptStore, ids: Sequence[str], k: int, hidden: AbstractSet[str]
 ) -> tuple[list[Group], list[str]]:
     """The groups of the hubs ``ids`` from their rows, and the hubs the rows cannot answer.
 
@@ -131,7 +137,6 @@ def read_kept(
     kept = store._read_meta(META_KEPT)
     if not ids or not kept or int(kept) < k:
         return [], list(ids)
-    hidden = hidden if isinstance(hidden, (set, frozenset)) else set(hidden)
     texts = {str(n): t for n, t in store._rows(q.GET_KEPT, {"ids": list(ids)})}
     groups: list[Group] = []
     rest: list[str] = []
@@ -144,7 +149,7 @@ def read_kept(
     return groups, rest
 
 
-def _decode(node: str, text: str | None, k: int, hidden: Collection[str]) -> list[Group] | None:
+def _decode(node: str, text: str | None, k: int, hidden: AbstractSet[str]) -> list[Group] | None:
     """A row's groups cut to ``k``, or ``None`` when it cannot answer a read hiding ``hidden``."""
     if not text:
         return None
@@ -217,6 +222,11 @@ def _write(store: KeptStore, conn: Any, hubs: dict[str, int], k: int, hidden: Co
             group_list.sort(key=lambda g: (g[0] != "out", g[2]))
         rows = [{"node": n, "groups": _encode(by_node[n], left_out[n])} for n in batch]
         conn.execute(q.SET_KEPT, {"rows": rows})
+
+
+def rewrites_all(first: bool, ends: Collection[str]) -> bool:
+    """Whether a load writes every hub's row again (after its commit): a store's first, or a big one."""
+    return first or len(ends) > _REWRITE_ALL_OVER
 
 
 def pending(conn: Any) -> None:

@@ -94,9 +94,6 @@ _META_LOAD = "load"
 _META_SCHEMA = "relation_schema"  # the roles a user gave at import: JSON in Meta.version
 _META_WEIGHTS = "weights"  # the weights version: a decimal counter in Meta.version
 _META_DISPUTES = lv.META_DISPUTES  # the disputes version: likewise
-#: A columnar load touching more stored entities than this writes every hub's kept read again
-#: rather than those next to the ones it touched (one read of every hub's list is then cheaper).
-_KEEP_ENDS = 10_000
 
 
 def _engine_error(exc: BaseException) -> str:
@@ -299,12 +296,14 @@ class LadybugStore(ld.DegreeReads, ld.DegreeWrites, StoreBase):
             plan = plan_load(functools.partial(self._table, conn=self._write_conn()), load)
             first = not int(self._scalar(q.COUNT_RELATIONS, None, self._write_conn()) or 0)
             changed = [*plan.new_relations, *(load.relations[u["id"]] for u in plan.source_updates)]
+            ends = {x for r in changed for x in (r.head, r.tail)}
+            every = bool(changed) and kept.rewrites_all(first, ends)
             with self._transaction("bulk_load") as conn:
                 self._write_plan(conn, plan)
                 if changed:
-                    self._keep(conn, None if first else {x for r in changed for x in (r.head, r.tail)})
+                    self._keep(conn, None if every else ends)
                 self._bump_version(conn)
-            if changed and first:
+            if every:
                 self._keep_all()
 
     def bulk_load_columns(self, entities: Iterable[Entity], relations: RelationColumns) -> LoadReport:
@@ -334,9 +333,8 @@ class LadybugStore(ld.DegreeReads, ld.DegreeWrites, StoreBase):
                     else:  # stored entities new edges touch; the new ones got theirs in their COPY
                         new = {e.id for e in plan.new_entities}
                         ld.write_degrees(tx, {e: n for e, n in counted.items() if e not in new})
-                    ends = relations.entity_ids if has_relations else None
-                    every = ends is None or len(ends) > _KEEP_ENDS
-                    self._keep(tx, None if every else ends)
+                    every = kept.rewrites_all(not has_relations, relations.entity_ids)
+                    self._keep(tx, None if every else relations.entity_ids)
                 self._bump_version(tx)
             if every:
                 self._keep_all()
