@@ -194,7 +194,9 @@ def test_english_tree_is_the_reasoning(monkeypatch: pytest.MonkeyPatch) -> None:
         "Cough may be a sign of Pneumonia, and Pneumonia may present with Fever.",
         "Fever may point to Influenza here.",
     ]
-    assert out["answer"].startswith("The most likely diagnosis is Influenza. Rest and drink fluids.\n")
+    assert out["answer"].startswith(
+        "The most likely diagnosis is Influenza; Pneumonia is also considered. Rest and drink fluids.\n"
+    )
     assert "Likely diagnoses: Influenza, Pneumonia." in out["answer"]
 
 
@@ -310,7 +312,8 @@ def test_evidence_sentence_keeps_the_triples_about_the_step() -> None:
         ("Influenza is likely; pneumonia is possible.", "Influenza is likely; pneumonia is possible."),
         (
             "This is a sign of pneumonia. Take rest. Influenza is less likely.",
-            "The most likely diagnosis is Influenza. Take rest. Influenza is less likely.",
+            "The most likely diagnosis is Influenza; Pneumonia is also considered."
+            " Take rest. Influenza is less likely.",
         ),
         (
             "Take rest and drink fluids.",
@@ -326,10 +329,26 @@ def test_summary_names_the_first_diagnosis_first(summary: str, expected: str) ->
 
 def test_chinese_summary_is_made_consistent() -> None:
     fixed = consistent_summary("可能是肺炎。注意休息。", ["流感", "肺炎"], [], "zh")
-    assert fixed == "最可能的诊断是流感。注意休息。"
+    assert fixed == "最可能的诊断是流感，也考虑肺炎。注意休息。"
     assert (
         consistent_summary("不用担心。", [], ["肺炎"], "zh") == "不用担心。"
     )  # no list: nothing to agree with
+
+
+def test_replaced_sentence_keeps_the_models_other_candidates() -> None:
+    """A reordered summary still names every disease the model gave, once each (a name inside a longer one
+    is that mention): only the order changes, so the answer loses none of the model's candidates."""
+    summary = "Could be viral warts or common cold, even influenza. Rest."
+    fixed = consistent_summary(
+        summary, ["Molluscum contagiosum"], ["Viral warts", "Cold", "Common cold"], "en"
+    )
+    assert fixed == (
+        "The most likely diagnosis is Molluscum contagiosum;"
+        " Viral warts and Common cold are also considered. Rest."
+    )
+    assert consistent_summary("可能是病毒性感冒。", ["肺炎"], ["感冒", "病毒性感冒"], "zh") == (
+        "最可能的诊断是肺炎，也考虑病毒性感冒。"
+    )
 
 
 DEEP = {

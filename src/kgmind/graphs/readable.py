@@ -13,8 +13,9 @@ another call:
   of the triples about the step's entity), which names its entities and keeps the ids;
 - the summary must name the list's first diagnosis before any other disease
   (:func:`first_named`); when it names another one first, its first sentence naming a
-  disease is replaced by one naming the chosen diagnosis, and when it names none, that
-  sentence is put first (:func:`consistent_summary`).
+  disease is replaced by one naming the chosen diagnosis and, as also considered, the other
+  diseases that sentence named (the model's candidates stay in the answer; only their order
+  changes), and when it names none, that sentence is put first (:func:`consistent_summary`).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ __all__ = [
     "evidence_sentence",
     "first_named",
     "is_fragment",
+    "named_in_order",
     "readable_steps",
 ]
 
@@ -128,15 +130,35 @@ def readable_steps(chain: Sequence[Mapping[str, Any]], evidence: Sequence[Eviden
 
 def first_named(text: str, names: Sequence[str]) -> str | None:
     """Of ``names``, the one ``text`` names first (earliest position; the longer name on a tie)."""
-    found = [(pos, -len(name), name) for name in names if (pos := mention_position(text, name)) >= 0]
-    return min(found)[2] if found else None
+    in_order = named_in_order(text, names)
+    return in_order[0] if in_order else None
 
 
-def _lead(diagnosis: str, language: str) -> str:
-    """The sentence that names the chosen diagnosis first."""
+def named_in_order(text: str, names: Sequence[str]) -> list[str]:
+    """The ``names`` that ``text`` names, in the order it names them.
+
+    A name found inside a longer one's mention (感冒 in 病毒性感冒) is that mention, not another.
+    """
+    found = sorted((pos, -len(name), name) for name in names if (pos := mention_position(text, name)) >= 0)
+    out: list[str] = []
+    end = -1
+    for pos, length, name in found:
+        if pos >= end:
+            out.append(name)
+            end = pos - length
+    return out
+
+
+def _lead(diagnosis: str, also: Sequence[str], language: str) -> str:
+    """The sentence that names the chosen diagnosis first, then the replaced sentence's other diseases."""
     if language == "zh":
-        return f"最可能的诊断是{diagnosis}。"
-    return f"The most likely diagnosis is {diagnosis}."
+        return f"最可能的诊断是{diagnosis}" + (f"，也考虑{'、'.join(also)}。" if also else "。")
+    if not also:
+        return f"The most likely diagnosis is {diagnosis}."
+    if len(also) == 1:
+        return f"The most likely diagnosis is {diagnosis}; {also[0]} is also considered."
+    others = ", ".join(also[:-1]) + f" and {also[-1]}"
+    return f"The most likely diagnosis is {diagnosis}; {others} are also considered."
 
 
 def consistent_summary(
@@ -152,23 +174,26 @@ def consistent_summary(
 
     Returns:
         ``summary`` when it names ``diagnoses[0]`` first; else the summary with its first
-        sentence naming a disease replaced by "The most likely diagnosis is X." (when it names
-        none, that sentence goes first).
+        sentence naming a disease replaced by "The most likely diagnosis is X; Y is also
+        considered." (Y: the other diseases that sentence named, so a candidate the model
+        gave is not lost; when the summary names none, "The most likely diagnosis is X." goes
+        first).
 
     """
     if not diagnoses:
         return summary
     first = diagnoses[0]
+    key = normalize_name(first)
     names = list(dict.fromkeys([*diagnoses, *diseases]))
     named = first_named(summary, names)
-    if named is not None and normalize_name(named) == normalize_name(first):
+    if named is not None and normalize_name(named) == key:
         return summary
-    lead = _lead(first, language)
     sentences = [s for s in _SENTENCES.split(summary.strip()) if s.strip()]
     for n, sentence in enumerate(sentences):
-        if first_named(sentence, names) is not None:
-            sentences[n] = lead
+        if in_order := named_in_order(sentence, names):
+            also = list(dict.fromkeys(x for x in in_order if normalize_name(x) != key))
+            sentences[n] = _lead(first, also, language)
             break
     else:
-        sentences.insert(0, lead)
+        sentences.insert(0, _lead(first, (), language))
     return ("" if language == "zh" else " ").join(sentences)
