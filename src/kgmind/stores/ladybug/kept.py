@@ -29,10 +29,9 @@ from collections.abc import Collection, Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any, Protocol
 
-from kgmind.models import Relation
+from kgmind.models import StoredEdge
 from kgmind.stores import degrees as dg
 from kgmind.stores.ladybug import queries as q
-from kgmind.stores.ladybug.rows import relation_from_row
 from kgmind.tuning import EDGES_PER_GROUP
 
 __all__ = [
@@ -63,7 +62,7 @@ _REWRITE_ALL_OVER = 10_000
 
 #: One edge of a bounded read: (the node read, the edge, "out" | "in", the other end's degree,
 #: whether the KG stores a way back).
-BoundedEdge = tuple[str, Relation, str, int, bool]
+BoundedEdge = tuple[str, StoredEdge, str, int, bool]
 
 #: A group of a bounded read: (side, node, relation type, its rows).
 Group = tuple[str, str, str, list[BoundedEdge]]
@@ -84,10 +83,10 @@ def wanted() -> str:
     return "" if EDGES_PER_GROUP is None else str(EDGES_PER_GROUP)
 
 
-def relation_of(side: str, node: str, rtype: str, rid: str, end: str, weight: Any, source: Any) -> Relation:
+def relation_of(side: str, node: str, rtype: str, rid: str, end: str, weight: Any, source: Any) -> StoredEdge:
     """The edge of a read row, whose ``node`` is its head (``out``) or its tail (``in``)."""
     head, tail = (node, end) if side == "out" else (end, node)
-    return relation_from_row((head, rid, rtype, tail, weight, source))
+    return StoredEdge(rid, head, rtype, tail, float(weight), source or "")
 
 
 def engine_groups(
