@@ -450,3 +450,24 @@ def test_kept_neighbourhood_indexes_are_bounded_by_count_and_edges(monkeypatch: 
     assert any(h is hoods[-1] for h in kept.values())  # the newest always stays
     assert not any(h is hoods[0] for h in kept.values())  # the oldest went
     assert gx.get_neighborhood_index(store, [entity_id("A")]) is not hoods[0]  # type: ignore[arg-type]
+
+
+def test_pushed_down_tail_array_grows_in_place_and_old_views_stay_valid() -> None:
+    """KGCoT reads ``edge_tail_array`` without the lock while a read appends edges: a view taken
+    before an append (or a regrowth of the buffer) keeps its values, and the newest equals the tails."""
+    from array import array
+
+    from kgmind.retrievers.graph_pushdown import PushdownGrowth
+
+    index = PushdownGrowth()
+    index.edge_tail = array("i")
+    views = []
+    for step in range(40):  # 3,880 tails: the buffer (1,024 at first) regrows twice
+        first = len(index.edge_tail)
+        index.edge_tail.extend(range(step * 1000, step * 1000 + 97))
+        index._publish_tails(first)
+        views.append((index.edge_tail_array, index.edge_tail_array.copy()))
+    for view, copy in views:
+        assert (view == copy).all()
+    assert index.edge_tail_array.tolist() == list(index.edge_tail)
+    assert len(index._tail_buffer) >= 4096 and len(views[0][0]) == 97

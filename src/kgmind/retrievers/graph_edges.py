@@ -164,8 +164,9 @@ class EdgeLookup:
     def get(self, rid: str, default: int | None = None) -> int | None:
         """The edge index of relation ``rid`` (its stored edge, never a reverse reading), or ``default``."""
         e = self.pending.get(rid)
-        if e is not None:
-            return e
+        if e is not None or not len(self._hashes):
+            # a pushed-down index has no frozen ids: each new edge's miss would search an empty array
+            return default if e is None else e
         h = hash(rid)
         i = int(np.searchsorted(self._hashes, h))
         ids = self._gi.edge_id

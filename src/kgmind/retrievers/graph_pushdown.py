@@ -49,6 +49,9 @@ class PushdownGrowth:
     edge_id: EdgeIds
     edge_index_of: EdgeLookup
     edge_tail_array: np.ndarray
+    #: The storage ``edge_tail_array`` views: grown by doubling, so a read appends its tails
+    #: instead of copying every tail loaded so far (a question completes ~15-80 nodes).
+    _tail_buffer: np.ndarray | None = None
     reverse_readings: bool
     hidden: HiddenEdges
     _weights: WeightState
@@ -220,9 +223,25 @@ class PushdownGrowth:
         self.hidden = self.hidden.with_loaded(e for e, ok in zip(new, shown, strict=True) if not ok)
         counted = [False] * len(shown) if bounded else shown  # bounded: a node's totals when it completes
         self._weights = self._weights.grown(weights, heads, len(self.ids), counted)
-        self.edge_tail_array = np.asarray(self.edge_tail, dtype=np.int64)
+        self._publish_tails(first)
         if not bounded:
             self._list_edges([e for e, ok in zip(new, shown, strict=True) if ok])
+
+    def _publish_tails(self, first: int) -> None:
+        """``edge_tail_array`` after the tails from ``first`` on were appended (caller holds the lock).
+
+        A lock-free reader may hold the old view: the new tails are written past its end, and
+        a grown buffer is a new array, so what it reads never changes.
+        """
+        n = len(self.edge_tail)
+        buf = self._tail_buffer
+        if buf is None or len(buf) < n:
+            buf = np.empty(max(n, 2 * (0 if buf is None else len(buf)), 1024), dtype=np.int64)
+            buf[:n] = self.edge_tail
+            self._tail_buffer = buf
+        else:
+            buf[first:n] = self.edge_tail[first:n]
+        self.edge_tail_array = buf[:n]
 
     def _list_edges(self, edges: Sequence[int]) -> None:
         """Add ``edges`` to their ends' lists, in the full index's order (:func:`sort_key`)."""
