@@ -112,10 +112,12 @@ EDGES_PER_CONTEXT_GROUP: int | None = 5
 #: in ``benchmarks/results/2026-11-27-small-reads/``). A server runs several questions at once anyway.
 STORE_READ_THREADS = 1
 
-#: Bounded reads a pushed-down worker keeps across questions (``BoundedReads``), in rows (kept edges):
-#: about 60-100 MB of Relation objects at the most; on the 2026-11-26 quiet-box runs keeping them made
-#: a pushed-down question 3.2x (EMCKG-full) and 1.3x (re-crawl) faster at p50.
-KEPT_BOUNDED_ROWS = 100_000
+#: Bounded reads a pushed-down worker keeps across questions (``BoundedReads``), in rows (kept edges).
+#: Keeping them made a pushed-down question 3.2x (EMCKG-full) and 1.3x (re-crawl) faster at p50
+#: (2026-11-26). A row is a ``StoredEdge`` since 2026-11-28, ~250-425 bytes held; 40 re-crawl calib
+#: questions filled 100,000 rows, and 300,000 took p50 541 / 412 -> 453 / 344 ms for +50-85 MB RSS
+#: (``benchmarks/results/2026-11-28-python-reads/kept-rows/``), about what 100,000 pydantic rows held.
+KEPT_BOUNDED_ROWS = 300_000
 
 #: Entities a LadybugDB store keeps from its lookups, per load version, so that the ends a pushed-down
 #: question lists again (common symptoms, the diseases around them) cost no engine query

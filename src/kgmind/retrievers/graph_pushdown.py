@@ -197,20 +197,23 @@ class PushdownGrowth:
         weights: list[float] = []
         heads: list[int] = []
         shown: list[bool] = []  # per new edge: not hidden
+        index_of, hidden, pairs = self.index_of, self.hidden.ids, self._pairs
+        # every id kept as read: a question's index is small, and deriving an id hashes the edge
+        # again on each lookup (the lists are ordered by id): 5 % of a re-crawl question (py-spy)
+        explicit, lookup = self.edge_id.explicit, self.edge_index_of
         for rel in rels:
-            h, t = self.index_of[rel.head], self.index_of[rel.tail]
+            h, t = index_of[rel.head], index_of[rel.tail]
             e = self._append_edge(h, t, rel.type, rel.source, -1)
-            self.edge_index_of[rel.id] = e
-            # every id kept as read: a question's index is small, and deriving an id hashes the edge
-            # again on each lookup (the lists are ordered by id): 5 % of a re-crawl question (py-spy)
-            self.edge_id.explicit[e] = rel.id
+            lookup[rel.id] = e
+            explicit[e] = rel.id
             weights.append(rel.weight)
             heads.append(h)
-            shown.append(rel.id not in self.hidden.ids)
-            self._pairs.add((h, t))
-        for i, e in enumerate(range(first, first + len(rels))):  # the way back the KG lacks
+            shown.append(rel.id not in hidden)
+            pairs.add((h, t))
+        for i, rel in enumerate(rels):  # the way back the KG lacks
+            e = first + i
             h, t = self.edge_head[e], self.edge_tail[e]
-            stored_back = back.get(self.edge_id[e], False) if back is not None else (t, h) in self._pairs
+            stored_back = back.get(rel.id, False) if back is not None else (t, h) in pairs
             if self.reverse_readings and h != t and not stored_back:
                 rtype = reverse_name(self.edge_type[e])
                 self.edge_twin[e] = self._append_edge(t, h, rtype, self.edge_source[e], e)

@@ -240,21 +240,22 @@ def _whole_groups(
     groups: list[Group] = []
     cut: set[str] = set()
     for side, node, rtype, rids, ends, weights, sources, degs in read:
-        edges = [
-            (relation_of(side, node, rtype, rid, end, w, src), deg)
+        # plain tuples sort in C: heaviest first, then a known lower degree, then the (unique) id
+        keyed = sorted(
+            (-float(w), deg is None, deg or 0, rid, end, src)
             for rid, end, w, src, deg in zip(rids, ends, weights, sources, degs, strict=True)
             if rid not in hidden
-        ]
-        if not edges:
+        )
+        if not keyed:
             continue
-        if len(edges) > k:
+        if len(keyed) > k:
             cut.add(node)
             continue
-        edges.sort(key=lambda e: (-e[0].weight, e[1] is None, e[1] or 0, e[0].id))
         back = ends_of.get((node, "in" if side == "out" else "out"), set())
+        node = str(node)
         rows = [
-            (str(node), r, side, int(deg or 0), (r.tail if side == "out" else r.head) in back)
-            for r, deg in edges
+            (node, relation_of(side, node, rtype, rid, end, -w, src), side, deg, end in back)
+            for w, _, deg, rid, end, src in keyed
         ]
-        groups.append((side, str(node), rtype, rows))
+        groups.append((side, node, rtype, rows))
     return [g for g in groups if g[1] not in cut], sorted(cut)
