@@ -141,11 +141,11 @@ def named_in_order(text: str, names: Sequence[str]) -> list[str]:
     """
     found = sorted((pos, -len(name), name) for name in names if (pos := mention_position(text, name)) >= 0)
     out: list[str] = []
-    end = -1
-    for pos, length, name in found:
+    end = -1  # where the last kept mention ends
+    for pos, _longer_first, name in found:
         if pos >= end:
             out.append(name)
-            end = pos - length
+            end = pos + len(normalize_name(name))
     return out
 
 
