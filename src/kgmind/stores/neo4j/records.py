@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kgmind.models import Relation
+from kgmind.models import Relation, StoredEdge
 
-__all__ = ["relation_from_record"]
+__all__ = ["relation_from_record", "stored_edge_from_record"]
 
 
 def relation_from_record(rec: Mapping[str, Any]) -> Relation:
@@ -20,3 +20,9 @@ def relation_from_record(rec: Mapping[str, Any]) -> Relation:
         weight=float(rec["weight"]),
         source=rec["source"] or "",
     )
+
+
+def stored_edge_from_record(rec: Mapping[str, Any]) -> StoredEdge:
+    """The same record as a :class:`StoredEdge`: what a bounded read returns, as on LadybugDB."""
+    weight, source = float(rec["weight"]), rec["source"] or ""
+    return StoredEdge(rec["id"], rec["head"], rec["type"], rec["tail"], weight, source)
