@@ -15,12 +15,11 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 
-from kgmind.models import relation_id
+from kgmind.models import StoredEdge, relation_id
 from kgmind.relations import REVERSE_MARK
 
 __all__ = [
@@ -220,22 +219,6 @@ class LazyAdjacency(list[list[int]]):
         return super().__getitem__(i)
 
 
-@dataclass(frozen=True)
-class EdgeView:
-    """A relation as seen through the index (a ``Relation``-like snapshot).
-
-    Attributes:
-        id: Relation id.
-        head: Head entity id.
-        type: Relation type.
-        tail: Tail entity id.
-        weight: Current weight.
-        source: The knowledge behind the edge (doc id or citation), may be empty.
-    """
-
-    id: str
-    head: str
-    type: str
-    tail: str
-    weight: float
-    source: str
+#: One edge as callers outside the index see it, with its current weight: the same fields as a
+#: store's bounded read returns (``head -[type]-> tail``, ``source``: the knowledge behind it, may be empty).
+EdgeView = StoredEdge
