@@ -235,7 +235,7 @@ class Relation(BaseModel):
 
 
 class StoredEdge(NamedTuple):
-    """A stored edge as a pushed-down read returns it: :class:`Relation`'s fields, not validated again.
+    """A stored edge as a bounded read returns it or an index shows it: :class:`Relation`'s fields, unchecked.
 
     A pushed-down question reads ~10k edges and a worker keeps ~10^5 of them between questions
     (``BoundedReads``); a pydantic model per edge, even unvalidated, was a fifth of a re-crawl
