@@ -5,8 +5,10 @@ store ``kgmind eval`` uses), one process:
 
 1. runs the retrieval graph (no LLM, stored question entities, shipped defaults) on a
    seeded sample of the split with ``exploration="pushdown"``: wall time per question,
-   the edges the per-question index loaded, the process's resident memory before and
-   after the pass (the whole-KG index is not built yet);
+   the edges it loaded from the store (a worker's questions share what they read, so a
+   node an earlier question completed costs nothing; ``--kept-edges 0`` gives each
+   question its own index, as before), the process's resident memory before and after
+   the pass (the whole-KG index is not built yet);
 2. builds the whole-KG ``GraphIndex`` as ``exploration="memory"`` does, timed, with
    tracemalloc's peak (bytes per edge);
 3. runs the same questions with ``exploration="memory"``, and records whether the
@@ -65,17 +67,18 @@ def _run(item: Any, mode: str, res: Any, store: Any) -> dict[str, Any]:
     """One question in one exploration mode: time, evidence, recall (and edges loaded when pushed down)."""
     from kgmind.eval import metrics as mt
     from kgmind.eval.methods import evidence_text, run_graph
-    from kgmind.retrievers import graph_index_cache as gx
+    from kgmind.retrievers.graph_pushdown import edges_loaded
 
     res.context_overrides = {"exploration": mode}
+    loaded = edges_loaded()
     t = time.perf_counter()
     budget = res.context("full", 500).budget_tokens
     out = run_graph("full", item.question, item.entities, res, budget)
     row: dict[str, Any] = {"ms": (time.perf_counter() - t) * 1000}
     row["evidence"] = [(e.id, e.text, tuple(e.relation_ids)) for e in out.evidence]
     row["recall"] = mt.evidence_recall(evidence_text(out.evidence, res), item.gold)
-    if mode == "pushdown":
-        row["edges"] = gx.get_neighborhood_index(store, out.linked).num_edges
+    if mode == "pushdown":  # what this question read from the store (nodes others completed: nothing)
+        row["edges"] = edges_loaded() - loaded
     return row
 
 
@@ -325,9 +328,20 @@ def main(argv: list[str] | None = None) -> int:
         default="both",
         help="memory: no pushed-down pass; pushdown: no whole-KG index",
     )
+    ap.add_argument(
+        "--kept-edges",
+        type=int,
+        default=None,
+        help="edges a pushed-down worker keeps for later questions (default: the shipped bound; 0: an index "
+        "per question, as before they were shared)",
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
+    if args.kept_edges is not None:
+        from kgmind.retrievers import graph_index_cache as gx
+
+        gx.set_kept_neighborhood_edges(args.kept_edges)
     from kgmind.eval.environment import machine_info
 
     if args.edges_per_group != "shipped" or args.edges_per_context_group != "shipped":
@@ -348,6 +362,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine_info(),
         "argv": argv,
         "edges_per_group": args.edges_per_group,
+        "kept_edges": args.kept_edges,
         "kgs": [
             measure(
                 kg,

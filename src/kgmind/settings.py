@@ -17,7 +17,7 @@ import functools
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, PositiveInt, ValidationError, field_validator
+from pydantic import Field, NonNegativeInt, PositiveInt, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = [
@@ -102,6 +102,11 @@ class Settings(BaseSettings):
         default=None,
         description="KGMIND_STORE_BUFFER_MB: the embedded store's page cache in MiB, the bound on what a "
         "long-running worker keeps of the pages it read; unset = LadybugDB's default (80 % of the RAM).",
+    )
+    pushdown_kept_edges: NonNegativeInt | None = Field(
+        default=None,
+        description="KGMIND_PUSHDOWN_KEPT_EDGES: edges a pushed-down worker keeps of what questions read, for"
+        " later questions to share; 0 = an index per question; unset = tuning.KEPT_NEIGHBORHOOD_EDGES.",
     )
     dispute_rule: tuple[PositiveInt, PositiveInt] | None = Field(
         default=None,

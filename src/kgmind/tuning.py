@@ -22,7 +22,6 @@ __all__ = [
     "EVIDENCE_VALUES",
     "KEPT_BOUNDED_ROWS",
     "KEPT_ENTITIES",
-    "KEPT_NEIGHBORHOODS",
     "KEPT_NEIGHBORHOOD_EDGES",
     "LINK_THRESHOLD",
     "LINK_THRESHOLD_FALLBACK",
@@ -125,11 +124,10 @@ KEPT_BOUNDED_ROWS = 300_000
 #: characters on average), so at most ~20 MB. A pushed-down re-crawl question lists ~6,000 ends.
 KEPT_ENTITIES = 50_000
 
-#: Per-question (pushed-down) indexes a worker keeps for reuse: the explore nodes of one run share
-#: one, and so do concurrent runs of one question. At most this many, and older ones are dropped
-#: while those kept hold more than ``KEPT_NEIGHBORHOOD_EDGES`` edges in all. Keeping 64 whatever
-#: their size held ~1 GB on the re-crawl (one index: 18,000-38,000 edges).
-KEPT_NEIGHBORHOODS = 16
+#: Edges a pushed-down worker keeps between questions: one index per store state grows with every
+#: question (a node's edges are read once, not once a question) until it holds this many, and the
+#: next question starts a new one (``graph_index_cache``). ~0.5 KB an edge with its entities: the
+#: re-crawl's questions load 11,000 at p50, so this holds ~20 questions' reads.
 KEPT_NEIGHBORHOOD_EDGES = 200_000
 
 #: How :func:`rank_diseases` may use learnt weights (see there).

@@ -2,7 +2,8 @@
 
 The real embedded store with the shipped demo KG, the real MiniLM linker and the compiled
 graph: every mode runs once on the whole-KG index (``exploration="memory"``) and once on a
-per-question index read from the store (``"pushdown"``); the evidence must be identical.
+pushed-down index read from the store (``"pushdown"``), which the questions of a worker share;
+the evidence must be identical.
 """
 
 from __future__ import annotations
@@ -37,6 +38,33 @@ def test_pushdown_selects_the_same_evidence_as_the_whole_kg_index(demo_uri: str,
             runs[exploration] = graph.invoke({"question": question}, context=ctx)["selected_evidence"]
         assert runs["memory"], f"the demo KG has evidence for {question!r}"
         assert _key(runs["pushdown"]) == _key(runs["memory"])
+
+
+@pytest.mark.parametrize("kept_edges", [0, 10**9])
+def test_questions_sharing_a_pushed_down_index_get_their_own_evidence(
+    demo_uri: str, kept_edges: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever earlier questions completed, a question's evidence is its memory-mode evidence.
+
+    ``kept_edges=0``: an index per question; 10**9: one index grown by every question (in
+    the reverse order of the test above, so each finds other questions' nodes complete).
+    """
+    from kgmind.graphs.context import Context
+    from kgmind.graphs.pipeline import build_retrieval_graph
+    from kgmind.retrievers import graph_index_cache as gx
+
+    graph = build_retrieval_graph().compile()
+
+    def evidence(question: str, exploration: str) -> list[Any]:
+        ctx = Context(mode="full", store=demo_uri, hypothesis=False, exploration=exploration)
+        return _key(graph.invoke({"question": question}, context=ctx)["selected_evidence"])
+
+    memory = {q: evidence(q, "memory") for q in QUESTIONS}
+    shared = gx._SharedNeighborhoods(kept_edges)
+    monkeypatch.setattr(gx, "_NEIGHBORHOODS", shared)
+    for question in reversed(QUESTIONS):
+        assert evidence(question, "pushdown") == memory[question]
+    assert len(shared) == 1  # one index served every question, or (0) only the last one is kept
 
 
 def test_a_pushed_down_index_holds_the_neighbourhood_only(demo_uri: str) -> None:

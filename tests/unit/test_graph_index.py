@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import itertools
 import random
+import threading
+import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -425,31 +428,90 @@ def test_relation_ids_survive_the_compact_index_whether_derived_or_not() -> None
     assert [list(gi.in_adj[i]) for i in range(3)] == [[], [0], [1]]
 
 
-def test_kept_neighbourhood_indexes_are_bounded_by_count_and_edges(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A worker keeps few per-question indexes: older ones go once those kept hold too many edges."""
+class _HoodStore(FakeStore):
+    """A fake store that counts the nodes whose edges a pushed-down index reads."""
+
+    def __init__(self, uri: str, entities: list[Entity], relations: list[Relation]) -> None:
+        super().__init__(uri, entities, relations)
+        self.read: list[str] = []
+
+    def get_entities(self, ids: list[str]) -> list[Entity]:
+        return [e for e in self.entities if e.id in ids]
+
+    def neighbors(self, ids: list[str], direction: str) -> list[Relation]:
+        self.read += ids
+        return [r for r in self.relations if r.head in ids or r.tail in ids]
+
+
+def test_questions_share_one_pushed_down_index_until_it_holds_the_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A later question reads only nodes no earlier one completed; past the bound a new index starts."""
     from kgmind.retrievers import graph_index_cache as gx
 
-    class HoodStore(FakeStore):
-        def get_entities(self, ids: list[str]) -> list[Entity]:
-            return [e for e in self.entities if e.id in ids]
-
-        def neighbors(self, ids: list[str], direction: str) -> list[Relation]:
-            return [r for r in self.relations if r.head in ids or r.tail in ids]
-
-    kept = gx._KeptNeighborhoods(maxsize=10, max_edges=8)  # the count never binds here
-    monkeypatch.setattr(gx._neighborhood, "cache", kept)
+    shared = gx._SharedNeighborhoods(max_edges=8)
+    monkeypatch.setattr(gx, "_NEIGHBORHOODS", shared)
     names = [chr(ord("A") + i) for i in range(6)]
-    store = HoodStore("mem:kept", ents(*names), [rel(a, b) for a, b in itertools.pairwise(names)])
-    hoods = []
-    for name in names[:4]:
-        hood = gx.get_neighborhood_index(store, [entity_id(name)])  # type: ignore[arg-type]
-        hood.out_array(hood.index_of[entity_id(name)])  # explored: the index grows by the seed's edges
-        hoods.append(hood)
-    assert [h.num_edges for h in hoods] == [2, 4, 4, 4]  # one or two edges, each with its reverse reading
-    assert len(kept) == 2 and sum(h.num_edges for h in kept.values()) == 8
-    assert any(h is hoods[-1] for h in kept.values())  # the newest always stays
-    assert not any(h is hoods[0] for h in kept.values())  # the oldest went
-    assert gx.get_neighborhood_index(store, [entity_id("A")]) is not hoods[0]  # type: ignore[arg-type]
+    store = _HoodStore("mem:kept", ents(*names), [rel(a, b) for a, b in itertools.pairwise(names)])
+    first = gx.get_neighborhood_index(store, [entity_id("B")])  # type: ignore[arg-type]
+    first.out_array(first.index_of[entity_id("C")])  # explored: C completed too
+    reads = len(store.read)
+    assert gx.get_neighborhood_index(store, [entity_id("C")]) is first  # type: ignore[arg-type]
+    assert len(store.read) == reads  # the second question read nothing again
+    assert first.num_edges == 6  # A-B, B-C, C-D, each with its reverse reading
+    second = gx.get_neighborhood_index(store, [entity_id("E")])  # type: ignore[arg-type]
+    assert second is first and second.num_edges == 10  # under the bound when E came: shared
+    third = gx.get_neighborhood_index(store, [entity_id("A")])  # type: ignore[arg-type]
+    assert third is not first and entity_id("A") in third  # past it: a new index
+    assert len(shared) == 1  # the full one went (the newest always stays)
+    # a run's other explore nodes still find theirs by its seeds, and seeds are completed once
+    reads = len(store.read)
+    assert gx.get_neighborhood_index(store, [entity_id("A"), entity_id("A")]) is third  # type: ignore[arg-type]
+    assert len(store.read) == reads
+
+
+def test_without_a_bound_each_new_question_gets_its_own_index(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``KGMIND_PUSHDOWN_KEPT_EDGES=0``: an index per question, as before they were shared."""
+    from kgmind.retrievers import graph_index_cache as gx
+
+    monkeypatch.setenv("KGMIND_PUSHDOWN_KEPT_EDGES", "0")
+    monkeypatch.setattr(gx, "_NEIGHBORHOODS", gx._SharedNeighborhoods())  # the bound read from the setting
+    store = _HoodStore("mem:own", ents("A", "B", "C"), [rel("A", "B"), rel("B", "C")])
+    a = gx.get_neighborhood_index(store, [entity_id("A")])  # type: ignore[arg-type]
+    assert gx.get_neighborhood_index(store, [entity_id("A")]) is a  # type: ignore[arg-type]
+    assert gx.get_neighborhood_index(store, [entity_id("C")]) is not a  # type: ignore[arg-type]
+
+
+def test_concurrent_explore_nodes_complete_the_seeds_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Four explore nodes asking at once: one reads the seeds, the others wait for it and share the index."""
+    from kgmind.retrievers import graph_index_cache as gx
+
+    monkeypatch.setattr(gx, "_NEIGHBORHOODS", gx._SharedNeighborhoods(max_edges=100))
+    release, started = threading.Event(), threading.Event()
+
+    class SlowStore(_HoodStore):
+        def neighbors(self, ids: list[str], direction: str) -> list[Relation]:
+            started.set()
+            release.wait(timeout=10)
+            return super().neighbors(ids, direction)
+
+    store = SlowStore("mem:slow", ents("A", "B"), [rel("A", "B")])
+    got: list[Any] = []
+    threads = [
+        threading.Thread(target=lambda: got.append(gx.get_neighborhood_index(store, [entity_id("A")])))
+        for _ in range(4)
+    ]
+    for t in threads:
+        t.start()
+    assert started.wait(timeout=10)
+    time.sleep(0.05)
+    release.set()
+    for t in threads:
+        t.join(timeout=10)
+    assert len(got) == 4 and all(g is got[0] for g in got)
+    alone = _HoodStore("mem:alone", ents("A", "B"), [rel("A", "B")])
+    gx.get_neighborhood_index(alone, [entity_id("A")])  # type: ignore[arg-type]
+    assert sorted(store.read) == sorted(alone.read)  # the reads of one caller
 
 
 def test_pushed_down_tail_array_grows_in_place_and_old_views_stay_valid() -> None:

@@ -291,7 +291,8 @@ class GraphIndex(BoundedLists, PushdownGrowth, PathSearch):
             store: The store (any backend; Neo4j reads go to its readers).
             seeds: The question's linked entity ids (unknown ids are ignored).
             complete_depth: Hops around the seeds loaded up front: 1 covers paths and
-                chains of up to 3 hops, the ranked neighbour lines and the disease votes.
+                chains of up to 3 hops, the ranked neighbour lines and the disease votes
+                (bounded: 0, the seeds only, any other node when read).
             fingerprint: The store fingerprint (cache keys).
             weights_version: The store's weights version, read before the edges.
             schema: The relation roles (``None``: :meth:`GraphStore.relation_schema`, one
@@ -326,17 +327,11 @@ class GraphIndex(BoundedLists, PushdownGrowth, PathSearch):
         gi.hidden = HiddenEdges(frozenset(hidden))
         gi.out_adj = LazyAdjacency(gi)
         gi.in_adj = LazyAdjacency(gi)
-        frontier = gi._add_entities(store.get_entities(sorted(set(seeds))))
+        gi._depth = complete_depth
         if bound is not None:
             gi._bound_k, gi._degree_values, gi._node_degree = GroupBound.of(bound), degree_values, {}
-            known = gi._source_degrees([gi.ids[n] for n in frontier])
-            gi._node_degree.update({gi.index_of[i]: d for i, d in known.items()})
-            complete_depth = 0  # the seeds now (every exploration reads them); any other node when read
-        for depth in range(complete_depth + 1):
-            if not frontier:
-                break
-            added = gi._complete_nodes(frontier)
-            frontier = added if depth < complete_depth else []
+        if seeds:
+            gi.add_seeds(seeds)
         return gi
 
     def uniform_weights(self) -> bool:

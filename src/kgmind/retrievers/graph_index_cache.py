@@ -2,8 +2,9 @@
 
 :func:`get_graph_index` builds a :class:`~kgmind.retrievers.graph_index.GraphIndex` once
 per ``(store.uri, store.fingerprint())`` and keeps it; a new fingerprint (entities or
-relations added or removed) replaces it. :func:`get_neighborhood_index` keeps the last
-pushed-down indexes of questions, and :func:`pushdown_wanted` each store's relation count.
+relations added or removed) replaces it. :func:`get_neighborhood_index` keeps a pushed-down
+index per store state that every question grows (bounded), and :func:`pushdown_wanted` each
+store's relation count.
 
 Weights change without changing the fingerprint (feedback): the feedback tool calls
 :func:`notify_weight_changes` after a commit so the cached index follows the store.
@@ -40,13 +41,13 @@ from kgmind.models import WeightChange
 from kgmind.relations import RelationSchema
 from kgmind.retrievers.graph_bounds import BOUNDED_READS, GroupBound
 from kgmind.retrievers.graph_index import GraphIndex, IndexableStore
+from kgmind.settings import get_settings
 from kgmind.stores.feedback import on_disputes_changes, on_weight_changes
 from kgmind.stores.protocol import GraphStore
 from kgmind.tuning import (
     EDGES_PER_CONTEXT_GROUP,
     EDGES_PER_GROUP,
     KEPT_NEIGHBORHOOD_EDGES,
-    KEPT_NEIGHBORHOODS,
 )
 
 __all__ = [
@@ -62,6 +63,7 @@ __all__ = [
     "pushdown_wanted",
     "relation_schema_of",
     "set_edges_per_group",
+    "set_kept_neighborhood_edges",
 ]
 
 #: Guards every cache below; waiters for a key being built wait on it.
@@ -262,38 +264,113 @@ def set_edges_per_group(k: int | None, context: int | str | None = "same") -> No
     clear_graph_index_cache()
 
 
-class _KeptNeighborhoods(LRUCache[Any, GraphIndex]):
-    """Per-question indexes kept for reuse, bounded by count and by the edges they hold in all.
+_StateKey = tuple[str, str, int, int]
 
-    A pushed-down index keeps growing while its question is explored, so the edges are
-    summed when the next one comes in: older ones go (least recently used first) until
-    the kept ones hold at most ``max_edges``; the newest always stays. The callers hold
-    the index they work on, so dropping one costs at most a rebuild, never evidence.
+
+class _SharedNeighborhoods:
+    """The pushed-down indexes a worker keeps: one per store state, grown by every question.
+
+    Questions come back to the same nodes (a symptom, a common disease), and a node's lists
+    are the same whichever question completed it, so one index per store state (URI,
+    fingerprint, weights and disputes versions) serves every question: each node's edges
+    are read from the store once, not once a question, and the evidence is a fresh
+    index's (``tests/integration/test_pushdown.py``). The explore nodes of one run, and
+    concurrent runs, share it.
+
+    What it holds is bounded: a question whose seeds it has not completed yet starts a new
+    index once the newest holds more than ``max_edges`` edges; older ones are dropped while
+    those kept hold more than ``max_edges`` in all (the newest always stays, and a run
+    holding a dropped one keeps it until it ends). ``max_edges=0``: every new set of seeds
+    gets its own index, as each question did before.
     """
 
-    def __init__(self, maxsize: int, max_edges: int) -> None:
-        super().__init__(maxsize=maxsize)
-        self.max_edges = max_edges
+    def __init__(self, max_edges: int | None = None) -> None:
+        self._max_edges = max_edges
+        self._lock = threading.Lock()
+        self._kept: list[tuple[_StateKey, GraphIndex]] = []  # oldest first
+        self._running: dict[tuple[int, tuple[str, ...]], threading.Event] = {}  # seeds being completed
 
-    def __setitem__(self, key: Any, value: GraphIndex) -> None:
-        super().__setitem__(key, value)
-        while len(self) > 1 and sum(v.num_edges for v in self.values()) > self.max_edges:
-            self.popitem()
+    @property
+    def max_edges(self) -> int:
+        """The bound given, else ``KGMIND_PUSHDOWN_KEPT_EDGES``, else the tuned one (read at first use)."""
+        if self._max_edges is None:
+            setting = get_settings().pushdown_kept_edges
+            self._max_edges = KEPT_NEIGHBORHOOD_EDGES if setting is None else setting
+        return self._max_edges
+
+    def index(self, store: GraphStore, key: _StateKey, seeds: tuple[str, ...]) -> GraphIndex:
+        """The index a question with ``seeds`` explores in state ``key`` (its seeds not completed yet)."""
+        with self._lock:
+            mine = [gi for k, gi in self._kept if k == key]
+            gi = next((g for g in reversed(mine) if seeds in g.asked), None)
+            if gi is None and mine and mine[-1].num_edges <= self.max_edges:
+                gi = mine[-1]
+        if gi is None:
+            fresh = _empty_neighborhood(store, key)
+            with self._lock:  # another run of this state may have added one meanwhile: share it
+                mine = [g for k, g in self._kept if k == key]
+                if mine and (seeds in mine[-1].asked or mine[-1].num_edges <= self.max_edges):
+                    gi = mine[-1]
+                else:
+                    gi = fresh
+                    self._kept.append((key, gi))
+                    self._trim()
+        with self._lock:  # most recently used last
+            self._kept = [kv for kv in self._kept if kv[1] is not gi] + [(key, gi)]
+        return gi
+
+    def add_seeds(self, gi: GraphIndex, seeds: tuple[str, ...]) -> None:
+        """Complete ``seeds`` in ``gi`` once: a second caller (another explore node of the run) waits.
+
+        Should the first fail, the waiters go on: any node is completed when first read.
+        """
+        if seeds in gi.asked:
+            return
+        key = (id(gi), seeds)
+        with self._lock:
+            running = self._running.get(key)
+            if running is None:
+                self._running[key] = done = threading.Event()
+        if running is not None:
+            running.wait()
+            return
+        try:
+            gi.add_seeds(seeds)
+        finally:
+            with self._lock:
+                del self._running[key]
+            done.set()
+
+    def _trim(self) -> None:
+        """Drop the oldest while those kept hold more than ``max_edges`` (caller holds the lock)."""
+        while len(self._kept) > 1 and sum(gi.num_edges for _, gi in self._kept) > self.max_edges:
+            self._kept.pop(0)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._kept = []
+
+    def __len__(self) -> int:
+        return len(self._kept)
 
 
-_NeighborhoodKey = tuple[str, str, int, int, tuple[str, ...]]
-_KEPT_HOODS = _KeptNeighborhoods(KEPT_NEIGHBORHOODS, KEPT_NEIGHBORHOOD_EDGES)
+_NEIGHBORHOODS = _SharedNeighborhoods()
 
 
-@cached(_KEPT_HOODS, key=lambda store, key: key, condition=_cond)
-def _neighborhood(store: GraphStore, key: _NeighborhoodKey) -> GraphIndex:
-    _, fingerprint, weights, disputes, seeds = key
+def set_kept_neighborhood_edges(max_edges: int | None) -> None:
+    """Bound what pushed-down indexes keep between questions (``None``: the setting; 0: one per question)."""
+    _NEIGHBORHOODS._max_edges = max_edges
+
+
+def _empty_neighborhood(store: GraphStore, key: _StateKey) -> GraphIndex:
+    """A pushed-down index of ``store`` in state ``key``, no node read yet."""
+    _, fingerprint, weights, disputes = key
     schema = _schema(store, fingerprint)
     bound = _bound.of(schema)
     bounded = bound is not None
     return GraphIndex.neighborhood(
         store,
-        seeds,
+        (),
         fingerprint=fingerprint,
         weights_version=weights,
         schema=schema,
@@ -332,14 +409,19 @@ def relation_schema_of(store: GraphStore) -> RelationSchema:
 
 
 def get_neighborhood_index(store: GraphStore, seeds: Sequence[str]) -> GraphIndex:
-    """Return a pushed-down index around ``seeds`` (see :meth:`GraphIndex.neighborhood`), cached.
+    """Return a pushed-down index with ``seeds`` completed (see :meth:`GraphIndex.neighborhood`).
 
-    Nothing of the graph beyond the question's neighbourhood is read into Python; the
-    explore nodes of one run, which run in parallel on the same seeds, build it once.
-    The store's disputed edges are hidden in it, as in the full index.
+    Nothing of the graph beyond the neighbourhoods questions explored is read into Python.
+    The index is shared by the questions of one store state (:class:`_SharedNeighborhoods`):
+    the explore nodes of one run, which run in parallel on the same seeds, complete them
+    once, and a later question reads only the nodes no earlier one completed. The store's
+    disputed edges are hidden in it, as in the full index.
     """
     fp, wv, dv = store.fingerprint(), store.weights_version(), disputes_version(store)
-    return _neighborhood(store, (store.uri, fp, wv, dv, tuple(sorted(set(seeds)))))
+    wanted = tuple(sorted(set(seeds)))
+    gi = _NEIGHBORHOODS.index(store, (store.uri, fp, wv, dv), wanted)
+    _NEIGHBORHOODS.add_seeds(gi, wanted)
+    return gi
 
 
 #: ``exploration="auto"`` pushes exploration down into stores with more relations than this
@@ -375,6 +457,7 @@ def pushdown_wanted(store: Any, mode: str) -> bool:
 
 def clear_graph_index_cache() -> None:
     """Forget every cached index and relation count (tests)."""
-    for memo in (_built, _neighborhood, _relation_count, _disputed, _degree_values, _weights_uniform):
+    for memo in (_built, _relation_count, _disputed, _degree_values, _weights_uniform):
         memo.cache_clear()
+    _NEIGHBORHOODS.clear()
     BOUNDED_READS.clear()

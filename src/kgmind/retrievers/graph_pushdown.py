@@ -28,7 +28,31 @@ from kgmind.retrievers.graph_hidden import HiddenEdges
 from kgmind.retrievers.graph_weights import WeightState
 from kgmind.stores.protocol import GraphStore
 
-__all__ = ["PushdownGrowth"]
+__all__ = ["PushdownGrowth", "edges_loaded"]
+
+
+class _Tally:
+    """Edges every pushed-down index of this process loaded from its store (benchmarks read it)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.total = 0
+
+    def add(self, n: int) -> None:
+        with self._lock:
+            self.total += n
+
+
+_LOADED = _Tally()
+
+
+def edges_loaded() -> int:
+    """Edges (stored and their reverse readings) pushed-down indexes loaded so far in this process.
+
+    The difference around one question is what it read from the store: a question whose
+    nodes earlier ones completed in a shared index reads less.
+    """
+    return _LOADED.total
 
 
 class PushdownGrowth:
@@ -70,6 +94,10 @@ class PushdownGrowth:
     _bounds: Bounds | None = None
     #: Pushed down: whether the store's weights are all equal (``None``: read the loaded ones).
     store_uniform: bool | None = None
+    #: Pushed down: the hops around a question's seeds loaded up front (unbounded), and the seed
+    #: sets completed so far (a frozenset, replaced whole: readers take no lock).
+    _depth: int = 1
+    asked: frozenset[tuple[str, ...]] = frozenset()
 
     def _out_list(self, node: int) -> np.ndarray:
         raise NotImplementedError
@@ -96,6 +124,34 @@ class PushdownGrowth:
         if out:
             self._weights = self._weights.grown((), (), len(self.ids))
         return out
+
+    def add_seeds(self, seeds: Sequence[str]) -> None:
+        """Complete a question's ``seeds`` (and, unbounded, the hops around them the index loads up front).
+
+        An index shared by the questions of a worker (``graph_index_cache``) takes each
+        question's seeds here; seeds another question completed cost nothing, and ids the
+        store does not hold are ignored. Safe beside readers and other questions' reads.
+        """
+        assert self._source is not None and self._complete is not None
+        wanted = sorted(set(seeds))
+        unknown = [i for i in wanted if i not in self.index_of]
+        fetched = self._source.get_entities(unknown) if unknown else []
+        with self._lock:
+            added = self._add_entities(fetched)
+        if self._bound_k is not None and added:
+            known = self._source_degrees([self.ids[n] for n in added])
+            with self._lock:
+                for ent_id, degree in known.items():
+                    self._node_degree[self.index_of[ent_id]] = degree  # type: ignore[index]
+        frontier = [self.index_of[i] for i in wanted if i in self.index_of]
+        depth = 0 if self._bound_k is not None else self._depth
+        for level in range(depth + 1):
+            if not frontier:
+                break
+            added = self._complete_nodes(frontier)
+            frontier = added if level < depth else []
+        with self._lock:
+            self.asked = self.asked | {tuple(wanted)}
 
     def _complete_nodes(self, nodes: Sequence[int]) -> list[int]:
         """Load every edge touching ``nodes`` (one query); return the nodes this added to the index.
@@ -223,6 +279,7 @@ class PushdownGrowth:
         if not weights:
             return
         new = range(first, len(self.edge_head))
+        _LOADED.add(len(new))
         self.hidden = self.hidden.with_loaded(e for e, ok in zip(new, shown, strict=True) if not ok)
         counted = [False] * len(shown) if bounded else shown  # bounded: a node's totals when it completes
         self._weights = self._weights.grown(weights, heads, len(self.ids), counted)
