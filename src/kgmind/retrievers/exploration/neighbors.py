@@ -98,10 +98,12 @@ def mindmap_neighbor_lines(
     return lines[:max_lines]
 
 
-#: Ranked diseases a pushed-down index reads per store query: a line list is usually full
-#: after a handful (each disease gives a support line and its tests and drugs), so a bigger
-#: batch reads diseases no line comes from.
-_PREFETCH = 4
+#: Ranked diseases a pushed-down index reads per store query. The packing's candidate lines
+#: take 26-40 diseases on the calibration questions, and a query costs a few milliseconds
+#: before its first row, so 16 a query: fitted on 40 calib questions of EMCKG and the re-crawl
+#: (mean ms a question, rounds interleaved: 4: 135, 443; 8: 118, 421; 16: 106, 406; 32: 122,
+#: 392), the evidence the same for every size (``benchmarks/results/2026-11-28-shared-pushdown``).
+_PREFETCH = 16
 
 
 def _groups(gi: GraphIndex, node: int) -> list[tuple[str, list[int]]]:
