@@ -126,8 +126,9 @@ KEPT_ENTITIES = 50_000
 
 #: Edges a pushed-down worker keeps between questions: one index per store state grows with every
 #: question (a node's edges are read once, not once a question) until it holds this many, and the
-#: next question starts a new one (``graph_index_cache``). ~0.5 KB an edge with its entities: the
-#: re-crawl's questions load 11,000 at p50, so this holds ~20 questions' reads.
+#: next question starts a new one (``graph_index_cache``). ~0.5 KB an edge with its entities (64
+#: per-question indexes of 18k-38k edges held ~1 GB on the re-crawl); a lone re-crawl question
+#: reads 11,000 at p50, a worker's ~5,800 (``KGMIND_PUSHDOWN_KEPT_EDGES`` sets it).
 KEPT_NEIGHBORHOOD_EDGES = 200_000
 
 #: How :func:`rank_diseases` may use learnt weights (see there).
