@@ -299,7 +299,11 @@ class _SharedNeighborhoods:
         return self._max_edges
 
     def index(self, store: GraphStore, key: _StateKey, seeds: tuple[str, ...]) -> GraphIndex:
-        """The index a question with ``seeds`` explores in state ``key`` (its seeds not completed yet)."""
+        """The index a question with ``seeds`` explores in state ``key``.
+
+        One that completed these seeds (another explore node of the run), else the newest
+        while it holds at most ``max_edges``, else a new one.
+        """
         with self._lock:
             mine = [gi for k, gi in self._kept if k == key]
             gi = next((g for g in reversed(mine) if seeds in g.asked), None)
