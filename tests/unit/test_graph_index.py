@@ -448,6 +448,7 @@ def test_questions_share_one_pushed_down_index_until_it_holds_the_bound(
 ) -> None:
     """A later question reads only nodes no earlier one completed; past the bound a new index starts."""
     from kgmind.retrievers import graph_index_cache as gx
+    from kgmind.retrievers.graph_pushdown import edges_loaded
 
     shared = gx._SharedNeighborhoods(max_edges=8)
     monkeypatch.setattr(gx, "_NEIGHBORHOODS", shared)
@@ -455,12 +456,13 @@ def test_questions_share_one_pushed_down_index_until_it_holds_the_bound(
     store = _HoodStore("mem:kept", ents(*names), [rel(a, b) for a, b in itertools.pairwise(names)])
     first = gx.get_neighborhood_index(store, [entity_id("B")])  # type: ignore[arg-type]
     first.out_array(first.index_of[entity_id("C")])  # explored: C completed too
-    reads = len(store.read)
+    reads, loaded = len(store.read), edges_loaded()
     assert gx.get_neighborhood_index(store, [entity_id("C")]) is first  # type: ignore[arg-type]
-    assert len(store.read) == reads  # the second question read nothing again
+    assert len(store.read) == reads and edges_loaded() == loaded  # the second question read nothing again
     assert first.num_edges == 6  # A-B, B-C, C-D, each with its reverse reading
     second = gx.get_neighborhood_index(store, [entity_id("E")])  # type: ignore[arg-type]
     assert second is first and second.num_edges == 10  # under the bound when E came: shared
+    assert edges_loaded() == loaded + 4  # what E's question read: D-E and E-F, each with its way back
     third = gx.get_neighborhood_index(store, [entity_id("A")])  # type: ignore[arg-type]
     assert third is not first and entity_id("A") in third  # past it: a new index
     assert len(shared) == 1  # the full one went (the newest always stays)
