@@ -63,7 +63,7 @@ def _rss_mb() -> float:
     return 0.0
 
 
-def _run(item: Any, mode: str, res: Any, store: Any) -> dict[str, Any]:
+def _run(item: Any, mode: str, res: Any) -> dict[str, Any]:
     """One question in one exploration mode: time, evidence, recall (and edges loaded when pushed down)."""
     from kgmind.eval import metrics as mt
     from kgmind.eval.methods import evidence_text, run_graph
@@ -113,9 +113,9 @@ def measure(
     items = [it for it in build_items(cfg)[0] if it.entities]
     res = Resources(store_uri=uri, seed=seed)
     gx.clear_graph_index_cache()
-    _run(items[0], "memory" if modes == "memory" else "pushdown", res, store)  # warm-up: models, caches
+    _run(items[0], "memory" if modes == "memory" else "pushdown", res)  # warm-up: models, caches
     rss_start = _rss_mb()
-    push = [_run(it, "pushdown", res, store) for it in items] if modes != "memory" else []
+    push = [_run(it, "pushdown", res) for it in items] if modes != "memory" else []
     rss_pushdown = _rss_mb()
     trace = _rss_trace(cfg, res, store, rss_questions) if rss_questions else {}
     if modes == "pushdown":
@@ -127,7 +127,7 @@ def measure(
     build_s = time.perf_counter() - t0
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    mem = [_run(it, "memory", res, store) for it in items]
+    mem = [_run(it, "memory", res) for it in items]
     if not push:  # memory only: the pushed-down columns repeat the memory ones, marked below
         push = [{**m, "edges": 0} for m in mem]
     rows = [
@@ -209,7 +209,7 @@ def _rss_trace(cfg: Any, res: Any, store: Any, n: int) -> dict[str, Any]:
     items = [it for it in build_items(replace(cfg, limit=None))[0] if it.entities]
     trace, ms = [{"questions": 0, "rss_mb": _rss_mb()}], []
     for i, it in enumerate(islice(cycle(items), n), 1):
-        ms.append(_run(it, "pushdown", res, store)["ms"])
+        ms.append(_run(it, "pushdown", res)["ms"])
         if i % 100 == 0 or i == n:
             trace.append({"questions": i, "rss_mb": _rss_mb(), "ms_p50_last": _pct(ms[-100:], 0.5)})
     return {"rss_trace": trace, "rss_trace_distinct_questions": min(n, len(items))}
@@ -224,7 +224,7 @@ def _recall_all(cfg: Any, res: Any, store: Any, which: str) -> dict[str, Any]:
     items = [it for it in build_items(replace(cfg, limit=None))[0] if it.entities]
     out: dict[str, Any] = {"all_questions": len(items)}
     for mode in ("memory", "pushdown") if which == "both" else ("memory",):
-        got = [_run(it, mode, res, store) for it in items]
+        got = [_run(it, mode, res) for it in items]
         out[f"all_{mode}_recall"] = _recall([g["recall"] for g in got])
         out[f"all_{mode}_ms_p50"] = _pct([g["ms"] for g in got], 0.5)
         out[f"all_{mode}_ms_p95"] = _pct([g["ms"] for g in got], 0.95)
