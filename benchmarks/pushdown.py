@@ -117,7 +117,7 @@ def measure(
     rss_start = _rss_mb()
     push = [_run(it, "pushdown", res) for it in items] if modes != "memory" else []
     rss_pushdown = _rss_mb()
-    trace = _rss_trace(cfg, res, store, rss_questions) if rss_questions else {}
+    trace = _rss_trace(cfg, res, rss_questions) if rss_questions else {}
     if modes == "pushdown":
         return _pushdown_only(kg, uri, split, stats, push, items, rss_start, rss_pushdown) | trace
 
@@ -168,7 +168,7 @@ def measure(
         "rows": rows,
     }
     if recall_all != "no":
-        out.update(_recall_all(cfg, res, store, recall_all))
+        out.update(_recall_all(cfg, res, recall_all))
     return out | trace
 
 
@@ -199,7 +199,7 @@ def _pushdown_only(
     }
 
 
-def _rss_trace(cfg: Any, res: Any, store: Any, n: int) -> dict[str, Any]:
+def _rss_trace(cfg: Any, res: Any, n: int) -> dict[str, Any]:
     """Ask ``n`` questions pushed down (the split's, repeated) and read the RSS every 100."""
     from dataclasses import replace
     from itertools import cycle, islice
@@ -215,7 +215,7 @@ def _rss_trace(cfg: Any, res: Any, store: Any, n: int) -> dict[str, Any]:
     return {"rss_trace": trace, "rss_trace_distinct_questions": min(n, len(items))}
 
 
-def _recall_all(cfg: Any, res: Any, store: Any, which: str) -> dict[str, Any]:
+def _recall_all(cfg: Any, res: Any, which: str) -> dict[str, Any]:
     """Evidence recall over every question of the split (memory mode; pushdown too for ``both``)."""
     from dataclasses import replace
 
