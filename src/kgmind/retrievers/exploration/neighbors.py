@@ -23,7 +23,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from kgmind.models import Evidence
-from kgmind.relations import DISEASE, RelationSchema, reading_words
+from kgmind.relations import DISEASE, REVERSE_MARK, RelationSchema, reading_words
 from kgmind.retrievers.exploration.items import evidence_item, resolve, triple_text
 from kgmind.retrievers.graph_index import GraphIndex
 from kgmind.retrievers.graph_weights import WeightSnapshot
@@ -180,30 +180,88 @@ class _Votes:
 def _count_votes(
     gi: GraphIndex, nodes: Sequence[int], weights: WeightSnapshot, weight_aware: bool, scale: bool
 ) -> _Votes:
-    """Each linked entity's vote for every disease it reaches (and a disease's for itself)."""
+    """Each linked entity's vote for every disease it reaches (and a disease's for itself).
+
+    A bounded index lists a hub's first ``k`` diseases only, so a disease past the bound
+    would lose the hub's vote, and the rarest diseases of a common symptom would outrank a
+    disease that the symptom and a specific finding both point to. The missing votes are
+    read at the disease's end (:func:`_votes_at_disease_end`), where the hub is one of few.
+    """
     votes = _Votes()
     schema = gi.schema
+    w = weights.weights
+    voters: dict[int, tuple[int, float]] = {}  # voter -> (its listed disease edges, their weight)
     for i in nodes:
         dedges = [e for e in gi.out_adj[i] if schema.votes(gi.edge_type[e])]
         if gi.types[i] == DISEASE or any(schema.lists_symptoms(gi.edge_type[e]) for e in gi.out_adj[i]):
             votes.add(i, 1.0, 1.0)
         if not dedges:
             continue
-        n = len(dedges)
-        w = weights.weights
-        total = float(w[dedges].sum())
+        voters[i] = (len(dedges), float(w[dedges].sum()))
         best: dict[int, tuple[float, int]] = {}
         for e in dedges:
             d = gi.edge_tail[e]
-            r = float(w[e]) * n / total if weight_aware and total > 0 else 1.0
+            r = _vote_ratio(w, e, voters[i], weight_aware)
             if d not in best or r > best[d][0]:
                 best[d] = (r, e)
         for d, (r, e) in best.items():
-            v = r if scale else 1.0
-            if weight_aware and not scale:
-                votes.fwd[d] = votes.fwd.get(d, 0.0) + math.log(r)
-            votes.add(d, v, v / n, e)
+            _add_vote(votes, d, r, e, voters[i][0], weight_aware, scale)
+    cut = [i for i in voters if _was_cut(gi, i)]
+    if cut:
+        _votes_at_disease_end(gi, votes, {i: voters[i] for i in cut}, weights, weight_aware, scale)
     return votes
+
+
+def _vote_ratio(w: Any, e: int, voter: tuple[int, float], weight_aware: bool) -> float:
+    """``p · n`` of a voter's edge: its weight over the mean weight of the voter's listed disease edges."""
+    n, total = voter
+    return float(w[e]) * n / total if weight_aware and total > 0 else 1.0
+
+
+def _add_vote(votes: _Votes, d: int, r: float, e: int, n: int, weight_aware: bool, scale: bool) -> None:
+    v = r if scale else 1.0
+    if weight_aware and not scale:
+        votes.fwd[d] = votes.fwd.get(d, 0.0) + math.log(r)
+    votes.add(d, v, v / n, e)
+
+
+def _was_cut(gi: GraphIndex, node: int) -> bool:
+    """Whether a bounded index lists fewer of ``node``'s stored edges than the store holds."""
+    if not gi.bounded:
+        return False
+    types = gi.edge_type
+    listed = sum(types[e][:1] != REVERSE_MARK for adj in (gi.out_adj[node], gi.in_adj[node]) for e in adj)
+    return gi.degree(node) > listed
+
+
+def _votes_at_disease_end(
+    gi: GraphIndex,
+    votes: _Votes,
+    cut: dict[int, tuple[int, float]],
+    weights: WeightSnapshot,
+    weight_aware: bool,
+    scale: bool,
+) -> None:
+    """Add the votes of the ``cut`` voters that their bounded lists left out, read at each candidate's end.
+
+    A candidate keeps its own edge to the voter (a disease has few symptoms), so its
+    incoming readings name every linked voter that reaches it; the votes found are what an
+    unbounded index counts. Pushed down, the candidates are completed in one store read.
+    """
+    candidates = list(votes.tally)
+    gi.prefetch(candidates)
+    schema, w = gi.schema, weights.weights  # read after the prefetch: it covers the edges just loaded
+    for d in candidates:
+        voted = {gi.edge_head[e] for e in votes.support[d]}
+        best: dict[int, tuple[float, int]] = {}
+        for e in gi.in_adj[d]:
+            i = gi.edge_head[e]
+            if i in cut and i != d and i not in voted and schema.votes(gi.edge_type[e]):
+                r = _vote_ratio(w, e, cut[i], weight_aware)
+                if i not in best or r > best[i][0]:
+                    best[i] = (r, e)
+        for i, (r, e) in best.items():
+            _add_vote(votes, d, r, e, cut[i][0], weight_aware, scale)
 
 
 def _order_diseases(
