@@ -578,3 +578,45 @@ def test_kgcot_chains_walked_level_by_level_are_the_chains_drawn_one_by_one() ->
         ]
         assert [e.meta["draws"] for e in got] == [drawn.count(f) for f in firsts]
     assert early > 5
+
+
+def _hub_kg() -> GraphIndex:
+    """Cough is a hub of four diseases; Pertussis, the one the question's Whoop also points to, has
+    the most edges, so a bound of 2 keeps Cough's two most specific diseases and not it."""
+    symptoms = {
+        "Cold": ["Cough"],
+        "Croup": ["Cough"],
+        "Asthma": ["Cough", "Wheeze"],
+        "Pertussis": ["Cough", "Whoop"],
+    }
+    ents = {d: Entity(name=d, type="disease") for d in symptoms}
+    rels: list[Relation] = []
+    for d, syms in symptoms.items():
+        for s in syms:
+            ents.setdefault(s, Entity(name=s, type="symptom"))
+            rels.append(Relation(head=eid(d), type="has_symptom", tail=eid(s)))
+    for t in ("Culture", "PCR"):
+        ents[t] = Entity(name=t, type="test")
+        rels.append(Relation(head=eid("Pertussis"), type="need_medical_test", tail=eid(t)))
+    return GraphIndex(list(ents.values()), rels)
+
+
+def test_a_hub_votes_for_a_disease_past_its_bound() -> None:
+    question = ids("Cough", "Whoop")
+    unbounded = [(d, round(s, 9)) for d, s, _ in rank_diseases(_hub_kg(), question)]
+    gi = _hub_kg()
+    gi.bound(2)
+    hub_lists = {gi.edge_tail[e] for e in gi.out_adj[gi.index_of[eid("Cough")]]}
+    assert gi.index_of[eid("Pertussis")] not in hub_lists  # the bound cut it from the hub's list
+    ranking = rank_diseases(gi, question)
+    # Cough's vote is read at Pertussis's end: two votes, first, as on the unbounded index
+    assert gi.name(ranking[0][0]) == "Pertussis"
+    voters = {
+        gi.name(n)
+        for r in ranking[0][2]
+        for n in (gi.edge(gi.edge_index_of[r]).head, gi.edge(gi.edge_index_of[r]).tail)
+    }
+    assert voters - {"Pertussis"} == {"Cough", "Whoop"}  # each vote cites its (stored) relation
+    assert ranking[0][0] == unbounded[0][0]
+    for weighted in (False, True):  # the weight-aware ranks agree on uniform weights
+        assert rank_diseases(gi, question, weight_aware=weighted)[0][0] == ranking[0][0]
