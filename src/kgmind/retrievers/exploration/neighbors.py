@@ -244,9 +244,10 @@ def _votes_at_disease_end(
 ) -> None:
     """Add the votes of the ``cut`` voters that their bounded lists left out, read at each candidate's end.
 
-    A candidate keeps its own edge to the voter (a disease has few symptoms), so its
-    incoming readings name every linked voter that reaches it; the votes found are what an
-    unbounded index counts. Pushed down, the candidates are completed in one store read.
+    A candidate keeps its own edge to the voter unless its own group of that type was cut
+    too (a disease has few symptoms), so its incoming readings name the linked voters that
+    reach it: the votes an unbounded index counts, short of such doubly cut edges. Pushed
+    down, the candidates are completed in one store read.
     """
     candidates = list(votes.tally)
     gi.prefetch(candidates)
