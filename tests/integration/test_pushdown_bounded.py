@@ -283,3 +283,66 @@ def test_context_relations_keep_their_own_smaller_bound_in_both_modes(tmp_path: 
     untyped = RelationSchema({**schema.roles, "near": RelationRole("near", "other", "disease", "entity")})
     assert GroupBound.for_schema(3, 1, untyped).context_types == {"good_food"}  # an unknown end: not context
     assert GroupBound.for_schema(3, None, schema) == GroupBound(3)
+
+
+def test_a_cut_hub_votes_for_every_disease_it_reaches_as_unbounded_in_both_modes(
+    demo_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hub's bounded list leaves diseases out; its votes for them are read at the candidates.
+
+    Every candidate then has the voters the unbounded index gives it, also where the
+    disease's own list of that type was cut too (the demo KG's diseases have many symptoms),
+    and a pushed-down index reads those edges in one store statement, not by completing the
+    candidates (issue 42).
+    """
+    from kgmind.retrievers.exploration import rank_diseases
+    from kgmind.retrievers.graph_index import GraphIndex
+    from kgmind.stores.factory import open_store
+
+    store = open_store(demo_uri)
+    unbounded = GraphIndex(store.iter_entities(), store.iter_relations(), schema=store.relation_schema())
+    schema = unbounded.schema
+
+    def vote_edges(gi: Any, n: int) -> list[int]:
+        return [e for e in gi.out_adj[n] if schema.votes(gi.edge_type[e])]
+
+    by_votes = sorted(range(unbounded.num_nodes), key=lambda n: (-len(vote_edges(unbounded, n)), n))
+    bounded = GraphIndex(store.iter_entities(), store.iter_relations(), schema=store.relation_schema())
+    bounded.bound(K)
+
+    def voters(gi: Any, ranking: list[Any]) -> dict[str, set[str]]:
+        out: dict[str, set[str]] = {}
+        for d, _, rids in ranking:
+            for rid in rids:
+                e = gi.edge_index_of[rid]
+                out.setdefault(d, set()).update({gi.ids[gi.edge_head[e]], gi.ids[gi.edge_tail[e]]} - {d})
+        return out
+
+    def doubly_cut(gi: Any, got: dict[str, set[str]]) -> list[tuple[str, str]]:
+        """Votes that neither end's bounded list holds: the voter's lists and the disease's were cut."""
+        return [
+            (v, d)
+            for d, vs in got.items()
+            for v in vs
+            if d not in {gi.ids[gi.edge_tail[e]] for e in gi.out_adj[gi.index_of[v]]}
+            and v not in {gi.ids[gi.edge_head[e]] for e in gi.in_adj[gi.index_of[d]]}
+        ]
+
+    pairs = [[unbounded.ids[a], unbounded.ids[b]] for a in by_votes[:12] for b in by_votes[:12] if a < b]
+    seeds = next(p for p in pairs if doubly_cut(bounded, voters(bounded, rank_diseases(bounded, p))))
+    full, part = _indexes(store, seeds)
+    asked: list[tuple[list[str], list[str]]] = []
+    between = store.edges_between
+
+    def spy(a: Any, b: Any) -> Any:
+        asked.append((list(a), list(b)))
+        return between(a, b)
+
+    monkeypatch.setattr(store, "edges_between", spy)
+    mem, push = rank_diseases(full, seeds), rank_diseases(part, seeds)
+    assert push == mem
+    assert len(asked) == 1 and set(asked[0][0]) <= set(seeds)  # one read, from the cut hubs' side
+    reach = voters(unbounded, rank_diseases(unbounded, seeds))
+    got = voters(full, mem)
+    assert got and all(got[d] == reach[d] for d in got)  # every candidate: the unbounded index's voters
+    assert doubly_cut(full, got)

@@ -320,6 +320,29 @@ def test_bounded_reads_find_nodes_by_key(store: LadybugStore) -> None:
     assert store.bounded_edges([lone.id], 5) == []
 
 
+def test_edges_between_reads_both_directions_once_disputed_ones_included(store: LadybugStore) -> None:
+    """A cut hub's votes past its bound are read at the candidates (issue 42): every stored edge
+    between the two sets, whichever way it is stored, each once, with its weight and source."""
+    a, b, r1, r2 = _tiny(store)
+    c = Entity(name="Gamma", type="disease")
+    back = Relation(head=b.id, type="symptom_of", tail=c.id, weight=2.0, source="s")
+    away = Relation(head=c.id, type="related_to", tail=a.id)  # joins two nodes of the second set only
+    store.bulk_load([c], [back, away])
+    from kgmind.stores.feedback import apply_verdicts
+
+    for run in ("x", "y"):
+        apply_verdicts(store, f"{run}:between", run, [(r1.id, "wrong")], source="test")
+    assert r1.id in store.disputed_relations()
+    got = store.edges_between([b.id, "no-such-id"], [a.id, c.id])
+    assert sorted(e.id for e in got) == sorted([r1.id, r2.id, back.id])  # the disputed r1 too
+    assert {e.id: (e.head, e.type, e.tail, e.weight, e.source) for e in got}[back.id] == (
+        b.id, "symptom_of", c.id, 2.0, "s"
+    )
+    both = store.edges_between([a.id, b.id], [a.id, b.id])  # both ends in both sets: once each
+    assert sorted(e.id for e in both) == sorted([r1.id, r2.id])
+    assert store.edges_between([], [a.id]) == [] and store.edges_between([b.id], []) == []
+
+
 def test_fingerprint_counts_again_only_when_a_load_moved_the_version(
     store: LadybugStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -162,6 +162,13 @@ def _bounded_reads(ents: dict[str, Entity], rels: list[Relation]) -> Any:
             rows = [{"type": t} for t in sorted({r.type for r in rels})]
         elif query == q.BOUNDED_EDGES:
             rows = bounded(params)
+        elif query == q.EDGES_BETWEEN:
+            a, b = set(params["a"]), set(params["b"])
+            rows = [
+                {"id": r.id, "head": r.head, "type": r.type, "tail": r.tail, "weight": r.weight, "source": ""}
+                for r in rels
+                if (r.head in a and r.tail in b) or (r.tail in a and r.head in b)
+            ]
         elif query == q.GET_ENTITIES:
             rows = [ent_rec(ents[i]) for i in params["ids"] if i in ents]
         elif query == q.GET_DEGREES:
@@ -207,3 +214,31 @@ def test_a_bounded_pushed_down_index_reads_k_edges_per_group_from_readers(h: Har
     assert (len(kept) == 2 and kept[0] == rels[3].id) or rels[3].id in kept
     bounded = [c for c in h.read_calls() if c.args[0] == q.BOUNDED_EDGES]
     assert bounded and all(c.args[1]["k"] == 2 and c.args[1]["hidden"] == [] for c in bounded)
+
+
+def test_a_cut_hubs_votes_past_its_bound_are_read_from_readers_in_one_statement(h: Harness) -> None:
+    """Pushed down, a symptom whose list the bound cut still votes for every candidate it reaches:
+    one ``EDGES_BETWEEN`` read on a reader, the cut full index's ranking (issue 42)."""
+    from kgmind.retrievers.exploration import rank_diseases
+    from kgmind.retrievers.graph_index import GraphIndex
+
+    diseases = [ent(f"Disease {i}", "disease") for i in range(4)]
+    rare = ent("Rare sign", "symptom")
+    ents = {e.id: e for e in (*diseases, COUGH, rare)}
+    rels = [Relation(head=d.id, type="has_symptom", tail=COUGH.id) for d in diseases]
+    rels += [Relation(head=diseases[3].id, type="has_symptom", tail=rare.id)]
+    full = GraphIndex(list(ents.values()), sorted(rels, key=lambda r: r.id))
+    full.bound(2)
+    h.driver.execute_query.side_effect = _bounded_reads(ents, rels)
+    degrees = np.asarray([len([r for r in rels if e in (r.head, r.tail)]) for e in ents])
+    seeds = [COUGH.id, rare.id]
+    part = GraphIndex.neighborhood(
+        h.store, seeds, schema=full.schema, bound=2, degree_values=degrees, uniform=True
+    )
+    ranking = rank_diseases(part, seeds)
+    assert ranking == rank_diseases(full, seeds)
+    assert ranking[0][0] == diseases[3].id and len(ranking[0][2]) == 2  # Cough's vote counted past its bound
+    between = [c for c in h.read_calls() if c.args[0] == q.EDGES_BETWEEN]
+    assert len(between) == 1 and between[0].args[1]["a"] == [COUGH.id]
+    assert diseases[3].id in between[0].args[1]["b"]
+    assert all(c.kwargs == {"database_": DB, "routing_": READ} for c in h.read_calls())

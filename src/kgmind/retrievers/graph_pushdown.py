@@ -22,7 +22,7 @@ import numpy as np
 
 from kgmind.models import Entity, Relation
 from kgmind.relations import reverse_name
-from kgmind.retrievers.graph_bounds import BOUNDED_READS, Bounds, GroupBound
+from kgmind.retrievers.graph_bounds import BOUNDED_READS, Bounds, GroupBound, edges_between
 from kgmind.retrievers.graph_edges import EdgeIds, EdgeLookup, sort_key
 from kgmind.retrievers.graph_hidden import HiddenEdges
 from kgmind.retrievers.graph_weights import WeightState
@@ -183,6 +183,30 @@ class PushdownGrowth:
         with self._lock:
             todo = [n for n in todo if n not in self._complete]
             return self._complete_bounded(todo, rows, fetched) if todo else []
+
+    def _stored_edges_to(self, heads: Collection[int], tails: Collection[int]) -> list[int]:
+        """The visible edges from ``heads`` to ``tails``, read from the store whatever the bounds cut.
+
+        One statement reads the stored edges between the two sets, either way, so each
+        edge's way back is among them. The new ones load as a bounded read's rows do
+        (columns and reverse readings, listed nowhere): a node's lists stay what its bounded
+        read kept, and both index modes still walk the same graph.
+        """
+        assert self._source is not None
+        a = sorted({self.ids[n] for n in heads})
+        b = sorted({self.ids[n] for n in tails})
+        rels = edges_between(self._source, a, b)
+        pairs = {(r.head, r.tail) for r in rels}
+        with self._lock:
+            new = {r.id: r for r in rels if r.id not in self.edge_index_of}
+            if new:
+                back = {rid: (r.tail, r.head) in pairs for rid, r in new.items()}
+                self._load_edges(sorted(new.values(), key=lambda r: r.id), back=back)
+            hs, ts, hidden = set(heads), set(tails), self.hidden.edges
+            found = {self.edge_index_of[r.id] for r in rels}
+            found |= {int(self.edge_twin[e]) for e in found if self.edge_twin[e] >= 0}
+            heads_of, tails_of = self.edge_head, self.edge_tail
+            return [e for e in found if heads_of[e] in hs and tails_of[e] in ts and e not in hidden]
 
     def _complete_whole(self, todo: Sequence[int]) -> list[int]:
         """Load every edge of ``todo`` (one store query; caller holds the lock)."""

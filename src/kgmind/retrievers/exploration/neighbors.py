@@ -242,27 +242,29 @@ def _votes_at_disease_end(
     weight_aware: bool,
     scale: bool,
 ) -> None:
-    """Add the votes of the ``cut`` voters that their bounded lists left out, read at each candidate's end.
+    """Add the votes of the ``cut`` voters that their bounded lists left out.
 
-    A candidate keeps its own edge to the voter unless its own group of that type was cut
-    too (a disease has few symptoms), so its incoming readings name the linked voters that
-    reach it: the votes an unbounded index counts, short of such doubly cut edges. Pushed
-    down, the candidates are completed in one store read.
+    Every visible edge from a cut voter to a candidate counts, as in an unbounded index
+    (:meth:`GraphIndex.edges_to`: the voter's uncut lists in memory, one store read of
+    the edges between voters and candidates pushed down).
     """
     candidates = list(votes.tally)
-    gi.prefetch(candidates)
-    schema, w = gi.schema, weights.weights  # read after the prefetch: it covers the edges just loaded
+    edges = gi.edges_to(list(cut), candidates)
+    schema, w = gi.schema, weights.weights  # read after the edges: it covers the ones just loaded
+    best: dict[int, dict[int, tuple[float, int]]] = {}  # candidate -> voter -> (ratio, edge)
+    for e in edges:
+        i, d = gi.edge_head[e], gi.edge_tail[e]
+        if i == d or not schema.votes(gi.edge_type[e]):
+            continue
+        r = _vote_ratio(w, e, cut[i], weight_aware)
+        at = best.setdefault(d, {})
+        if i not in at or r > at[i][0]:
+            at[i] = (r, e)
     for d in candidates:
         voted = {gi.edge_head[e] for e in votes.support[d]}
-        best: dict[int, tuple[float, int]] = {}
-        for e in gi.in_adj[d]:
-            i = gi.edge_head[e]
-            if i in cut and i != d and i not in voted and schema.votes(gi.edge_type[e]):
-                r = _vote_ratio(w, e, cut[i], weight_aware)
-                if i not in best or r > best[i][0]:
-                    best[i] = (r, e)
-        for i, (r, e) in best.items():
-            _add_vote(votes, d, r, e, cut[i][0], weight_aware, scale)
+        for i, (r, e) in best.get(d, {}).items():
+            if i not in voted:
+                _add_vote(votes, d, r, e, cut[i][0], weight_aware, scale)
 
 
 def _order_diseases(

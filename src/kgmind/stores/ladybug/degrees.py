@@ -14,6 +14,7 @@ from collections.abc import Collection, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
+from kgmind.models import StoredEdge
 from kgmind.stores import degrees as dg
 from kgmind.stores.ladybug import kept
 from kgmind.stores.ladybug import queries as q
@@ -78,6 +79,21 @@ class DegreeReads:
     ) -> list[BoundedEdge]:
         """Per node, type and direction the first ``k`` edges: heaviest, then most specific (see below)."""
         return bounded_edges(self, ids, k, hidden, small)
+
+    def edges_between(self: LadybugReader, a: Sequence[str], b: Sequence[str]) -> list[StoredEdge]:
+        """The stored edges joining a node of ``a`` to one of ``b``, either way, disputed ones included.
+
+        ``a`` should be the smaller set (its nodes' edge lists are the ones read). An edge
+        whose both ends are in both sets is returned once.
+        """
+        if not a or not b:
+            return []
+        rows = self._rows(q.EDGES_BETWEEN, {"a": list(dict.fromkeys(a)), "b": list(dict.fromkeys(b))})
+        edges = {
+            rid: StoredEdge(rid, head, rtype, tail, float(w), src or "")
+            for head, rid, rtype, tail, w, src in rows
+        }
+        return list(edges.values())
 
     def weights_uniform(self: LadybugReader) -> bool:
         """Whether every edge has the same weight (nothing learnt), one aggregate read."""

@@ -50,6 +50,7 @@ __all__ = [
     "DELETE_ALL_KEPT",
     "DELETE_ALL_VERDICTS",
     "DELETE_KEPT",
+    "EDGES_BETWEEN",
     "EDGES_BOTH",
     "EDGES_IN",
     "EDGES_OUT",
@@ -316,6 +317,20 @@ WHOLE_EDGES = (
     + _WHOLE_GROUPS
     + "'in'"
     + _WHOLE_RETURN
+)
+#: The stored edges joining a node of ``$a`` to a node of ``$b``, either way, disputed ones included
+#: (``relation_from_row`` rows): a question's cut hubs (``$a``, few) and its candidate diseases
+#: (``$b``). Read from ``$a``'s side, its edge lists filtered in the engine: on the re-crawl's
+#: questions 2-50 ms, against 20-160 ms read from the candidates' side and ~300-1,500 ms to
+#: complete every candidate (``benchmarks/results/2026-11-28-votes-between``).
+EDGES_BETWEEN = (
+    "UNWIND $a AS x MATCH (n:Entity {id: x}) OPTIONAL MATCH (n)-[r:REL]->(m:Entity) "
+    "WITH n, r, m WHERE r IS NOT NULL AND m.id IN $b "
+    "RETURN n.id AS head, r.id AS id, r.type AS type, m.id AS tail, r.weight AS weight, r.source AS source"
+    " UNION ALL "
+    "UNWIND $a AS x MATCH (n:Entity {id: x}) OPTIONAL MATCH (m:Entity)-[r:REL]->(n) "
+    "WITH n, r, m WHERE r IS NOT NULL AND m.id IN $b "
+    "RETURN m.id AS head, r.id AS id, r.type AS type, n.id AS tail, r.weight AS weight, r.source AS source"
 )
 # -- each hub's kept edges (kgmind.stores.ladybug.kept) --------------------------------
 #: The entities that may hold a group over ``$k`` (their degree says so): the hubs among them are

@@ -54,6 +54,16 @@ class Neo4jDegrees:
         """Every entity's degree (what a hub percentile is taken over)."""
         return [int(r["degree"]) for r in self._read(q.DEGREE_VALUES, {}, "degree_values")]
 
+    def edges_between(self, a: Sequence[str], b: Sequence[str]) -> list[StoredEdge]:
+        """The stored edges joining a node of ``a`` to one of ``b``, either way, disputed ones included.
+
+        ``a`` should be the smaller set (its nodes' edges are the ones read).
+        """
+        if not a or not b:
+            return []
+        recs = self._read(q.EDGES_BETWEEN, {"a": list(a), "b": list(b)}, "edges_between")
+        return [stored_edge_from_record(r) for r in recs]
+
     def weights_uniform(self) -> bool:
         """Whether every edge has the same weight (nothing learnt), one aggregate read."""
         recs = self._read(q.WEIGHT_RANGE, {}, "weights_uniform")

@@ -480,6 +480,18 @@ RETURN n.id AS node, outgoing, r.id AS id, h.id AS head, rtype AS type, t.id AS 
        r.source AS source, coalesce(m.degree, 0) AS degree, EXISTS { (t)-->(h) } AS back
 """
 
+#: The stored edges joining a node of ``$a`` to a node of ``$b``, either way, disputed ones included:
+#: a question's cut hubs (``$a``, few) and its candidate diseases (``$b``), read from the hubs' side
+#: (a hub's vote for a disease its bounded read left out, counted at the disease's end).
+EDGES_BETWEEN = """
+UNWIND $a AS x
+MATCH (n:Entity {id: x})-[r]-(m:Entity)
+WHERE m.id IN $b
+WITH DISTINCT r
+RETURN r.id AS id, startNode(r).id AS head, toLower(type(r)) AS type, endNode(r).id AS tail,
+       r.weight AS weight, r.source AS source
+"""
+
 #: The lightest and heaviest weight (equal: nothing learnt, what a pushed-down index cannot see itself).
 WEIGHT_RANGE = """
 MATCH (:Entity)-[r]->(:Entity)
