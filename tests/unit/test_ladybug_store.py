@@ -336,7 +336,11 @@ def test_edges_between_reads_both_directions_once_disputed_ones_included(store: 
     got = store.edges_between([b.id, "no-such-id"], [a.id, c.id])
     assert sorted(e.id for e in got) == sorted([r1.id, r2.id, back.id])  # the disputed r1 too
     assert {e.id: (e.head, e.type, e.tail, e.weight, e.source) for e in got}[back.id] == (
-        b.id, "symptom_of", c.id, 2.0, "s"
+        b.id,
+        "symptom_of",
+        c.id,
+        2.0,
+        "s",
     )
     both = store.edges_between([a.id, b.id], [a.id, b.id])  # both ends in both sets: once each
     assert sorted(e.id for e in both) == sorted([r1.id, r2.id])
