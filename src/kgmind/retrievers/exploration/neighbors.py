@@ -185,7 +185,7 @@ def _count_votes(
     A bounded index lists a hub's first ``k`` diseases only, so a disease past the bound
     would lose the hub's vote, and the rarest diseases of a common symptom would outrank a
     disease that the symptom and a specific finding both point to. The missing votes are
-    read at the disease's end (:func:`_votes_at_disease_end`), where the hub is one of few.
+    read from the edges between the cut voters and the candidates (:func:`_votes_past_bounds`).
     """
     votes = _Votes()
     schema = gi.schema
@@ -208,7 +208,7 @@ def _count_votes(
             _add_vote(votes, d, r, e, voters[i][0], weight_aware, scale)
     cut = [i for i in voters if _was_cut(gi, i)]
     if cut:
-        _votes_at_disease_end(gi, votes, {i: voters[i] for i in cut}, weights, weight_aware, scale)
+        _votes_past_bounds(gi, votes, {i: voters[i] for i in cut}, weights, weight_aware, scale)
     return votes
 
 
@@ -234,7 +234,7 @@ def _was_cut(gi: GraphIndex, node: int) -> bool:
     return gi.degree(node) > listed
 
 
-def _votes_at_disease_end(
+def _votes_past_bounds(
     gi: GraphIndex,
     votes: _Votes,
     cut: dict[int, tuple[int, float]],
