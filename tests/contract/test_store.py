@@ -227,6 +227,18 @@ def test_neighbors_type_filter_and_limit(loaded: GraphStore, kg: Any) -> None:
     assert loaded.neighbors([]) == []
 
 
+def test_edges_between_two_sets_either_way(loaded: GraphStore, kg: Any) -> None:
+    """The edges a cut hub's votes are read from (issue 42): both stored directions, each edge once."""
+    between = loaded.edges_between  # type: ignore[attr-defined]  # a bounded-read backend's statement
+    got = between([kg.eid("B"), "no-such-id"], [kg.eid(x) for x in "ADG"])
+    assert sorted(e.id for e in got) == sorted(kg.rid(k) for k in ("AB", "GB", "BD"))
+    ab = next(e for e in got if e.id == kg.rid("AB"))
+    assert (ab.head, ab.type, ab.tail, ab.weight) == (kg.eid("A"), "has_symptom", kg.eid("B"), 1.0)
+    both = between([kg.eid("B"), kg.eid("D")], [kg.eid("B"), kg.eid("D")])
+    assert [e.id for e in both] == [kg.rid("BD")]
+    assert between([], [kg.eid("A")]) == [] and between([kg.eid("A")], []) == []
+
+
 def test_out_edges_weights(loaded: GraphStore, kg: Any) -> None:
     got = loaded.out_edges(kg.eid("A"))
     assert {r.id: r.weight for r in got} == {
