@@ -451,7 +451,8 @@ class BoundedLists:
             found = self._stored_edges_to(heads, tails)
         else:
             ts = set(tails)
-            uncut = self._bounds.uncut if self._bounds is not None else {}
+            bounds = self._bounds  # read once: a dispute or a weight change publishes new bounds
+            uncut = bounds.uncut if bounds is not None else {}
             found = [
                 e
                 for h in dict.fromkeys(heads)
