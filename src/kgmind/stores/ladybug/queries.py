@@ -319,10 +319,10 @@ WHOLE_EDGES = (
     + _WHOLE_RETURN
 )
 #: The stored edges joining a node of ``$a`` to a node of ``$b``, either way, disputed ones included
-#: (``relation_from_row`` rows): a question's cut hubs (``$a``, few) and its candidate diseases
-#: (``$b``). Read from ``$a``'s side, its edge lists filtered in the engine: on the re-crawl's
-#: questions 2-50 ms, against 20-160 ms read from the candidates' side and ~300-1,500 ms to
-#: complete every candidate (``benchmarks/results/2026-11-28-votes-between``).
+#: (rows: head, id, type, tail, weight, source): a question's cut hubs (``$a``, few) and its
+#: candidate diseases (``$b``). Read from ``$a``'s side, its edge lists filtered in the engine: on
+#: the re-crawl's questions 2-50 ms, against 7-160 ms read from the candidates' side and up to
+#: ~1,500 ms to complete every candidate (``benchmarks/results/2026-11-28-votes-between``).
 EDGES_BETWEEN = (
     "UNWIND $a AS x MATCH (n:Entity {id: x}) OPTIONAL MATCH (n)-[r:REL]->(m:Entity) "
     "WITH n, r, m WHERE r IS NOT NULL AND m.id IN $b "

@@ -482,7 +482,8 @@ RETURN n.id AS node, outgoing, r.id AS id, h.id AS head, rtype AS type, t.id AS 
 
 #: The stored edges joining a node of ``$a`` to a node of ``$b``, either way, disputed ones included:
 #: a question's cut hubs (``$a``, few) and its candidate diseases (``$b``), read from the hubs' side
-#: (a hub's vote for a disease its bounded read left out, counted at the disease's end).
+#: (the votes of a hub for the diseases its bounded read left out). ``DISTINCT``: an edge with both ends in
+#: both sets matches from each end.
 EDGES_BETWEEN = """
 UNWIND $a AS x
 MATCH (n:Entity {id: x})-[r]-(m:Entity)
