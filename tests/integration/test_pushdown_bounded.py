@@ -288,7 +288,7 @@ def test_context_relations_keep_their_own_smaller_bound_in_both_modes(tmp_path: 
 def test_a_cut_hub_votes_for_every_disease_it_reaches_as_unbounded_in_both_modes(
     demo_uri: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A hub's bounded list leaves diseases out; its votes for them are read at the candidates.
+    """A hub's bounded list leaves diseases out; its votes for them come from the edges to the candidates.
 
     Every candidate then has the voters the unbounded index gives it, also where the
     disease's own list of that type was cut too (the demo KG's diseases have many symptoms),

@@ -321,15 +321,15 @@ def test_bounded_reads_find_nodes_by_key(store: LadybugStore) -> None:
 
 
 def test_edges_between_reads_both_directions_once_disputed_ones_included(store: LadybugStore) -> None:
-    """A cut hub's votes past its bound are read at the candidates (issue 42): every stored edge
+    """A cut hub's votes past its bound are read from these edges (issue 42): every stored edge
     between the two sets, whichever way it is stored, each once, with its weight and source."""
+    from kgmind.stores.feedback import apply_verdicts
+
     a, b, r1, r2 = _tiny(store)
     c = Entity(name="Gamma", type="disease")
     back = Relation(head=b.id, type="symptom_of", tail=c.id, weight=2.0, source="s")
     away = Relation(head=c.id, type="related_to", tail=a.id)  # joins two nodes of the second set only
     store.bulk_load([c], [back, away])
-    from kgmind.stores.feedback import apply_verdicts
-
     for run in ("x", "y"):
         apply_verdicts(store, f"{run}:between", run, [(r1.id, "wrong")], source="test")
     assert r1.id in store.disputed_relations()
