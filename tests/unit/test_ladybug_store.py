@@ -520,3 +520,28 @@ def test_the_entity_cache_is_bounded_and_keyed_by_version() -> None:
     assert sorted(e.id for e in cache.fetch([e.id for e in ents], "v1", read)) == sorted(e.id for e in ents)
     assert asked == [[ents[0].id]]
     assert cache.fetch([ents[2].id], "v2", read) == [ents[2]] and asked[-1] == [ents[2].id]  # new version
+
+
+def test_the_relation_profile_is_scanned_once_per_load_and_kept_for_every_process(
+    store: LadybugStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The roles' whole-KG aggregate is the one read a worker with a bounded page cache could not
+    afford at 10M (issue 42): the first read after a load keeps it, later reads and processes take it."""
+    a, b, r1, r2 = _tiny(store)
+    sent = _spy(store, monkeypatch)
+    first = store.relation_schema()
+    scans = sent.count(q.RELATION_PROFILE)  # the spy sees a read and its call on a reader connection
+    assert scans >= 1
+    assert store.relation_schema() == first and sent.count(q.RELATION_PROFILE) == scans
+    store.close()
+    again = LadybugStore(tmp_path / "kg")  # another process: the kept rows, no scan
+    try:
+        sent_again = _spy(again, monkeypatch)
+        assert again.relation_schema() == first and q.RELATION_PROFILE not in sent_again
+        c = Entity(name="Gamma", type="test")
+        again.bulk_load([c], [Relation(head=a.id, type="need_test", tail=c.id)])
+        assert "need_test" not in first.roles
+        after = again.relation_schema()  # a load moved the version: scanned again
+        assert q.RELATION_PROFILE in sent_again and after.roles["need_test"].role == "test"
+    finally:
+        again.close()

@@ -57,6 +57,7 @@ from kgmind.stores.ladybug import verdicts as lv
 from kgmind.stores.ladybug.connections import Connections
 from kgmind.stores.ladybug.entity_cache import EntityCache
 from kgmind.stores.ladybug.load_plan import LoadPlan, plan_load
+from kgmind.stores.ladybug.profile import kept_profile
 from kgmind.stores.ladybug.rows import (
     SEP,
     alias_keys,
@@ -464,8 +465,7 @@ class LadybugStore(ld.DegreeReads, ld.DegreeWrites, StoreBase):
         return entities, relations, int(self._scalar(q.COUNT_DOCS) or 0)
 
     def _relation_profile(self) -> Iterable[tuple[str, str, str, int]]:
-        for rtype, htype, ttype, n in self._rows(q.RELATION_PROFILE):
-            yield str(rtype), str(htype or ""), str(ttype or ""), int(n)
+        return kept_profile(self, self._read_meta(_META_LOAD))  # load version read before any scan
 
     def _read_schema(self) -> str:
         return str(self._read_meta(_META_SCHEMA) or "")
