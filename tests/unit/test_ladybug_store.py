@@ -527,7 +527,7 @@ def test_the_relation_profile_is_scanned_once_per_load_and_kept_for_every_proces
 ) -> None:
     """The roles' whole-KG aggregate is the one read a worker with a bounded page cache could not
     afford at 10M (issue 42): the first read after a load keeps it, later reads and processes take it."""
-    a, b, r1, r2 = _tiny(store)
+    a, *_ = _tiny(store)
     sent = _spy(store, monkeypatch)
     first = store.relation_schema()
     scans = sent.count(q.RELATION_PROFILE)  # the spy sees a read and its call on a reader connection
