@@ -22,7 +22,16 @@ LADYBUG_SRC = Path(__file__).resolve().parents[2] / "src" / "kgmind" / "stores" 
 #: The modules that send the backend's statements: the store and its verdict log.
 STORE_SRCS = tuple(
     LADYBUG_SRC / f
-    for f in ("store.py", "verdicts.py", "degrees.py", "kept.py", "rows.py", "bulk.py", "load_plan.py")
+    for f in (
+        "store.py",
+        "verdicts.py",
+        "degrees.py",
+        "kept.py",
+        "rows.py",
+        "bulk.py",
+        "load_plan.py",
+        "profile.py",
+    )
 )
 
 
