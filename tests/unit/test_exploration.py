@@ -609,7 +609,7 @@ def test_a_hub_votes_for_a_disease_past_its_bound() -> None:
     hub_lists = {gi.edge_tail[e] for e in gi.out_adj[gi.index_of[eid("Cough")]]}
     assert gi.index_of[eid("Pertussis")] not in hub_lists  # the bound cut it from the hub's list
     ranking = rank_diseases(gi, question)
-    # Cough's vote is read at Pertussis's end: two votes, first, as on the unbounded index
+    # Cough's vote past its bound still counts: two votes, first, as on the unbounded index
     assert gi.name(ranking[0][0]) == "Pertussis" and ranking[0][1] >= 2.0  # the score: votes + spec / 2
     voters = {
         gi.name(n)
