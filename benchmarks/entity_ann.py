@@ -31,7 +31,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import cpu_model
-from kgmind.retrievers.entity_index import HNSW_EF_SEARCH, HNSW_M, get_entity_index
+from kgmind.retrievers.entity_index import get_entity_index
+from kgmind.retrievers.entity_search import HNSW_EF_SEARCH, HNSW_M
 from kgmind.retrievers.linker import get_linker
 from kgmind.retrievers.ner import clean_mention
 from kgmind.settings import data_dir
@@ -65,6 +66,11 @@ def main() -> None:
     vecs = linker.embed(mentions)
     delta = LINK_THRESHOLD["e5"]
     flat = index.index
+    if flat is None:  # a saved index reads its float vectors from its file: scan them in memory here
+        import faiss
+
+        flat = faiss.IndexFlatIP(index.rows.d)
+        flat.add(index.matrix)
     res: dict[str, object] = {
         "machine": cpu_model(),
         "vectors": len(index),

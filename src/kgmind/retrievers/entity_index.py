@@ -30,6 +30,16 @@ import numpy as np
 from kgmind.models import Entity, normalize_name
 from kgmind.retrievers.embeddings import Embedder, get_embedder, model_for_language
 from kgmind.retrievers.entity_labels import SortedRuns, exact_map, shared_labels
+from kgmind.retrievers.entity_search import (
+    FileRows,
+    MemoryRows,
+    Rows,
+    build_graph,
+    read_graph,
+    rescore,
+    save_graph,
+    search_index,
+)
 from kgmind.retrievers.entity_vectors import (
     Checkpoint,
     KnownVectors,
@@ -60,18 +70,17 @@ __all__ = [
 #: Bumped when the on-disk layout changes (older indexes are rebuilt).
 INDEX_FORMAT_VERSION = 1
 
-#: From this many vectors on, searches go through an HNSW graph instead of the flat scan.
-#: On the CMCKG re-crawl (24,335 names; ~9 unmatched mentions per CMCQA question) one search
-#: took 1.52 ms flat and 0.60 ms in the graph, with recall@5 0.975 and the same links at the
-#: calibrated δ for 99.2% of mentions (``benchmarks/entity_ann.py``). Below it the flat scan
-#: is fast and exact.
+#: From this many vectors on, searches go through an HNSW graph (8-bit codes, candidates
+#: rescored exactly: :mod:`kgmind.retrievers.entity_search`) instead of the flat scan. On the
+#: CMCKG re-crawl (24,335 names; ~9 unmatched mentions per CMCQA question) one search took
+#: 1.52 ms flat and 0.60 ms in a graph over float vectors, with recall@5 0.975 and the same
+#: links at the calibrated δ for 99.2% of mentions (``benchmarks/entity_ann.py``); the 8-bit
+#: graph keeps recall@5 0.976 and 99.3%. Below it the flat scan is fast and exact.
 HNSW_MIN_VECTORS = 20_000
-#: HNSW graph degree, build and search breadth (faiss defaults are 32 / 40 / 16: the wider
-#: search is what the recall above was measured with). The graph keeps its own copy of the
-#: vectors plus 2·M links each: about 44 MB more on the re-crawl.
-HNSW_M = 32
-HNSW_EF_CONSTRUCTION = 80
-HNSW_EF_SEARCH = 128
+#: From this many vectors on, a saved index reads its float vectors from its file (a few
+#: thousand rows a question, about 4 µs each) instead of holding them: 150 MB here, 760 MB
+#: at the generated 10M KG's 495k names. Below it holding them is cheap and reads are free.
+ROWS_FROM_FILE_MIN_VECTORS = 100_000
 
 
 @dataclass
@@ -85,7 +94,8 @@ class EntityIndex:
         vector_texts: Name or alias each vector embeds.
         entities: ``{entity id: (display name, type)}``.
         exact: ``{normalised name or alias: [entity ids]}`` for exact matching.
-        index: The ``faiss.IndexFlatIP``.
+        index: The ``faiss.IndexFlatIP``; ``None`` once a saved index of at least
+            :data:`ROWS_FROM_FILE_MIN_VECTORS` reads its vectors from the file (:attr:`rows`).
         vectors_key: What the vectors were made with (:func:`~kgmind.retrievers.entity_vectors.vectors_key`):
             a later build reuses them only under the same key.
         reused: How many distinct texts the build took from vectors made before (not saved).
@@ -106,17 +116,30 @@ class EntityIndex:
 
     # -- stored vectors ------------------------------------------------------------
     @property
-    def matrix(self) -> np.ndarray:
-        """All stored vectors as one read-only ``(len(self), dim)`` float32 array (cached).
+    def rows(self) -> Rows:
+        """Where the float vectors are read from: the flat index's memory, or the saved file."""
+        cached = self.__dict__.get("_rows")
+        if cached is not None:
+            return cached
+        rows = MemoryRows(self.matrix)
+        self.__dict__["_rows"] = rows
+        return rows
 
-        A view of the flat index's own memory, not a copy: at 495k names (the generated 10M
-        KG) a copy held 760 MB more in every worker that reranks.
+    @property
+    def matrix(self) -> np.ndarray:
+        """All stored vectors as one read-only ``(len(self), dim)`` float32 array.
+
+        Held in memory: a view of the flat index's own memory, not a copy (cached). Read
+        from the file: every row, read again on each call (building a graph needs them).
         """
         cached = self.__dict__.get("_matrix")
         if cached is not None:
             return cached
         index = self.index
-        if index is None or index.ntotal == 0:
+        if index is None:
+            file_rows = self.__dict__.get("_rows")
+            return file_rows.all() if file_rows is not None else np.zeros((0, 0), dtype=np.float32)
+        if index.ntotal == 0:
             mat = np.zeros((0, int(getattr(index, "d", 0) or 0)), dtype=np.float32)
         elif hasattr(index, "get_xb"):
             mat = flat_view(index)
@@ -124,6 +147,22 @@ class EntityIndex:
             mat = np.ascontiguousarray(index.reconstruct_n(0, index.ntotal), dtype=np.float32)
         self.__dict__["_matrix"] = mat
         return mat
+
+    def _read_rows_from(self, path: Path) -> None:
+        """Let a large index read its vectors from the flat index saved at ``path`` and drop its own.
+
+        At 495k names that frees the 760 MB the flat index held (the search graph keeps
+        8-bit codes). A smaller index, or a file that is not the expected flat index, is
+        left as it is.
+        """
+        if len(self) < ROWS_FROM_FILE_MIN_VECTORS:
+            return
+        file_rows = FileRows.open(path, len(self))
+        if file_rows is None:
+            return
+        self.__dict__["_rows"] = file_rows
+        self.__dict__.pop("_matrix", None)
+        self.index = None
 
     @property
     def entity_rows(self) -> Mapping[str, Sequence[int]]:
@@ -165,10 +204,10 @@ class EntityIndex:
             r = known.get(eid, [])
             groups.append(list(range(len(rows), len(rows) + len(r))))
             rows.extend(r)
-        mat = self.matrix
+        vectors = self.rows
         if not rows:
-            return np.zeros((0, mat.shape[1] if mat.ndim == 2 else 0), dtype=np.float32), groups
-        return mat[np.asarray(rows, dtype=np.int64)], groups
+            return np.zeros((0, vectors.d), dtype=np.float32), groups
+        return vectors.take(np.asarray(rows, dtype=np.int64)), groups
 
     def search(self, vectors: np.ndarray, k: int) -> list[list[tuple[str, float]]]:
         """Nearest entities of each query vector.
@@ -179,17 +218,22 @@ class EntityIndex:
 
         Returns:
             Per query, up to ``k`` ``(entity_id, cosine)`` pairs, best first, one per entity.
+            The cosines are exact: the graph's candidates are scored with the float vectors.
         """
         q = np.ascontiguousarray(np.asarray(vectors, dtype=np.float32))
         if q.ndim == 1:
             q = q.reshape(1, -1)
         if q.shape[0] == 0:
             return []
-        if k <= 0 or self.index is None or self.index.ntotal == 0:
+        if k <= 0 or len(self) == 0 or (self.index is None and "_rows" not in self.__dict__):
             return [[] for _ in range(q.shape[0])]
         # Several vectors may belong to one entity: over-fetch, then merge.
-        fetch = min(self.index.ntotal, max(k * 4, k + 8))
-        scores, idx = _search(self.ann() or self.index, q, fetch)
+        fetch = min(len(self), max(k * 4, k + 8))
+        graph = self.ann()
+        if graph is None:
+            scores, idx = search_index(self.index, q, fetch)
+        else:
+            scores, idx = rescore(self.rows, q, search_index(graph, q, fetch)[1])
         out: list[list[tuple[str, float]]] = []
         for row_scores, row_idx in zip(scores, idx, strict=True):
             seen: dict[str, float] = {}
@@ -205,59 +249,29 @@ class EntityIndex:
         return out
 
     def ann(self) -> Any:
-        """The HNSW graph over the vectors (``None`` below :data:`HNSW_MIN_VECTORS`).
+        """The HNSW graph over 8-bit codes of the vectors (``None`` below :data:`HNSW_MIN_VECTORS`).
 
         Read from the index folder when it was saved there, else built on first use (seconds
         at 24k vectors) and saved into the folder the index was loaded from.
         """
-        if len(self) < HNSW_MIN_VECTORS or self.index is None:
+        if len(self) < HNSW_MIN_VECTORS or (self.index is None and "_rows" not in self.__dict__):
             return None
         cached = self.__dict__.get("_ann")
         if cached is not None:
             return cached
-        import faiss
-
         with _ann_lock:
             cached = self.__dict__.get("_ann")
             if cached is not None:
                 return cached
             folder: Path | None = self.__dict__.get("_folder")
-            graph: Any = None
-            if folder is not None and (folder / "hnsw.faiss").is_file():
-                try:
-                    graph = faiss.read_index(str(folder / "hnsw.faiss"))
-                    if graph.ntotal != self.index.ntotal:
-                        graph = None
-                except RuntimeError:
-                    graph = None
+            graph = read_graph(folder, len(self)) if folder is not None else None
             if graph is None:
-                graph = faiss.IndexHNSWFlat(self.index.d, HNSW_M, faiss.METRIC_INNER_PRODUCT)
-                graph.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
-                graph.add(self.matrix)
+                graph = build_graph(self.matrix)
                 if folder is not None:
                     with contextlib.suppress(OSError, RuntimeError):
-                        tmp = folder / f".hnsw.{os.getpid()}.faiss"
-                        faiss.write_index(graph, str(tmp))
-                        tmp.replace(folder / "hnsw.faiss")
-            graph.hnsw.efSearch = HNSW_EF_SEARCH
+                        save_graph(graph, folder)
             self.__dict__["_ann"] = graph
-            self._share_storage(graph)
             return graph
-
-    def _share_storage(self, graph: Any) -> None:
-        """Let the flat index be the graph's own copy of the vectors: one copy held, not two.
-
-        The graph stores every vector (``IndexHNSWFlat.storage``); the flat index read from
-        ``vectors.faiss`` held the same floats again (166 MB at 108k names, 760 MB at 495k).
-        """
-        import faiss
-
-        storage: Any = faiss.downcast_index(graph.storage)
-        if not hasattr(storage, "get_xb") or storage.ntotal != self.index.ntotal or storage.d != self.index.d:
-            return
-        storage.referenced_objects = [graph]  # faiss idiom: the wrapper keeps the graph (its memory) alive
-        self.index = storage
-        self.__dict__.pop("_matrix", None)  # a view of the flat copy (which it alone keeps alive now)
 
     def lookup(self, key: str) -> list[str]:
         """Entity ids whose normalised name or alias is ``key`` (already normalised)."""
@@ -272,7 +286,11 @@ class EntityIndex:
         directory.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
         try:
-            faiss.write_index(self.index, str(tmp / "vectors.faiss"))
+            flat = self.index
+            if flat is None:  # read from the file: write the rows back as a flat index
+                flat = faiss.IndexFlatIP(self.rows.d)
+                flat.add(self.rows.all())
+            faiss.write_index(flat, str(tmp / "vectors.faiss"))
             labels = {
                 "vector_ids": self.vector_ids,
                 "vector_texts": self.vector_texts,
@@ -301,6 +319,7 @@ class EntityIndex:
             raise
         self.__dict__.pop("_ann", None)  # a graph read from the old folder may not match
         self.__dict__["_folder"] = directory
+        self._read_rows_from(directory / "vectors.faiss")
 
     @classmethod
     def load(cls, directory: Path, *, model: str, fingerprint: str) -> EntityIndex | None:
@@ -321,10 +340,13 @@ class EntityIndex:
             ):
                 return None
             labels = json.loads((directory / "labels.json").read_text(encoding="utf-8"))
-            index = faiss.read_index(str(directory / "vectors.faiss"))
+            vector_ids, vector_texts, entities = shared_labels(labels)
+            file_rows = None
+            if len(vector_ids) >= ROWS_FROM_FILE_MIN_VECTORS:
+                file_rows = FileRows.open(directory / "vectors.faiss", len(vector_ids))
+            index = None if file_rows is not None else faiss.read_index(str(directory / "vectors.faiss"))
         except (OSError, ValueError, RuntimeError, KeyError):
             return None
-        vector_ids, vector_texts, entities = shared_labels(labels)
         ei = cls(
             model=model,
             fingerprint=fingerprint,
@@ -334,7 +356,9 @@ class EntityIndex:
             index=index,
             vectors_key=str(meta.get("vectors_key") or ""),
         )
-        if index.ntotal != len(ei.vector_ids):
+        if file_rows is not None:
+            ei.__dict__["_rows"] = file_rows
+        elif index is None or index.ntotal != len(ei.vector_ids):
             return None
         ei.exact = exact_map(zip(ei.vector_texts, ei.vector_ids, strict=True))
         ei.__dict__["_folder"] = directory
@@ -342,24 +366,6 @@ class EntityIndex:
 
 
 _ann_lock = threading.Lock()
-
-
-def _search(index: Any, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """``index.search``; single-threaded for small query batches.
-
-    An OpenMP team for a handful of queries costs more than it saves, and on a busy
-    machine its spin-waiting turns a sub-millisecond search into tens of milliseconds.
-    """
-    if q.shape[0] > 64:
-        return index.search(q, k)
-    import faiss
-
-    before = faiss.omp_get_max_threads()
-    faiss.omp_set_num_threads(1)
-    try:
-        return index.search(q, k)
-    finally:
-        faiss.omp_set_num_threads(before)
 
 
 def _names(entity: Entity) -> Iterator[str]:

@@ -1,0 +1,232 @@
+"""The entity index's search graph (8-bit vectors) and where its exact float rows are read from.
+
+A large index finds candidates in an HNSW graph whose vectors are 8-bit codes, then scores
+those few candidates with the exact float vectors. At 495k names (the generated 10M KG)
+the float vectors are 760 MB and the graph held its own float copy of them; the 8-bit
+codes are 190 MB. The float rows are read from the saved ``vectors.faiss`` with ``pread``
+(:class:`FileRows`) when a search or the reranker needs them, a few thousand rows per
+question at most, so the kernel's page cache keeps the hot ones and the worker does not.
+A link's cosine (what δ is compared with) is therefore still the exact one.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+__all__ = [
+    "GRAPH_FILE",
+    "HNSW_EF_CONSTRUCTION",
+    "HNSW_EF_SEARCH",
+    "HNSW_M",
+    "OLD_GRAPH_FILE",
+    "FileRows",
+    "MemoryRows",
+    "Rows",
+    "build_graph",
+    "read_graph",
+    "rescore",
+    "save_graph",
+    "search_index",
+]
+
+#: HNSW graph degree, build and search breadth (faiss defaults are 32 / 40 / 16: the wider
+#: search is what the recall in :mod:`kgmind.retrievers.entity_index` was measured with).
+#: The graph keeps 8-bit codes of the vectors plus 2·M links each.
+HNSW_M = 32
+HNSW_EF_CONSTRUCTION = 80
+HNSW_EF_SEARCH = 128
+#: The graph's file in an index folder.
+GRAPH_FILE = "hnsw8.faiss"
+#: The graph saved before over float vectors (a second float copy): not read, removed
+#: when the new one is saved.
+OLD_GRAPH_FILE = "hnsw.faiss"
+
+
+class Rows(Protocol):
+    """The float vectors of an index, by row."""
+
+    ntotal: int
+    d: int
+
+    def take(self, rows: np.ndarray) -> np.ndarray:
+        """The ``(len(rows), d)`` float32 vectors of ``rows`` (in that order)."""
+        ...
+
+    def all(self) -> np.ndarray:
+        """Every vector as one ``(ntotal, d)`` float32 array."""
+        ...
+
+
+class MemoryRows:
+    """Rows of an array held in memory (an index not saved, or a small one)."""
+
+    def __init__(self, matrix: np.ndarray) -> None:
+        self.matrix = matrix
+        self.ntotal = int(matrix.shape[0])
+        self.d = int(matrix.shape[1]) if matrix.ndim == 2 else 0
+
+    def take(self, rows: np.ndarray) -> np.ndarray:
+        """``matrix[rows]`` (a copy)."""
+        return self.matrix[np.asarray(rows, dtype=np.int64)]
+
+    def all(self) -> np.ndarray:
+        """The array itself."""
+        return self.matrix
+
+
+class FileRows:
+    """Rows read with ``pread`` from a saved flat faiss index (``vectors.faiss``), none held.
+
+    A flat inner-product index is written as a header, the count of its floats and then
+    the floats, row after row, to the end of the file: a row's offset is known from the
+    header's dimension and count. :meth:`open` checks that layout and returns ``None``
+    otherwise. The descriptor stays open for the object's life, so an index folder replaced
+    by a rebuild is still read as it was (the old file lives on until it is closed).
+    """
+
+    def __init__(self, fd: int, offset: int, ntotal: int, d: int) -> None:
+        self._fd = fd
+        self._offset = offset
+        self.ntotal = ntotal
+        self.d = d
+        self._row_bytes = d * 4
+        self._closer = weakref.finalize(self, os.close, fd)
+
+    @classmethod
+    def open(cls, path: Path, ntotal: int) -> FileRows | None:
+        """Rows of the flat index saved at ``path``, if it is one holding ``ntotal`` vectors.
+
+        faiss writes the header as the fourcc ``IxFI``, the dimension (int32) and the count
+        (int64); the float count (uint64) comes just before the floats.
+        """
+        if ntotal <= 0:
+            return None
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            return None
+        try:
+            head = os.pread(fd, 16, 0)
+            if len(head) != 16 or head[:4] != b"IxFI":
+                raise ValueError("not a flat inner-product index")
+            d = int(np.frombuffer(head[4:8], dtype="<i4")[0])
+            count = int(np.frombuffer(head[8:16], dtype="<i8")[0])
+            floats = ntotal * d
+            offset = os.fstat(fd).st_size - floats * 4
+            if d <= 0 or count != ntotal or offset < 24:
+                raise ValueError("unexpected header")
+            declared = np.frombuffer(os.pread(fd, 8, offset - 8), dtype="<u8")
+            if declared.size != 1 or int(declared[0]) != floats:
+                raise ValueError("unexpected layout")
+        except (OSError, ValueError):
+            os.close(fd)
+            return None
+        return cls(fd, offset, ntotal, d)
+
+    def take(self, rows: np.ndarray) -> np.ndarray:
+        """The vectors of ``rows``; each run of consecutive rows is one read."""
+        idx = np.asarray(rows, dtype=np.int64).reshape(-1)
+        if not idx.size:
+            return np.empty((0, self.d), dtype=np.float32)
+        uniq, inverse = np.unique(idx, return_inverse=True)
+        if int(uniq[0]) < 0 or int(uniq[-1]) >= self.ntotal:
+            raise IndexError(f"row out of range 0..{self.ntotal - 1}")
+        starts = np.flatnonzero(np.diff(uniq, prepend=-2) != 1)
+        lengths = np.diff(starts, append=uniq.size)
+        size, base, fd = self._row_bytes, self._offset, self._fd
+        data = b"".join(
+            os.pread(fd, n * size, base + first * size)
+            for first, n in zip(uniq[starts].tolist(), lengths.tolist(), strict=True)
+        )
+        if len(data) != uniq.size * size:
+            raise OSError(f"short read of {len(data)} bytes from the index's vectors")
+        return np.frombuffer(data, dtype=np.float32).reshape(-1, self.d)[inverse.reshape(-1)]
+
+    def all(self) -> np.ndarray:
+        """Every vector (read whole: building a graph needs them all once)."""
+        return self.take(np.arange(self.ntotal))
+
+    def close(self) -> None:
+        """Close the file now (tests; the object closes it when collected otherwise)."""
+        self._closer()
+
+
+def build_graph(vectors: np.ndarray) -> Any:
+    """An HNSW graph over 8-bit codes of ``vectors`` (inner product), ready to search."""
+    import faiss
+
+    eight_bit: Any = faiss.ScalarQuantizer.QT_8bit  # per-dimension min/max, trained on the vectors
+    graph = faiss.IndexHNSWSQ(int(vectors.shape[1]), eight_bit, HNSW_M, faiss.METRIC_INNER_PRODUCT)
+    graph.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
+    graph.train(vectors)
+    graph.add(vectors)
+    graph.hnsw.efSearch = HNSW_EF_SEARCH
+    return graph
+
+
+def rescore(rows: Rows, q: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The graph's candidates ``idx`` (``-1``: none) per query in ``q``, scored exactly and re-sorted.
+
+    The 8-bit codes only find the candidates; a link is decided on its exact cosine.
+
+    Returns:
+        ``(scores, idx)`` like ``index.search``: best first, missing candidates last at ``-inf``.
+    """
+    found = idx >= 0
+    uniq, where = np.unique(idx[found], return_inverse=True)
+    vectors = rows.take(uniq)[where.reshape(-1)]
+    scores = np.full(idx.shape, -np.inf, dtype=np.float32)
+    scores[found] = np.einsum("ij,ij->i", vectors, np.repeat(q, found.sum(axis=1), axis=0))
+    order = np.argsort(-scores, axis=1, kind="stable")
+    return np.take_along_axis(scores, order, axis=1), np.take_along_axis(idx, order, axis=1)
+
+
+def read_graph(folder: Path, ntotal: int) -> Any:
+    """The graph saved in ``folder`` if it covers ``ntotal`` vectors, else ``None``."""
+    import faiss
+
+    path = folder / GRAPH_FILE
+    if not path.is_file():
+        return None
+    try:
+        graph: Any = faiss.read_index(str(path))  # read as its own class (IndexHNSWSQ)
+    except RuntimeError:
+        return None
+    if graph.ntotal != ntotal or not hasattr(graph, "hnsw"):
+        return None
+    graph.hnsw.efSearch = HNSW_EF_SEARCH
+    return graph
+
+
+def save_graph(graph: Any, folder: Path) -> None:
+    """Write ``graph`` into ``folder`` atomically and drop the float graph saved there before."""
+    import faiss
+
+    tmp = folder / f".{GRAPH_FILE}.{os.getpid()}.{threading.get_ident()}"
+    faiss.write_index(graph, str(tmp))
+    tmp.replace(folder / GRAPH_FILE)
+    (folder / OLD_GRAPH_FILE).unlink(missing_ok=True)
+
+
+def search_index(index: Any, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """``index.search``; single-threaded for small query batches.
+
+    An OpenMP team for a handful of queries costs more than it saves, and on a busy
+    machine its spin-waiting turns a sub-millisecond search into tens of milliseconds.
+    """
+    if q.shape[0] > 64:
+        return index.search(q, k)
+    import faiss
+
+    before = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)
+    try:
+        return index.search(q, k)
+    finally:
+        faiss.omp_set_num_threads(before)

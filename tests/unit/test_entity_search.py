@@ -1,0 +1,61 @@
+"""The entity index's float rows read from its saved file, and the 8-bit search graph."""
+
+from __future__ import annotations
+
+import faiss
+import numpy as np
+import pytest
+
+from kgmind.retrievers.entity_search import FileRows, build_graph, read_graph, save_graph
+
+
+@pytest.fixture
+def saved(tmp_path):
+    rng = np.random.default_rng(3)
+    vectors = rng.standard_normal((300, 16)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    flat = faiss.IndexFlatIP(16)
+    flat.add(vectors)
+    path = tmp_path / "vectors.faiss"
+    faiss.write_index(flat, str(path))
+    return path, vectors
+
+
+def test_rows_come_back_in_the_order_asked_with_repeats(saved):
+    path, vectors = saved
+    rows = FileRows.open(path, len(vectors))
+    assert rows is not None and (rows.ntotal, rows.d) == (300, 16)
+    for asked in ([5, 3, 4, 299, 0, 4], [7, 9, 8, 8, 10, 30], [1], list(range(300))):
+        got = rows.take(np.array(asked))
+        assert np.array_equal(got, vectors[asked])
+        got[0, 0] = 9.0  # the caller's copy, not the file's bytes
+    assert rows.take(np.array([], dtype=np.int64)).shape == (0, 16)
+    assert np.array_equal(rows.all(), vectors)
+    with pytest.raises(IndexError):
+        rows.take(np.array([300]))
+    with pytest.raises(IndexError):
+        rows.take(np.array([-1]))
+
+
+def test_only_a_flat_index_of_the_expected_size_is_read(saved, tmp_path):
+    path, vectors = saved
+    assert FileRows.open(path, len(vectors) - 1) is None
+    assert FileRows.open(path, 0) is None
+    assert FileRows.open(tmp_path / "missing.faiss", len(vectors)) is None
+    graph = build_graph(vectors)
+    save_graph(graph, tmp_path)
+    assert FileRows.open(tmp_path / "hnsw8.faiss", len(vectors)) is None  # not a flat index
+
+
+def test_the_graph_finds_the_nearest_vectors_from_8_bit_codes(saved, tmp_path):
+    _, vectors = saved
+    graph = build_graph(vectors)
+    assert isinstance(graph, faiss.IndexHNSWSQ)
+    save_graph(graph, tmp_path)
+    (tmp_path / "hnsw.faiss").write_bytes(b"old float graph")
+    save_graph(graph, tmp_path)
+    assert not (tmp_path / "hnsw.faiss").exists()  # the old float copy goes
+    loaded = read_graph(tmp_path, len(vectors))
+    assert loaded is not None and read_graph(tmp_path, len(vectors) + 1) is None
+    _, found = loaded.search(vectors[:50], 1)
+    assert (found[:, 0] == np.arange(50)).mean() >= 0.98  # each vector finds itself
