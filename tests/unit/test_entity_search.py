@@ -1,4 +1,4 @@
-"""The entity index's float rows read from its saved file, and the 8-bit search graph."""
+"""The entity index's float rows read from its saved file, and its 8-bit search graph."""
 
 from __future__ import annotations
 
@@ -42,20 +42,21 @@ def test_only_a_flat_index_of_the_expected_size_is_read(saved, tmp_path):
     assert FileRows.open(path, len(vectors) - 1) is None
     assert FileRows.open(path, 0) is None
     assert FileRows.open(tmp_path / "missing.faiss", len(vectors)) is None
-    graph = build_graph(vectors)
-    save_graph(graph, tmp_path)
+    graph = build_graph(vectors, eight_bit=True)
+    save_graph(graph, tmp_path, eight_bit=True)
     assert FileRows.open(tmp_path / "hnsw8.faiss", len(vectors)) is None  # not a flat index
 
 
 def test_the_graph_finds_the_nearest_vectors_from_8_bit_codes(saved, tmp_path):
     _, vectors = saved
-    graph = build_graph(vectors)
+    graph = build_graph(vectors, eight_bit=True)
     assert isinstance(graph, faiss.IndexHNSWSQ)
-    save_graph(graph, tmp_path)
+    save_graph(graph, tmp_path, eight_bit=True)
     (tmp_path / "hnsw.faiss").write_bytes(b"old float graph")
-    save_graph(graph, tmp_path)
+    save_graph(graph, tmp_path, eight_bit=True)
     assert not (tmp_path / "hnsw.faiss").exists()  # the old float copy goes
-    loaded = read_graph(tmp_path, len(vectors))
-    assert loaded is not None and read_graph(tmp_path, len(vectors) + 1) is None
+    loaded = read_graph(tmp_path, len(vectors), eight_bit=True)
+    assert loaded is not None and read_graph(tmp_path, len(vectors) + 1, eight_bit=True) is None
+    assert read_graph(tmp_path, len(vectors), eight_bit=False) is None  # a float graph is asked for: none
     _, found = loaded.search(vectors[:50], 1)
     assert (found[:, 0] == np.arange(50)).mean() >= 0.98  # each vector finds itself

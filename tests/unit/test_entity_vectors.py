@@ -22,7 +22,6 @@ from kgmind.retrievers.entity_index import (
     entity_index_dir,
     get_entity_index,
 )
-from kgmind.retrievers.entity_search import GRAPH_FILE
 from kgmind.retrievers.entity_vectors import Checkpoint, KnownVectors, checkpoint_dir, vectors_key
 
 
@@ -197,7 +196,7 @@ def test_a_build_saves_the_search_graph_beside_the_index(monkeypatch):
     kg = store()
     use(monkeypatch, CountingEmbedder())
     index = get_entity_index(kg, "hash")
-    saved = entity_index_dir(kg.uri, "hash") / GRAPH_FILE
+    saved = entity_index_dir(kg.uri, "hash") / "hnsw.faiss"
     assert saved.is_file()  # a worker's first question reads it instead of building it
     entity_index.clear_entity_index_cache()
     loaded = get_entity_index(kg, "hash")

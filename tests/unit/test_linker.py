@@ -23,7 +23,7 @@ from kgmind.retrievers.entity_index import (
     get_entity_index,
     resolve_model,
 )
-from kgmind.retrievers.entity_search import GRAPH_FILE, FileRows
+from kgmind.retrievers.entity_search import EIGHT_BIT_GRAPH_FILE, FileRows
 from kgmind.retrievers.linker import EntityLinker, get_linker, key_variants
 from kgmind.settings import SettingsError
 from kgmind.text import detect_language
@@ -197,15 +197,6 @@ def test_index_is_persisted_and_reloaded_by_fingerprint(tmp_path):
     assert json.loads((directory / "meta.json").read_text())["fingerprint"] == store.fingerprint()
 
 
-def same_hits(got, expected) -> bool:
-    """The same entities in the same order, with cosines equal up to float rounding."""
-    return len(got) == len(expected) and all(
-        [e for e, _ in g] == [e for e, _ in x]
-        and [s for _, s in g] == pytest.approx([s for _, s in x], abs=1e-6)
-        for g, x in zip(got, expected, strict=True)
-    )
-
-
 def test_large_index_searches_an_hnsw_graph_saved_beside_it(tmp_path, monkeypatch):
     store = kg()
     flat = build_entity_index(store, HashEmbedder())
@@ -216,15 +207,39 @@ def test_large_index_searches_an_hnsw_graph_saved_beside_it(tmp_path, monkeypatc
     flat.save(tmp_path / "ix")
     loaded = EntityIndex.load(tmp_path / "ix", model="hash", fingerprint=store.fingerprint())
     assert loaded is not None and loaded.ann() is not None
-    assert loaded.index is not None  # below ROWS_FROM_FILE_MIN_VECTORS the float vectors stay in memory
-    assert same_hits(loaded.search(q, 3), expected)  # 10 vectors: the graph finds the exact neighbours
-    saved = tmp_path / "ix" / GRAPH_FILE
+    assert loaded.search(q, 3) == expected  # 10 vectors: the graph finds the exact neighbours
+    saved = tmp_path / "ix" / "hnsw.faiss"
     assert saved.is_file()
     stamp = saved.stat().st_mtime_ns
     again = EntityIndex.load(tmp_path / "ix", model="hash", fingerprint=store.fingerprint())
     assert again is not None and again.ann().ntotal == len(again)
     assert saved.stat().st_mtime_ns == stamp  # read, not rebuilt
-    assert same_hits(again.search(q, 3), expected)
+    assert again.search(q, 3) == expected
+
+
+def test_the_graph_and_the_flat_index_hold_one_copy_of_the_vectors(tmp_path, monkeypatch):
+    import gc
+
+    import faiss
+
+    store = kg()
+    monkeypatch.setattr(entity_index, "HNSW_MIN_VECTORS", 5)
+    built = build_entity_index(store, HashEmbedder())
+    expected = np.array(built.matrix)
+    built.save(tmp_path / "ix")
+    loaded = EntityIndex.load(tmp_path / "ix", model="hash", fingerprint=store.fingerprint())
+    assert loaded is not None
+    storage = faiss.downcast_index(loaded.ann().storage)
+    address = faiss.rev_swig_ptr(storage.get_xb(), 1).__array_interface__["data"][0]
+    assert loaded.matrix.__array_interface__["data"][0] == address  # a view of the graph's vectors
+    assert not loaded.matrix.flags.writeable
+    view = loaded.matrix
+    loaded.__dict__.pop("_ann")  # as a save does: the vectors must outlive the graph's cache entry
+    loaded.ann()  # and a second graph, whose storage replaces the first
+    gc.collect()
+    assert np.array_equal(view, expected) and np.array_equal(loaded.matrix, expected)
+    q = HashEmbedder().embed_queries(["ECG test", "headache"])
+    assert loaded.search(q, 3) == built.search(q, 3)
 
 
 def test_a_large_saved_index_reads_its_float_vectors_from_the_file(tmp_path, monkeypatch):
@@ -257,18 +272,20 @@ def test_a_large_saved_index_reads_its_float_vectors_from_the_file(tmp_path, mon
         best: dict[str, float] = {}
         for score, row in zip(scores[query], rows[query], strict=True):
             best.setdefault(loaded.vector_ids[int(row)], float(score))
-        assert same_hits([hits], [list(best.items())[:3]])
+        assert [e for e, _ in hits] == list(best)[:3]
+        assert [c for _, c in hits] == pytest.approx(list(best.values())[:3], abs=1e-6)
     # saved again from the file-backed index: the same vectors
     loaded.save(tmp_path / "copy")
     copy = EntityIndex.load(tmp_path / "copy", model="hash", fingerprint=store.fingerprint())
     assert copy is not None and np.array_equal(copy.matrix, expected)
 
 
-def test_an_old_float_graph_is_not_read_and_is_replaced(tmp_path, monkeypatch):
+def test_a_float_graph_saved_before_is_replaced_once_the_rows_come_from_the_file(tmp_path, monkeypatch):
     import faiss
 
     store = kg()
     monkeypatch.setattr(entity_index, "HNSW_MIN_VECTORS", 5)
+    monkeypatch.setattr(entity_index, "ROWS_FROM_FILE_MIN_VECTORS", 5)
     built = build_entity_index(store, HashEmbedder())
     matrix = np.array(built.matrix)
     built.save(tmp_path / "ix")
@@ -277,7 +294,9 @@ def test_an_old_float_graph_is_not_read_and_is_replaced(tmp_path, monkeypatch):
     faiss.write_index(old, str(tmp_path / "ix" / "hnsw.faiss"))
     loaded = EntityIndex.load(tmp_path / "ix", model="hash", fingerprint=store.fingerprint())
     assert loaded is not None and isinstance(faiss.downcast_index(loaded.ann()), faiss.IndexHNSWSQ)
-    assert (tmp_path / "ix" / GRAPH_FILE).is_file() and not (tmp_path / "ix" / "hnsw.faiss").exists()
+    assert (tmp_path / "ix" / EIGHT_BIT_GRAPH_FILE).is_file() and not (
+        tmp_path / "ix" / "hnsw.faiss"
+    ).exists()
 
 
 def test_load_rejects_stale_or_foreign_index(tmp_path):

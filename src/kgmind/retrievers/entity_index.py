@@ -35,6 +35,7 @@ from kgmind.retrievers.entity_search import (
     MemoryRows,
     Rows,
     build_graph,
+    flat_storage,
     read_graph,
     rescore,
     save_graph,
@@ -70,16 +71,16 @@ __all__ = [
 #: Bumped when the on-disk layout changes (older indexes are rebuilt).
 INDEX_FORMAT_VERSION = 1
 
-#: From this many vectors on, searches go through an HNSW graph (8-bit codes, candidates
-#: rescored exactly: :mod:`kgmind.retrievers.entity_search`) instead of the flat scan. On the
-#: CMCKG re-crawl (24,335 names; ~9 unmatched mentions per CMCQA question) one search took
-#: 1.52 ms flat and 0.60 ms in a graph over float vectors, with recall@5 0.975 and the same
-#: links at the calibrated δ for 99.2% of mentions (``benchmarks/entity_ann.py``); the 8-bit
-#: graph keeps recall@5 0.976 and 99.3%. Below it the flat scan is fast and exact.
+#: From this many vectors on, searches go through an HNSW graph instead of the flat scan
+#: (:mod:`kgmind.retrievers.entity_search`). On the CMCKG re-crawl (24,335 names; ~9
+#: unmatched mentions per CMCQA question) one search took 1.52 ms flat and 0.60 ms in the
+#: graph, with recall@5 0.975 and the same links at the calibrated δ for 99.2% of mentions
+#: (``benchmarks/entity_ann.py``). Below it the flat scan is fast and exact.
 HNSW_MIN_VECTORS = 20_000
-#: From this many vectors on, a saved index reads its float vectors from its file (a few
-#: thousand rows a question, about 4 µs each) instead of holding them: 150 MB here, 760 MB
-#: at the generated 10M KG's 495k names. Below it holding them is cheap and reads are free.
+#: From this many vectors on, a saved index reads its float vectors from its file instead of
+#: holding them, and its graph keeps 8-bit codes: 150 MB less held here, about 570 MB less at
+#: the generated 10M KG's 495k names. A search then costs more (candidates rescored from the
+#: file: 0.85 → 1.39 ms at 495k names), so below it the floats are held.
 ROWS_FROM_FILE_MIN_VECTORS = 100_000
 
 
@@ -232,8 +233,10 @@ class EntityIndex:
         graph = self.ann()
         if graph is None:
             scores, idx = search_index(self.index, q, fetch)
-        else:
+        elif self.index is None:  # 8-bit codes found the candidates: score them exactly
             scores, idx = rescore(self.rows, q, search_index(graph, q, fetch)[1])
+        else:
+            scores, idx = search_index(graph, q, fetch)
         out: list[list[tuple[str, float]]] = []
         for row_scores, row_idx in zip(scores, idx, strict=True):
             seen: dict[str, float] = {}
@@ -249,10 +252,11 @@ class EntityIndex:
         return out
 
     def ann(self) -> Any:
-        """The HNSW graph over 8-bit codes of the vectors (``None`` below :data:`HNSW_MIN_VECTORS`).
+        """The HNSW graph (``None`` below :data:`HNSW_MIN_VECTORS`).
 
+        Over the float vectors, or over 8-bit codes when the vectors are read from the file.
         Read from the index folder when it was saved there, else built on first use (seconds
-        at 24k vectors) and saved into the folder the index was loaded from.
+        at 24k vectors, minutes at 495k) and saved into the folder the index was loaded from.
         """
         if len(self) < HNSW_MIN_VECTORS or (self.index is None and "_rows" not in self.__dict__):
             return None
@@ -263,14 +267,20 @@ class EntityIndex:
             cached = self.__dict__.get("_ann")
             if cached is not None:
                 return cached
+            eight_bit = self.index is None
             folder: Path | None = self.__dict__.get("_folder")
-            graph = read_graph(folder, len(self)) if folder is not None else None
+            graph = read_graph(folder, len(self), eight_bit=eight_bit) if folder is not None else None
             if graph is None:
-                graph = build_graph(self.matrix)
+                graph = build_graph(self.matrix, eight_bit=eight_bit)
                 if folder is not None:
                     with contextlib.suppress(OSError, RuntimeError):
-                        save_graph(graph, folder)
+                        save_graph(graph, folder, eight_bit=eight_bit)
             self.__dict__["_ann"] = graph
+            storage = None if eight_bit else flat_storage(graph, self.index)
+            if storage is not None:  # one float copy held: the graph's
+                self.index = storage
+                self.__dict__.pop("_matrix", None)
+                self.__dict__.pop("_rows", None)
             return graph
 
     def lookup(self, key: str) -> list[str]:

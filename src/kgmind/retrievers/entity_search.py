@@ -1,12 +1,13 @@
-"""The entity index's search graph (8-bit vectors) and where its exact float rows are read from.
+"""The entity index's HNSW search graph, and where its exact float rows are read from.
 
-A large index finds candidates in an HNSW graph whose vectors are 8-bit codes, then scores
-those few candidates with the exact float vectors. At 495k names (the generated 10M KG)
-the float vectors are 760 MB and the graph held its own float copy of them; the 8-bit
-codes are 190 MB. The float rows are read from the saved ``vectors.faiss`` with ``pread``
-(:class:`FileRows`) when a search or the reranker needs them, a few thousand rows per
-question at most, so the kernel's page cache keeps the hot ones and the worker does not.
-A link's cosine (what δ is compared with) is therefore still the exact one.
+An index that holds its float vectors searches a graph over them (``hnsw.faiss``), whose
+storage is then the one copy of the vectors held. A large saved index does not hold them:
+at 495k names (the generated 10M KG) they are 760 MB. It reads the rows it needs from the
+saved ``vectors.faiss`` with ``pread`` (:class:`FileRows`): a search's few candidates and
+the reranker's entities, a few thousand rows a question at most, so the kernel's page cache
+keeps the hot ones and the worker does not. Its graph keeps 8-bit codes of the vectors
+(``hnsw8.faiss``, 190 MB there) and only finds candidates; they are scored with the float
+rows (:func:`rescore`), so a link's cosine (what δ is compared with) is the exact one.
 """
 
 from __future__ import annotations
@@ -20,15 +21,16 @@ from typing import Any, Protocol
 import numpy as np
 
 __all__ = [
-    "GRAPH_FILE",
+    "EIGHT_BIT_GRAPH_FILE",
+    "FLOAT_GRAPH_FILE",
     "HNSW_EF_CONSTRUCTION",
     "HNSW_EF_SEARCH",
     "HNSW_M",
-    "OLD_GRAPH_FILE",
     "FileRows",
     "MemoryRows",
     "Rows",
     "build_graph",
+    "flat_storage",
     "read_graph",
     "rescore",
     "save_graph",
@@ -37,15 +39,13 @@ __all__ = [
 
 #: HNSW graph degree, build and search breadth (faiss defaults are 32 / 40 / 16: the wider
 #: search is what the recall in :mod:`kgmind.retrievers.entity_index` was measured with).
-#: The graph keeps 8-bit codes of the vectors plus 2·M links each.
+#: The graph keeps the vectors (float, or 8-bit codes) plus 2·M links each.
 HNSW_M = 32
 HNSW_EF_CONSTRUCTION = 80
 HNSW_EF_SEARCH = 128
-#: The graph's file in an index folder.
-GRAPH_FILE = "hnsw8.faiss"
-#: The graph saved before over float vectors (a second float copy): not read, removed
-#: when the new one is saved.
-OLD_GRAPH_FILE = "hnsw.faiss"
+#: The graph files in an index folder; a folder keeps one (saving one removes the other).
+FLOAT_GRAPH_FILE = "hnsw.faiss"
+EIGHT_BIT_GRAPH_FILE = "hnsw8.faiss"
 
 
 class Rows(Protocol):
@@ -157,23 +157,30 @@ class FileRows:
         self._closer()
 
 
-def build_graph(vectors: np.ndarray) -> Any:
-    """An HNSW graph over 8-bit codes of ``vectors`` (inner product), ready to search."""
+def _graph_file(eight_bit: bool) -> str:
+    return EIGHT_BIT_GRAPH_FILE if eight_bit else FLOAT_GRAPH_FILE
+
+
+def build_graph(vectors: np.ndarray, *, eight_bit: bool) -> Any:
+    """An HNSW graph over ``vectors`` (inner product), float or 8-bit codes, ready to search."""
     import faiss
 
-    eight_bit: Any = faiss.ScalarQuantizer.QT_8bit  # per-dimension min/max, trained on the vectors
-    graph = faiss.IndexHNSWSQ(int(vectors.shape[1]), eight_bit, HNSW_M, faiss.METRIC_INNER_PRODUCT)
+    d = int(vectors.shape[1])
+    graph: Any
+    if eight_bit:
+        codes: Any = faiss.ScalarQuantizer.QT_8bit  # per-dimension min/max, trained on the vectors
+        graph = faiss.IndexHNSWSQ(d, codes, HNSW_M, faiss.METRIC_INNER_PRODUCT)
+        graph.train(vectors)
+    else:
+        graph = faiss.IndexHNSWFlat(d, HNSW_M, faiss.METRIC_INNER_PRODUCT)
     graph.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
-    graph.train(vectors)
     graph.add(vectors)
     graph.hnsw.efSearch = HNSW_EF_SEARCH
     return graph
 
 
 def rescore(rows: Rows, q: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The graph's candidates ``idx`` (``-1``: none) per query in ``q``, scored exactly and re-sorted.
-
-    The 8-bit codes only find the candidates; a link is decided on its exact cosine.
+    """The 8-bit graph's candidates ``idx`` (``-1``: none) per query in ``q``, scored exactly, re-sorted.
 
     Returns:
         ``(scores, idx)`` like ``index.search``: best first, missing candidates last at ``-inf``.
@@ -187,31 +194,48 @@ def rescore(rows: Rows, q: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.
     return np.take_along_axis(scores, order, axis=1), np.take_along_axis(idx, order, axis=1)
 
 
-def read_graph(folder: Path, ntotal: int) -> Any:
-    """The graph saved in ``folder`` if it covers ``ntotal`` vectors, else ``None``."""
+def read_graph(folder: Path, ntotal: int, *, eight_bit: bool) -> Any:
+    """The graph of that kind saved in ``folder`` if it covers ``ntotal`` vectors, else ``None``."""
     import faiss
 
-    path = folder / GRAPH_FILE
+    path = folder / _graph_file(eight_bit)
     if not path.is_file():
         return None
     try:
-        graph: Any = faiss.read_index(str(path))  # read as its own class (IndexHNSWSQ)
+        graph: Any = faiss.read_index(str(path))  # read as its own class
     except RuntimeError:
         return None
-    if graph.ntotal != ntotal or not hasattr(graph, "hnsw"):
+    kind = faiss.IndexHNSWSQ if eight_bit else faiss.IndexHNSWFlat
+    if not isinstance(graph, kind) or graph.ntotal != ntotal:
         return None
     graph.hnsw.efSearch = HNSW_EF_SEARCH
     return graph
 
 
-def save_graph(graph: Any, folder: Path) -> None:
-    """Write ``graph`` into ``folder`` atomically and drop the float graph saved there before."""
+def save_graph(graph: Any, folder: Path, *, eight_bit: bool) -> None:
+    """Write ``graph`` into ``folder`` atomically and remove the other kind's graph saved there."""
     import faiss
 
-    tmp = folder / f".{GRAPH_FILE}.{os.getpid()}.{threading.get_ident()}"
+    tmp = folder / f".{_graph_file(eight_bit)}.{os.getpid()}.{threading.get_ident()}"
     faiss.write_index(graph, str(tmp))
-    tmp.replace(folder / GRAPH_FILE)
-    (folder / OLD_GRAPH_FILE).unlink(missing_ok=True)
+    tmp.replace(folder / _graph_file(eight_bit))
+    (folder / _graph_file(not eight_bit)).unlink(missing_ok=True)
+
+
+def flat_storage(graph: Any, flat: Any) -> Any:
+    """The float graph's own copy of the vectors as a flat index that keeps the graph alive.
+
+    The graph stores every vector (``IndexHNSWFlat.storage``); the flat index read from
+    ``vectors.faiss`` holds the same floats again (166 MB at 108k names): the caller keeps
+    this one instead. ``None`` when the graph's storage does not match ``flat``.
+    """
+    import faiss
+
+    storage: Any = faiss.downcast_index(graph.storage)
+    if not hasattr(storage, "get_xb") or storage.ntotal != flat.ntotal or storage.d != flat.d:
+        return None
+    storage.referenced_objects = [graph]  # faiss idiom: the wrapper keeps the graph (its memory) alive
+    return storage
 
 
 def search_index(index: Any, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
