@@ -78,9 +78,10 @@ INDEX_FORMAT_VERSION = 1
 #: (``benchmarks/entity_ann.py``). Below it the flat scan is fast and exact.
 HNSW_MIN_VECTORS = 20_000
 #: From this many vectors on, a saved index reads its float vectors from its file instead of
-#: holding them, and its graph keeps 8-bit codes: 150 MB less held here, about 570 MB less at
-#: the generated 10M KG's 495k names. A search then costs more (candidates rescored from the
-#: file: 0.85 → 1.39 ms at 495k names), so below it the floats are held.
+#: holding them, and its graph keeps 8-bit codes: ~150 MB less held at this size (384 floats
+#: a name), about 570 MB less at the generated 10M KG's 495k names. A search then costs more
+#: (candidates rescored from the file: 0.85 → 1.39 ms at 495k names), so below it the floats
+#: are held.
 ROWS_FROM_FILE_MIN_VECTORS = 100_000
 
 
