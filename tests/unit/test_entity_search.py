@@ -6,7 +6,7 @@ import faiss
 import numpy as np
 import pytest
 
-from kgmind.retrievers.entity_search import FileRows, build_graph, read_graph, save_graph
+from kgmind.retrievers.entity_search import FileRows, build_graph, read_graph, rescore, save_graph
 
 
 @pytest.fixture
@@ -60,3 +60,17 @@ def test_the_graph_finds_the_nearest_vectors_from_8_bit_codes(saved, tmp_path):
     assert read_graph(tmp_path, len(vectors), eight_bit=False) is None  # a float graph is asked for: none
     _, found = loaded.search(vectors[:50], 1)
     assert (found[:, 0] == np.arange(50)).mean() >= 0.98  # each vector finds itself
+
+
+def test_rescoring_orders_the_candidates_by_their_exact_cosine(saved):
+    path, vectors = saved
+    rows = FileRows.open(path, len(vectors))
+    assert rows is not None
+    q = vectors[[10, 20]]
+    idx = np.array([[3, 10, -1, 7], [20, 20, 5, -1]])  # as a graph returns them: approximate order, gaps
+    scores, order = rescore(rows, q, idx)
+    assert order[0].tolist()[:1] == [10] and order[1].tolist()[:2] == [20, 20]
+    assert order[0, -1] == -1 and scores[0, -1] == -np.inf and order[1, -1] == -1
+    exact = vectors[order[0, :3]] @ q[0]
+    assert np.allclose(scores[0, :3], exact, atol=1e-6)
+    assert list(scores[0, :3]) == sorted(scores[0, :3], reverse=True)

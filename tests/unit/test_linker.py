@@ -242,15 +242,20 @@ def test_the_graph_and_the_flat_index_hold_one_copy_of_the_vectors(tmp_path, mon
     assert loaded.search(q, 3) == built.search(q, 3)
 
 
-def test_a_large_saved_index_reads_its_float_vectors_from_the_file(tmp_path, monkeypatch):
-    """The graph holds 8-bit codes; the float rows that score its candidates are not held."""
-    import faiss
-
+def large_index(monkeypatch) -> tuple[FakeStore, EntityIndex, np.ndarray]:
+    """An index past both size thresholds (lowered to 5 vectors), not saved yet, and a copy of its vectors."""
     store = kg()
     monkeypatch.setattr(entity_index, "HNSW_MIN_VECTORS", 5)
     monkeypatch.setattr(entity_index, "ROWS_FROM_FILE_MIN_VECTORS", 5)
     built = build_entity_index(store, HashEmbedder())
-    expected = np.array(built.matrix)
+    return store, built, np.array(built.matrix)
+
+
+def test_a_large_saved_index_reads_its_float_vectors_from_the_file(tmp_path, monkeypatch):
+    """The graph holds 8-bit codes; the float rows that score its candidates are not held."""
+    import faiss
+
+    store, built, expected = large_index(monkeypatch)
     ids = [*list(built.entities)[:4][::-1], "no such entity"]
     vectors, groups = built.entity_vectors(ids)
     built.save(tmp_path / "ix")
@@ -283,11 +288,7 @@ def test_a_large_saved_index_reads_its_float_vectors_from_the_file(tmp_path, mon
 def test_a_float_graph_saved_before_is_replaced_once_the_rows_come_from_the_file(tmp_path, monkeypatch):
     import faiss
 
-    store = kg()
-    monkeypatch.setattr(entity_index, "HNSW_MIN_VECTORS", 5)
-    monkeypatch.setattr(entity_index, "ROWS_FROM_FILE_MIN_VECTORS", 5)
-    built = build_entity_index(store, HashEmbedder())
-    matrix = np.array(built.matrix)
+    store, built, matrix = large_index(monkeypatch)
     built.save(tmp_path / "ix")
     old = faiss.IndexHNSWFlat(matrix.shape[1], 32, faiss.METRIC_INNER_PRODUCT)
     old.add(matrix)
