@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
@@ -156,6 +157,112 @@ def test_gazetteer_reads_the_fingerprint_again_only_after_recheck_s(monkeypatch)
     assert [m.text for m in b.find("vertigo")] == ["vertigo"]
     clock[0] += 5.0  # unchanged store: the same gazetteer, not rebuilt
     assert Gazetteer.for_store(store) is b and store.iter_calls == 2
+
+
+def _automaton_spans(g: Gazetteer, auto: Any, text: str) -> list[tuple[int, int, str]]:
+    """The matches an Aho-Corasick automaton over ``g``'s keys gives, filtered by the boundary rules.
+
+    This is how the gazetteer matched before its key lookups (issue 42), kept here as the reference.
+    """
+    from kgmind.retrievers.ner.cleaning import is_word_char
+    from kgmind.retrievers.ner.gazetteer import _normalize_with_offsets
+    from kgmind.text import has_cjk
+
+    norm, offsets = _normalize_with_offsets(text)
+    if not norm.strip():
+        return []
+    bounds = None
+    if any(has_cjk(c) for c in norm):
+        bounds, pos = {0}, 0
+        for tok in g.cut(norm):
+            pos += len(tok)
+            bounds.add(pos)
+
+    def ok(start: int, end: int) -> bool:
+        first, last = norm[start], norm[end - 1]
+        if is_word_char(first) and start > 0 and is_word_char(norm[start - 1]):
+            return False
+        if is_word_char(last) and end < len(norm) and is_word_char(norm[end]):
+            return False
+        if bounds is not None and has_cjk(first) and start not in bounds:
+            return False
+        return not (bounds is not None and has_cjk(last) and end not in bounds)
+
+    found = []
+    for last, (key, ids) in auto.iter(norm):
+        start, end = last - len(key) + 1, last + 1
+        if ok(start, end):
+            found.append((start, end, ids))
+    found.sort(key=lambda m: (-(m[1] - m[0]), m[0]))
+    taken = bytearray(len(norm))
+    chosen = []
+    for start, end, ids in found:
+        if not any(taken[start:end]):
+            taken[start:end] = b"\x01" * (end - start)
+            chosen.append((start, end, ids))
+    return [(offsets[start], offsets[end - 1] + 1, eid) for start, end, ids in sorted(chosen) for eid in ids]
+
+
+def test_gazetteer_lookups_find_what_an_automaton_finds():
+    """Random texts made of the demo KG's names (both languages), pieces of them and other words."""
+    import random
+
+    import ahocorasick
+
+    from kgmind.importers.demo import parse_demo
+
+    kg = parse_demo()
+    g = Gazetteer(kg.entities)
+    auto = ahocorasick.Automaton()
+    for key, ids in g.keys.items():
+        auto.add_word(key, (key, ids))
+    auto.make_automaton()
+    keys = sorted(g.keys, key=len)
+    keyset = set(keys)
+    names = [e.name for e in kg.entities] + keys[-20:]  # the longest keys too
+    filler = [
+        "the",
+        "and",
+        "pain",
+        "s",
+        " ",
+        "-",
+        ",",
+        "。",
+        "我",
+        "有点",
+        "最近",
+        "ing",
+        "x1",
+        "（",
+        "发",
+        "性",
+    ]
+    cjk = "".join(n for n in names if any("\u4e00" <= c <= "\u9fff" for c in n))
+    # jieba's own words holding a KG name inside (伤风感冒, 发烧友): a match there is not on a boundary
+    inside = sorted(
+        w
+        for w in g.tokenizer.FREQ
+        if 2 < len(w) <= 6
+        and any(w[a:b] in keyset for a in range(len(w)) for b in range(a + 2, len(w) + 1))
+        and w not in keyset
+    )[:400]
+    filler += inside
+    rng = random.Random(7)
+    texts = [f"{key} and {key}" for key in keys[-20:]]  # the longest keys, whole
+    for n in range(600):
+        parts = []
+        for _ in range(rng.randint(1, 12)):
+            word = rng.choice(names) if rng.random() < 0.6 else rng.choice(filler)
+            if rng.random() < 0.2 and len(word) > 2:  # a piece of a name
+                a = rng.randrange(len(word) - 1)
+                word = word[a : a + rng.randint(1, len(word) - a)]
+            parts.append(word + (" " if n % 2 and rng.random() < 0.5 else ""))  # odd texts: words run on
+        texts.append("".join(parts))
+        texts.append("".join(rng.choice(cjk) for _ in range(rng.randint(5, 40))))  # names' characters mixed
+    for text in texts:
+        got = [(s, e, m.entity_id) for s, e, m in g.find_spans(text)]
+        assert got == _automaton_spans(g, auto, text), text
 
 
 def test_gazetteer_skips_stopword_and_short_names():

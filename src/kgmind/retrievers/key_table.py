@@ -1,0 +1,102 @@
+"""Many short keys, each mapped to entity ids, held in a few arrays instead of a Python object per string.
+
+A big KG's gazetteer maps every normalised name, alias, variant and lay term to its
+entities. As a dict of strings to tuples of id strings it held ~170 MB at the generated
+10M KG's 495k names, ~350 bytes a key, besides the ids. Here the keys and the ids are
+each one UTF-8 blob with offsets, the ids of a key a slice of one int32 array, and a key
+is found by its hash in a sorted int64 array and then compared byte for byte, so a lookup
+is as exact as a dict's.
+
+Python's string hash differs between processes (``PYTHONHASHSEED``); a table is built and
+read in one process and never saved, so that does not matter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+
+import numpy as np
+
+__all__ = ["KeyTable"]
+
+
+class _Strings:
+    """Strings as one UTF-8 blob and their offsets in it."""
+
+    def __init__(self, strings: Iterable[str]) -> None:
+        encoded = [s.encode("utf-8") for s in strings]
+        self._blob = b"".join(encoded)
+        self._ends = np.cumsum([len(b) for b in encoded], dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    def __getitem__(self, i: int) -> str:
+        start = int(self._ends[i - 1]) if i else 0
+        return self._blob[start : int(self._ends[i])].decode("utf-8")
+
+
+class KeyTable(Mapping[str, tuple[str, ...]]):
+    """A read-only ``{key: ids}`` map, built once from ``items`` (keys unique, ids in order)."""
+
+    #: The keys' hash: only keys of equal hash are compared (a test's subclass makes many equal).
+    _hash = staticmethod(hash)
+
+    def __init__(self, items: Iterable[tuple[str, Sequence[str]]]) -> None:
+        keys: list[str] = []
+        id_number: dict[str, int] = {}
+        flat: list[int] = []
+        ends: list[int] = []
+        for key, ids in items:
+            keys.append(key)
+            flat.extend(id_number.setdefault(eid, len(id_number)) for eid in ids)
+            ends.append(len(flat))
+        hashes = np.fromiter((self._hash(k) for k in keys), dtype=np.int64, count=len(keys))
+        order = np.argsort(hashes, kind="stable")
+        self._hashes = hashes[order]
+        self._order = order.astype(np.int32)
+        self._keys = _Strings(keys)
+        self._ids = _Strings(id_number)  # in the order their numbers were given
+        self._id_numbers = np.asarray(flat, dtype=np.int32)
+        self._id_ends = np.asarray(ends, dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def key(self, i: int) -> str:
+        """The ``i``-th key, in the order they were given."""
+        return self._keys[i]
+
+    def ids(self, i: int) -> tuple[str, ...]:
+        """The ids of the ``i``-th key."""
+        start = int(self._id_ends[i - 1]) if i else 0
+        return tuple(self._ids[int(n)] for n in self._id_numbers[start : int(self._id_ends[i])])
+
+    def __iter__(self) -> Iterator[str]:
+        return (self.key(i) for i in range(len(self)))
+
+    def __getitem__(self, text: str) -> tuple[str, ...]:
+        (i,) = self.find([text])
+        if i is None:
+            raise KeyError(text)
+        return self.ids(i)
+
+    def find(self, texts: Sequence[str]) -> list[int | None]:
+        """For each of ``texts`` the number of the key equal to it, or ``None``; one array search for all."""
+        if not texts or not len(self):
+            return [None] * len(texts)
+        wanted = np.fromiter((self._hash(t) for t in texts), dtype=np.int64, count=len(texts))
+        pos = np.searchsorted(self._hashes, wanted)
+        inside = pos < len(self._hashes)
+        hit = np.zeros(len(texts), dtype=bool)
+        hit[inside] = self._hashes[pos[inside]] == wanted[inside]
+        out: list[int | None] = [None] * len(texts)
+        for t in np.flatnonzero(hit).tolist():
+            p = int(pos[t])
+            while p < len(self._hashes) and self._hashes[p] == wanted[t]:  # equal hashes: compare the keys
+                i = int(self._order[p])
+                if self._keys[i] == texts[t]:
+                    out[t] = i
+                    break
+                p += 1
+        return out
