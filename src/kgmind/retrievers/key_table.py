@@ -13,6 +13,7 @@ read in one process and never saved, so that does not matter.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -45,8 +46,7 @@ class KeyTable(Mapping[str, tuple[str, ...]]):
     def __init__(self, items: Iterable[tuple[str, Sequence[str]]]) -> None:
         keys: list[str] = []
         id_number: dict[str, int] = {}
-        flat: list[int] = []
-        ends: list[int] = []
+        flat, ends = array("l"), array("q")  # machine ints while building: no int object each
         for key, ids in items:
             keys.append(key)
             flat.extend(id_number.setdefault(eid, len(id_number)) for eid in ids)
@@ -57,8 +57,8 @@ class KeyTable(Mapping[str, tuple[str, ...]]):
         self._order = order.astype(np.int32)
         self._keys = _Strings(keys)
         self._ids = _Strings(id_number)  # in the order their numbers were given
-        self._id_numbers = np.asarray(flat, dtype=np.int32)
-        self._id_ends = np.asarray(ends, dtype=np.int64)
+        self._id_numbers = np.frombuffer(flat, dtype=flat.typecode).astype(np.int32)
+        self._id_ends = np.frombuffer(ends, dtype=np.int64).copy()
 
     def __len__(self) -> int:
         return len(self._keys)
