@@ -51,3 +51,10 @@ def test_a_key_table_equals_a_dict_on_many_keys_and_probes():
 def test_an_empty_key_table_finds_nothing():
     table = KeyTable([])
     assert len(table) == 0 and table.find(["a", "b"]) == [None, None] and table.get("a") is None
+
+
+def test_a_key_with_a_lone_surrogate_is_kept_and_found():
+    """Any ``str`` is a key (``json.loads('"\\ud800"')`` makes one); strict UTF-8 cannot encode it."""
+    odd = "fever\ud800"
+    table = KeyTable([(odd, ("e\udc00",)), ("cough", ("e2",))])
+    assert table[odd] == ("e\udc00",) and list(table) == [odd, "cough"] and "fever" not in table

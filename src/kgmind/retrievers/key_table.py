@@ -22,10 +22,14 @@ __all__ = ["KeyTable"]
 
 
 class _Strings:
-    """Strings as one UTF-8 blob and their offsets in it."""
+    """Strings as one UTF-8 blob and their offsets in it.
+
+    ``surrogatepass``: any ``str`` is a key, a lone surrogate too (strict UTF-8 cannot encode
+    one); it comes back as the same string.
+    """
 
     def __init__(self, strings: Iterable[str]) -> None:
-        encoded = [s.encode("utf-8") for s in strings]
+        encoded = [s.encode("utf-8", "surrogatepass") for s in strings]
         self._blob = b"".join(encoded)
         self._ends = np.cumsum([len(b) for b in encoded], dtype=np.int64)
 
@@ -34,7 +38,7 @@ class _Strings:
 
     def __getitem__(self, i: int) -> str:
         start = int(self._ends[i - 1]) if i else 0
-        return self._blob[start : int(self._ends[i])].decode("utf-8")
+        return self._blob[start : int(self._ends[i])].decode("utf-8", "surrogatepass")
 
 
 class KeyTable(Mapping[str, tuple[str, ...]]):
