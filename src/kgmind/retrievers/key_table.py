@@ -1,11 +1,10 @@
 """Many short keys, each mapped to entity ids, held in a few arrays instead of a Python object per string.
 
 A big KG's gazetteer maps every normalised name, alias, variant and lay term to its
-entities. As a dict of strings to tuples of id strings it held ~170 MB at the generated
-10M KG's 495k names, ~350 bytes a key, besides the ids. Here the keys and the ids are
-each one UTF-8 blob with offsets, the ids of a key a slice of one int32 array, and a key
-is found by its hash in a sorted int64 array and then compared byte for byte, so a lookup
-is as exact as a dict's.
+entities: 495k keys at the generated 10M KG, a Python string, a tuple and a dict slot each
+as a dict. Here the keys and the ids are each one UTF-8 blob with offsets, the ids of a key
+a slice of one int32 array, and a key is found by its hash in a sorted int64 array and then
+compared byte for byte, so a lookup is as exact as a dict's.
 
 Python's string hash differs between processes (``PYTHONHASHSEED``); a table is built and
 read in one process and never saved, so that does not matter.

@@ -11,9 +11,10 @@ A match can only start and end where those boundary rules allow, so the gazettee
 up the text's spans between allowed starts and ends, at the lengths of the keys that begin
 with the span's first two characters, in a :class:`~kgmind.retrievers.key_table.KeyTable`.
 That finds exactly what an Aho-Corasick automaton's occurrences give once they are
-filtered by the same rules. At the generated 10M KG's 495k names the automaton and a dict
-of the keys held ~250 MB of a worker's memory (issue 42); a question is a few hundred
-characters, so its lookups are a few hundred, in one array search.
+filtered by the same rules, without an automaton beside the keys: building the gazetteer of
+the generated 10M KG (495k keys) grew a worker by 354 MB instead of 429 MB (issue 42,
+``benchmarks/results/2026-11-29-gazetteer``). A question is a few hundred characters, so its
+lookups are a few hundred, in one array search.
 """
 
 from __future__ import annotations
