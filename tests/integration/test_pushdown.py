@@ -106,3 +106,20 @@ def test_auto_pushes_down_only_above_the_threshold(demo_uri: str, monkeypatch: p
     assert gx.pushdown_wanted(store, "auto")
     with pytest.raises(ValueError, match="exploration"):
         gx.pushdown_wanted(store, "lazy")
+
+
+def test_a_pushed_down_question_gives_its_freed_heap_back(
+    demo_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After its explorations a pushed-down question trims the heap once; a whole-KG one does not."""
+    from kgmind import machine
+    from kgmind.graphs.context import Context
+    from kgmind.graphs.pipeline import build_retrieval_graph
+
+    calls: list[str] = []
+    monkeypatch.setattr(machine, "release_free_heap", lambda: calls.append("trim") is None)
+    graph = build_retrieval_graph().compile()
+    for exploration in ("memory", "pushdown"):
+        ctx = Context(mode="full", store=demo_uri, hypothesis=False, exploration=exploration)
+        assert graph.invoke({"question": QUESTIONS[0]}, context=ctx)["selected_evidence"]
+        assert calls == ([] if exploration == "memory" else ["trim"])

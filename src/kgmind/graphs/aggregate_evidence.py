@@ -207,6 +207,7 @@ def _select(state: State, runtime: Runtime[Context], tokenizer: Tokenizer | None
             )
             calls = 1
     services.trace_evidence("aggregate_evidence.selected", selected, kgmind_pool_size=len(pool))
+    services.release_question_heap(ctx)  # the explorations are done: what they freed goes back
     return {
         "selected_evidence": selected,
         "llm_calls": calls,

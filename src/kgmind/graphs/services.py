@@ -215,6 +215,21 @@ def get_exploration_index(
     return get_graph_index(store, recheck_s=recheck_s)
 
 
+def release_question_heap(ctx: Context) -> bool:
+    """After a pushed-down question, hand what it freed back to the OS (``machine.release_free_heap``).
+
+    A pushed-down worker is meant to hold only what a question reads (issue 42); a worker
+    with the whole KG in memory, or a small KG, skips the call.
+
+    Returns:
+        Whether the heap was trimmed.
+    """
+    from kgmind.machine import release_free_heap
+    from kgmind.retrievers import graph_index_cache as gx
+
+    return gx.pushdown_wanted(get_store(ctx.store), ctx.exploration) and release_free_heap()
+
+
 def get_linker(store: GraphStore) -> Any:
     """Return the cached entity linker of ``store`` (H4a's EntityLinker)."""
     from kgmind.retrievers.linker import get_linker as _get
