@@ -107,7 +107,7 @@ def _malloc_trim() -> Any:
     """The C library's ``malloc_trim`` (glibc), or ``None`` where it has none (musl, macOS)."""
     try:
         return getattr(ctypes.CDLL(None), "malloc_trim", None)
-    except OSError:  # pragma: no cover - no C library to open
+    except (OSError, TypeError):  # pragma: no cover - no C library to open (Windows)
         return None
 
 
@@ -117,8 +117,8 @@ def release_free_heap() -> bool:
     What a question frees goes back to the C allocator, which keeps the pages: a worker's
     RSS stays near the most it ever held. A pushed-down worker calls this after each
     question (:func:`kgmind.graphs.services.release_question_heap`): at the generated 10M
-    KG its RSS over 200 questions was ~120 MB lower (1,953 → 1,828 MB), for a call of a few
-    milliseconds (``benchmarks/results/2026-11-29-gazetteer``).
+    KG its RSS from 200 to 1,000 questions was 1,827–1,860 MB instead of 1,931–1,979, for
+    ~5 ms a question (``benchmarks/results/2026-11-29-gazetteer``).
 
     Returns:
         Whether there was a ``malloc_trim`` to call.

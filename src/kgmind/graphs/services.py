@@ -219,7 +219,7 @@ def release_question_heap(ctx: Context) -> bool:
     """After a pushed-down question, hand what it freed back to the OS (``machine.release_free_heap``).
 
     A pushed-down worker is meant to hold only what a question reads (issue 42); a worker
-    with the whole KG in memory, or a small KG, skips the call.
+    with the whole KG in memory (small KGs, by default) skips the call.
 
     Returns:
         Whether the heap was trimmed.
