@@ -55,10 +55,10 @@ def _pct(values: list[float], q: float) -> float:
     return round(s[min(len(s) - 1, int(q * len(s)))], 1)
 
 
-def _rss_mb() -> float:
-    """The process's resident memory now (MB), from /proc."""
+def _rss_mb(field: str = "VmRSS") -> float:
+    """The process's resident memory now (MB), from /proc: all of it, or ``RssAnon`` (not file pages)."""
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(f"{field}:"):
             return round(int(line.split()[1]) / 1024, 1)
     return 0.0
 
@@ -207,11 +207,12 @@ def _rss_trace(cfg: Any, res: Any, n: int) -> dict[str, Any]:
     from kgmind.eval.items import build_items
 
     items = [it for it in build_items(replace(cfg, limit=None))[0] if it.entities]
-    trace, ms = [{"questions": 0, "rss_mb": _rss_mb()}], []
+    trace, ms = [{"questions": 0, "rss_mb": _rss_mb(), "rss_anon_mb": _rss_mb("RssAnon")}], []
     for i, it in enumerate(islice(cycle(items), n), 1):
         ms.append(_run(it, "pushdown", res)["ms"])
         if i % 100 == 0 or i == n:
-            trace.append({"questions": i, "rss_mb": _rss_mb(), "ms_p50_last": _pct(ms[-100:], 0.5)})
+            point = {"questions": i, "rss_mb": _rss_mb(), "rss_anon_mb": _rss_mb("RssAnon")}
+            trace.append(point | {"ms_p50_last": _pct(ms[-100:], 0.5)})
     return {"rss_trace": trace, "rss_trace_distinct_questions": min(n, len(items))}
 
 
@@ -266,8 +267,10 @@ def _table(kgs: list[dict[str, Any]]) -> list[str]:
         )
     for r in kgs:
         if "rss_trace" in r:
-            points = ", ".join(f"{p['questions']}: {p['rss_mb']}" for p in r["rss_trace"])
-            lines += ["", f"RSS MB of {r['kg']} by questions asked pushed down: {points}"]
+            points = ", ".join(
+                f"{p['questions']}: {p['rss_mb']} ({p.get('rss_anon_mb', '–')})" for p in r["rss_trace"]
+            )
+            lines += ["", f"RSS MB (not file pages) of {r['kg']} by questions asked pushed down: {points}"]
     every = [r for r in kgs if "all_questions" in r]
     if every:
         lines += [

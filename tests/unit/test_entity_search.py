@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import faiss
 import numpy as np
 import pytest
@@ -74,3 +76,32 @@ def test_rescoring_orders_the_candidates_by_their_exact_cosine(saved):
     exact = vectors[order[0, :3]] @ q[0]
     assert np.allclose(scores[0, :3], exact, atol=1e-6)
     assert list(scores[0, :3]) == sorted(scores[0, :3], reverse=True)
+
+
+def test_the_8_bit_graph_is_mapped_from_its_file_and_searches_as_one_read_whole(saved, tmp_path):
+    """A mapped graph keeps its pages in the file cache (shared, droppable), not the worker's heap."""
+    _, vectors = saved
+    save_graph(build_graph(vectors, eight_bit=True), tmp_path, eight_bit=True)
+    path = tmp_path / "hnsw8.faiss"
+    maps = Path("/proc/self/maps")
+    if not maps.exists() or not hasattr(faiss, "IO_FLAG_MMAP_IFC"):
+        pytest.skip("needs Linux's /proc and a faiss that maps indexes")
+    loaded = read_graph(tmp_path, len(vectors), eight_bit=True)
+    assert loaded is not None and str(path) in maps.read_text()
+    whole = faiss.read_index(str(path))
+    whole.hnsw.efSearch = loaded.hnsw.efSearch
+    got, want = loaded.search(vectors[:40], 5), whole.search(vectors[:40], 5)
+    assert np.array_equal(got[1], want[1]) and np.allclose(got[0], want[0])
+    replaced = build_graph(vectors[::-1].copy(), eight_bit=True)  # a rebuild replaces the file
+    save_graph(replaced, tmp_path, eight_bit=True)
+    assert np.array_equal(loaded.search(vectors[:40], 5)[1], want[1])  # the mapped graph reads the old file
+
+
+def test_a_float_graph_is_read_into_memory(saved, tmp_path):
+    _, vectors = saved
+    save_graph(build_graph(vectors, eight_bit=False), tmp_path, eight_bit=False)
+    maps = Path("/proc/self/maps")
+    if not maps.exists():
+        pytest.skip("needs Linux's /proc")
+    assert read_graph(tmp_path, len(vectors), eight_bit=False) is not None
+    assert str(tmp_path / "hnsw.faiss") not in maps.read_text()  # its storage becomes the index's vectors

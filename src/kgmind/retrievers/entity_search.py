@@ -6,8 +6,9 @@ at 495k names (the generated 10M KG) they are 760 MB. It reads the rows it needs
 saved ``vectors.faiss`` with ``pread`` (:class:`FileRows`): a search's few candidates and
 the reranker's entities, a few thousand rows a question at most, so the kernel's page cache
 keeps the hot ones and the worker does not. Its graph keeps 8-bit codes of the vectors
-(``hnsw8.faiss``, 190 MB there) and only finds candidates; they are scored with the float
-rows (:func:`rescore`), so a link's cosine (what δ is compared with) is the exact one.
+(``hnsw8.faiss``, 325 MB there, mapped from the file) and only finds candidates; they are
+scored with the float rows (:func:`rescore`), so a link's cosine (what δ is compared with) is
+the exact one.
 """
 
 from __future__ import annotations
@@ -195,14 +196,22 @@ def rescore(rows: Rows, q: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.
 
 
 def read_graph(folder: Path, ntotal: int, *, eight_bit: bool) -> Any:
-    """The graph of that kind saved in ``folder`` if it covers ``ntotal`` vectors, else ``None``."""
+    """The graph of that kind saved in ``folder`` if it covers ``ntotal`` vectors, else ``None``.
+
+    The 8-bit graph is mapped from its file, not copied: a search touches a few of its pages, so
+    the rest stay on disk, the kernel may drop the touched ones under pressure, and every worker
+    on the host shares one copy (the generated 10M KG's graph is 325 MB). Nothing writes to a
+    read graph: a rebuild saves a new file and reads that. The float graph, whose storage becomes
+    the index's one copy of the vectors, is read into memory.
+    """
     import faiss
 
     path = folder / _graph_file(eight_bit)
     if not path.is_file():
         return None
+    mapped = getattr(faiss, "IO_FLAG_MMAP_IFC", 0) if eight_bit else 0
     try:
-        graph: Any = faiss.read_index(str(path))  # read as its own class
+        graph: Any = _read_index(faiss, path, mapped)  # read as its own class
     except RuntimeError:
         return None
     kind = faiss.IndexHNSWSQ if eight_bit else faiss.IndexHNSWFlat
@@ -210,6 +219,16 @@ def read_graph(folder: Path, ntotal: int, *, eight_bit: bool) -> Any:
         return None
     graph.hnsw.efSearch = HNSW_EF_SEARCH
     return graph
+
+
+def _read_index(faiss: Any, path: Path, flags: int) -> Any:
+    """``faiss.read_index``, mapped when ``flags`` ask for it and the file can be mapped, else read."""
+    if flags:
+        try:
+            return faiss.read_index(str(path), flags)
+        except RuntimeError:
+            pass  # a faiss or file system that cannot map it: read it whole
+    return faiss.read_index(str(path))
 
 
 def save_graph(graph: Any, folder: Path, *, eight_bit: bool) -> None:
