@@ -46,11 +46,13 @@ def test_a_key_table_equals_a_dict_on_many_keys_and_probes():
         probes = ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 6))) for _ in range(2000)]
         found = table.find(probes)
         assert [None if i is None else table.ids(i) for i in found] == [items.get(p) for p in probes]
+        assert [table.position(p) for p in probes] == found  # one text at a time: the same numbers
 
 
 def test_an_empty_key_table_finds_nothing():
     table = KeyTable([])
     assert len(table) == 0 and table.find(["a", "b"]) == [None, None] and table.get("a") is None
+    assert table.position("a") is None
 
 
 def test_a_key_with_a_lone_surrogate_is_kept_and_found():

@@ -84,6 +84,17 @@ class KeyTable(Mapping[str, tuple[str, ...]]):
             raise KeyError(text)
         return self.ids(i)
 
+    def position(self, text: str) -> int | None:
+        """The number of the key equal to ``text``, or ``None``: :meth:`find` for one text, without arrays."""
+        h = self._hash(text)
+        p = int(self._hashes.searchsorted(h))
+        while p < len(self._hashes) and self._hashes[p] == h:  # equal hashes: compare the keys
+            i = int(self._order[p])
+            if self._keys[i] == text:
+                return i
+            p += 1
+        return None
+
     def find(self, texts: Sequence[str]) -> list[int | None]:
         """For each of ``texts`` the number of the key equal to it, or ``None``; one array search for all."""
         if not texts or not len(self):

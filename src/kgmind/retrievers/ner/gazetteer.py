@@ -19,7 +19,6 @@ lookups are a few hundred, in one array search.
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 import unicodedata
@@ -33,6 +32,7 @@ from kgmind.retrievers.key_table import KeyTable
 from kgmind.retrievers.lay_terms import lay_synonyms
 from kgmind.retrievers.linker import key_variants
 from kgmind.retrievers.ner.cleaning import EN_STOPWORDS, NUMERIC, ZH_STOPWORDS, is_word_char
+from kgmind.retrievers.ner.jieba_words import new_jieba
 from kgmind.stores.protocol import GraphStore
 from kgmind.text import has_cjk
 
@@ -63,33 +63,6 @@ def _normalize_with_offsets(text: str) -> tuple[str, list[int]]:
         chars.pop()
         offsets.pop()
     return "".join(chars), offsets
-
-
-_base_lock = threading.Lock()
-_base_dict: tuple[dict[str, int], int] | None = None
-
-
-def new_jieba(words: Iterable[str]) -> Any:
-    """A private ``jieba.Tokenizer`` with jieba's default dictionary plus ``words``.
-
-    The default dictionary is loaded once per process and copied into each private
-    tokenizer; jieba's global tokenizer is never modified.
-    """
-    global _base_dict
-    import jieba
-
-    logging.getLogger("jieba").setLevel(logging.WARNING)
-    with _base_lock:
-        if _base_dict is None:
-            base = jieba.Tokenizer()
-            base.initialize()
-            _base_dict = (base.FREQ, base.total)
-    tk = jieba.Tokenizer()
-    tk.FREQ, tk.total = dict(_base_dict[0]), _base_dict[1]
-    tk.initialized = True
-    for w in words:
-        tk.add_word(w, freq=2000)
-    return tk
 
 
 def lay_keys(exact: dict[str, list[str]]) -> dict[str, list[str]]:
@@ -174,7 +147,7 @@ class Gazetteer:
         """A private ``jieba.Tokenizer`` whose dictionary includes the KG's Chinese names."""
         with self._tk_lock:
             if self._tokenizer is None:
-                self._tokenizer = new_jieba(self.keys.key(int(i)) for i in np.flatnonzero(self._cjk_words))
+                self._tokenizer = new_jieba(self.keys, self._cjk_words)
             return self._tokenizer
 
     def cut(self, text: str) -> list[str]:
