@@ -36,7 +36,7 @@ from kgmind.retrievers.ner.jieba_words import new_jieba
 from kgmind.stores.protocol import GraphStore
 from kgmind.text import has_cjk
 
-__all__ = ["GAZETTEER_RECHECK_S", "Gazetteer", "clear_gazetteer_cache", "lay_keys", "new_jieba"]
+__all__ = ["GAZETTEER_RECHECK_S", "Gazetteer", "clear_gazetteer_cache", "lay_keys"]
 
 #: A cached gazetteer is trusted this many seconds before the store fingerprint is read
 #: again (as :class:`~kgmind.retrievers.linker.EntityLinker` trusts its entity index).
