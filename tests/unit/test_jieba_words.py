@@ -12,6 +12,7 @@ from kgmind.importers.demo import parse_demo
 from kgmind.retrievers.key_table import KeyTable
 from kgmind.retrievers.ner import Gazetteer
 from kgmind.retrievers.ner.jieba_words import KG_WORD_FREQ, KgWords, new_jieba
+from random_texts import name_texts
 
 
 def _added_words(words: list[str]) -> jieba.Tokenizer:
@@ -29,11 +30,12 @@ def _added_words(words: list[str]) -> jieba.Tokenizer:
 def demo():
     g = Gazetteer(parse_demo().entities)
     words = [g.keys.key(int(i)) for i in np.flatnonzero(g._cjk_words)]
-    assert len(words) > 50
-    return g, words, _added_words(words)
+    others = [g.keys.key(int(i)) for i in np.flatnonzero(~g._cjk_words)]  # English names: not jieba's words
+    assert len(words) > 50 and len(others) > 50
+    return g, words, others, _added_words(words)
 
 
-def _texts(words: list[str], seed: int = 11) -> list[str]:
+def _texts(words: list[str], others: list[str], seed: int = 11) -> list[str]:
     rng = random.Random(seed)
     filler = [
         "我",
@@ -51,27 +53,18 @@ def _texts(words: list[str], seed: int = 11) -> list[str]:
         " ",
         "（",
     ]
-    chars = "".join(words)
-    texts = []
-    for _ in range(600):
-        parts = []
-        for _ in range(rng.randint(1, 12)):
-            word = rng.choice(words) if rng.random() < 0.6 else rng.choice(filler)
-            if rng.random() < 0.25 and len(word) > 2:  # a piece of a name
-                a = rng.randrange(len(word) - 1)
-                word = word[a : a + rng.randint(1, len(word) - a)]
-            parts.append(word)
-        texts.append("".join(parts))
-        texts.append("".join(rng.choice(chars) for _ in range(rng.randint(5, 40))))  # names' characters mixed
-    return texts
+    return name_texts(rng, words + others[::4], filler, "".join(words), piece=0.25)
 
 
 def test_lookups_and_total_are_what_add_word_stores(demo):
-    g, words, ref = demo
+    g, words, others, ref = demo
     tk = g.tokenizer
     assert isinstance(tk.FREQ, KgWords) and tk.total == ref.total
     probes = (
-        {w[:n] for w in words for n in range(1, len(w) + 1)} | set(_texts(words, 3)[:200]) | {"", "发烧友"}
+        {w[:n] for w in words for n in range(1, len(w) + 1)}
+        | set(_texts(words, others, 3)[:200])
+        | set(others)
+        | {"", "发烧友"}
     )
     for p in probes:
         assert tk.FREQ.get(p) == ref.FREQ.get(p), p
@@ -84,8 +77,8 @@ def test_lookups_and_total_are_what_add_word_stores(demo):
 
 
 def test_cuts_equal_those_of_the_added_words(demo):
-    g, words, ref = demo
-    for text in _texts(words):
+    g, words, others, ref = demo
+    for text in _texts(words, others):
         assert list(g.tokenizer.cut(text, HMM=False)) == list(ref.cut(text, HMM=False)), text
 
 
@@ -94,11 +87,11 @@ class _Colliding(KgWords):
 
 
 def test_prefix_hash_collisions_change_no_cut(demo):
-    g, words, ref = demo
+    g, words, others, ref = demo
     tk = new_jieba(g.keys, g._cjk_words)
     tk.FREQ = _Colliding(tk.FREQ._base, g.keys, g._cjk_words)
     assert tk.FREQ.get("不在词典里的一串字") == 0  # looks like a prefix
-    for text in _texts(words, 5):
+    for text in _texts(words, others, 5):
         assert list(tk.cut(text, HMM=False)) == list(ref.cut(text, HMM=False)), text
 
 

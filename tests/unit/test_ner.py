@@ -21,6 +21,7 @@ from kgmind.retrievers.ner import (
     parse_entity_list,
 )
 from kgmind.tuning import MAX_SPANS
+from random_texts import name_texts
 
 
 class FakeStore(EntityListStore):
@@ -250,16 +251,7 @@ def test_gazetteer_lookups_find_what_an_automaton_finds():
     filler += inside
     rng = random.Random(7)
     texts = [f"{key} and {key}" for key in keys[-20:]]  # the longest keys, whole
-    for n in range(600):
-        parts = []
-        for _ in range(rng.randint(1, 12)):
-            word = rng.choice(names) if rng.random() < 0.6 else rng.choice(filler)
-            if rng.random() < 0.2 and len(word) > 2:  # a piece of a name
-                a = rng.randrange(len(word) - 1)
-                word = word[a : a + rng.randint(1, len(word) - a)]
-            parts.append(word + (" " if n % 2 and rng.random() < 0.5 else ""))  # odd texts: words run on
-        texts.append("".join(parts))
-        texts.append("".join(rng.choice(cjk) for _ in range(rng.randint(5, 40))))  # names' characters mixed
+    texts += name_texts(rng, names, filler, cjk, run_on=True)  # odd texts: words run on
     for text in texts:
         got = [(s, e, m.entity_id) for s, e, m in g.find_spans(text)]
         assert got == _automaton_spans(g, auto, text), text
