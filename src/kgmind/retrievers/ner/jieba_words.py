@@ -53,7 +53,7 @@ class KgWords(Mapping[str, int]):
     default dictionary's words and the names (not the prefixes).
     """
 
-    #: The prefixes' hash (a test's subclass makes many equal, to show collisions change no cut).
+    #: The names' and prefixes' hash (a test's subclass makes many equal: collisions change no cut).
     _hash = staticmethod(hash)
 
     def __init__(self, base: dict[str, int], table: KeyTable, is_word: np.ndarray) -> None:
