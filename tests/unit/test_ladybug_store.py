@@ -289,21 +289,41 @@ def test_failure_after_copy_rolls_back_the_whole_load(
     assert store.get_entities([a.id])[0].description == "now described"
 
 
-def test_each_read_has_a_reader_of_its_own_closed_after_it(store: LadybugStore) -> None:
-    """A reader keeps memory from its queries in the page cache: none may outlive its read (or its thread)."""
+def test_reader_connections_are_pooled_not_one_per_thread(store: LadybugStore) -> None:
+    """A server answers each question on fresh threads: readers must not pile up with them."""
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
     a, b, _, _ = _tiny(store)
-    for _ in range(20):  # twenty short-lived threads, one after another: no reader is left open
+    for _ in range(20):  # twenty short-lived threads, one after another: one reader serves them all
+        t = threading.Thread(target=store.get_entities, args=([a.id],))
+        t.start()
+        t.join()
+    assert len(store._conns._all) == 2  # the writer and one reader
+    with ThreadPoolExecutor(4) as ex:  # reads at once get a reader each, and the right rows
+        got = list(ex.map(lambda i: store.get_entities([(a, b)[i % 2].id])[0].id, range(200)))
+    assert got == [(a, b)[i % 2].id for i in range(200)]
+    assert 2 <= len(store._conns._all) <= 5
+    store.close()
+    assert store._conns._all == [] and store._conns._idle == []
+
+
+def test_under_a_bounded_page_cache_each_read_has_a_reader_closed_after_it(tmp_path) -> None:
+    """A reader keeps memory from its queries in the page cache: under a bound none may outlive its read."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    store = LadybugStore(tmp_path / "bounded", buffer_mb=64)
+    a, b, _, _ = _tiny(store)
+    for _ in range(20):
         t = threading.Thread(target=store.get_entities, args=([a.id],))
         t.start()
         t.join()
     assert len(store._conns._all) == 1  # the writer
-    with ThreadPoolExecutor(4) as ex:  # reads at once get a reader each, and the right rows
+    with ThreadPoolExecutor(4) as ex:
         got = list(ex.map(lambda i: store.get_entities([(a, b)[i % 2].id])[0].id, range(200)))
     assert got == [(a, b)[i % 2].id for i in range(200)]
-    assert len(store._conns._all) == 1
+    assert len(store._conns._all) == 1 and store._conns._idle == []
     with store._conns.reading() as reader:
         assert reader.execute("RETURN 1").get_all() == [[1]] and len(store._conns._all) == 2
     with pytest.raises(RuntimeError):

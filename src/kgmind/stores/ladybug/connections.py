@@ -1,13 +1,16 @@
-"""LadybugDB connections: one writer, and a fresh reader for each read, closed after it.
+"""LadybugDB connections: one writer; readers pooled, or a fresh one per read under a bounded page cache.
 
 A LadybugDB connection keeps memory from the queries it ran, in the store's page cache,
 where it cannot be evicted. A connection per thread outlived its thread: pushed-down
 questions grew the process about 15 MB each (EMCKG-full, 60 questions: 686 → 1,276 MB;
-pooled: 513 → 691 MB). Pooled readers still piled it up: with a 256 MiB page cache the
+pooled: 513 → 691 MB). Pooled readers still pile it up: with a 256 MiB page cache the
 generated 10M KG failed a question it had answered 316 questions before ("the buffer pool is
-full"), so a worker needed 512 MiB. A connection costs 0.08 ms to open and close, so each
-read now gets its own and gives the memory back when it is closed: the 10M worker answered
-1,000 questions in 256 MiB (issue 42, ``benchmarks/results/2026-11-29-worker-memory/``).
+full"). A fresh connection per read (0.08 ms to open and close) gives the memory back when
+it is closed, and the 10M worker answered 1,000 questions in 256 MiB; but the re-crawl's
+pushed-down p50 went from ~400 to ~470-530 ms (why was not measured). So a store
+whose page cache the user bounded (``KGMIND_STORE_BUFFER_MB``) opens a reader per read, and
+one left at the engine's default pools them (issue 42,
+``benchmarks/results/2026-11-29-worker-memory/``).
 """
 
 from __future__ import annotations
@@ -21,12 +24,19 @@ __all__ = ["Connections"]
 
 
 class Connections:
-    """Every open connection of one database (to close them all on close)."""
+    """Every open connection of one database (to close them all on close), and the idle pooled readers.
 
-    def __init__(self, connect: Callable[[], Any]) -> None:
+    Args:
+        connect: Opens a connection.
+        pooled: Keep readers for later reads; else each read opens one and closes it.
+    """
+
+    def __init__(self, connect: Callable[[], Any], *, pooled: bool = True) -> None:
         self._connect = connect
+        self._pooled = pooled
         self._lock = threading.Lock()
         self._all: list[Any] = []
+        self._idle: list[Any] = []
         self.closed = False
 
     def new(self) -> Any:
@@ -38,16 +48,21 @@ class Connections:
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[Any]:
-        """A reader of its own for one read, closed after it."""
-        conn = self.new()
+        """A reader for one read: an idle pooled one (new when all are busy), or one closed after it."""
+        with self._lock:
+            conn = self._idle.pop() if self._pooled and self._idle else None
+        if conn is None:
+            conn = self.new()
         try:
             yield conn
         finally:
             with self._lock:
-                mine = not self.closed
-                if mine:
+                kept = not self.closed
+                if kept and self._pooled:
+                    self._idle.append(conn)
+                elif kept:
                     self._all.remove(conn)
-            if mine:  # else the store's close closed it
+            if kept and not self._pooled:  # a closed pool closed it already
                 with contextlib.suppress(RuntimeError):
                     conn.close()
 
@@ -55,7 +70,7 @@ class Connections:
         """Close every connection (a reader in use is closed too: the store is closing)."""
         with self._lock:
             self.closed = True
-            conns, self._all = self._all, []
+            conns, self._all, self._idle = self._all, [], []
         for conn in conns:
             with contextlib.suppress(RuntimeError):
                 conn.close()

@@ -161,7 +161,9 @@ class LadybugStore(ld.DegreeReads, ld.DegreeWrites, StoreBase):
             raise StoreUnavailableError(f"cannot open LadybugDB store {self.path}: {reason}") from exc
         self._ladybug = ladybug
         self._write_lock = threading.RLock()
-        self._conns = Connections(lambda: ladybug.Connection(self._db, num_threads=STORE_READ_THREADS))
+        self._conns = Connections(  # a bounded page cache: a reader per read (see the module)
+            lambda: ladybug.Connection(self._db, num_threads=STORE_READ_THREADS), pooled=not buffer_mb
+        )
         self._closed = False
         self._writer = self._conns.new()
         self._writer.set_max_threads_for_exec(0)  # imports and counts: every core
