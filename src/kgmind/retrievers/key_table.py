@@ -87,13 +87,7 @@ class KeyTable(Mapping[str, tuple[str, ...]]):
     def position(self, text: str) -> int | None:
         """The number of the key equal to ``text``, or ``None``: :meth:`find` for one text, without arrays."""
         h = self._hash(text)
-        p = int(self._hashes.searchsorted(h))
-        while p < len(self._hashes) and self._hashes[p] == h:  # equal hashes: compare the keys
-            i = int(self._order[p])
-            if self._keys[i] == text:
-                return i
-            p += 1
-        return None
+        return self._key_from(int(self._hashes.searchsorted(h)), h, text)
 
     def find(self, texts: Sequence[str]) -> list[int | None]:
         """For each of ``texts`` the number of the key equal to it, or ``None``; one array search for all."""
@@ -106,11 +100,14 @@ class KeyTable(Mapping[str, tuple[str, ...]]):
         hit[inside] = self._hashes[pos[inside]] == wanted[inside]
         out: list[int | None] = [None] * len(texts)
         for t in np.flatnonzero(hit).tolist():
-            p = int(pos[t])
-            while p < len(self._hashes) and self._hashes[p] == wanted[t]:  # equal hashes: compare the keys
-                i = int(self._order[p])
-                if self._keys[i] == texts[t]:
-                    out[t] = i
-                    break
-                p += 1
+            out[t] = self._key_from(int(pos[t]), int(wanted[t]), texts[t])
         return out
+
+    def _key_from(self, p: int, h: int, text: str) -> int | None:
+        """The key equal to ``text`` among the keys of hash ``h``, from sorted position ``p`` on."""
+        while p < len(self._hashes) and self._hashes[p] == h:
+            i = int(self._order[p])
+            if self._keys[i] == text:
+                return i
+            p += 1
+        return None
