@@ -29,7 +29,13 @@ import numpy as np
 
 from kgmind.models import Entity, normalize_name
 from kgmind.retrievers.embeddings import Embedder, get_embedder, model_for_language
-from kgmind.retrievers.entity_labels import SortedRuns, exact_map, shared_labels
+from kgmind.retrievers.entity_labels import (
+    PACKED_LABELS_FILE,
+    PackedLabels,
+    SortedRuns,
+    exact_map,
+    read_labels,
+)
 from kgmind.retrievers.entity_search import (
     FileRows,
     MemoryRows,
@@ -105,10 +111,10 @@ class EntityIndex:
 
     model: str
     fingerprint: str
-    vector_ids: list[str]
-    vector_texts: list[str]
-    entities: dict[str, tuple[str, str]]
-    exact: dict[str, list[str]] = field(default_factory=dict)
+    vector_ids: Sequence[str]
+    vector_texts: Sequence[str]
+    entities: Mapping[str, tuple[str, str]]
+    exact: Mapping[str, Sequence[str]] = field(default_factory=dict)
     index: Any = None
     vectors_key: str = ""
     reused: int = 0
@@ -286,7 +292,7 @@ class EntityIndex:
 
     def lookup(self, key: str) -> list[str]:
         """Entity ids whose normalised name or alias is ``key`` (already normalised)."""
-        return self.exact.get(key, [])
+        return list(self.exact.get(key, ()))
 
     # -- persistence -------------------------------------------------------------
     def save(self, directory: Path) -> None:
@@ -303,11 +309,14 @@ class EntityIndex:
                 flat.add(self.rows.all())
             faiss.write_index(flat, str(tmp / "vectors.faiss"))
             labels = {
-                "vector_ids": self.vector_ids,
-                "vector_texts": self.vector_texts,
+                "vector_ids": list(self.vector_ids),
+                "vector_texts": list(self.vector_texts),
                 "entities": {k: list(v) for k, v in self.entities.items()},
             }
             (tmp / "labels.json").write_text(json.dumps(labels, ensure_ascii=False), encoding="utf-8")
+            packed = PackedLabels.pack(self.vector_ids, self.vector_texts, self.entities)
+            packed.write(tmp / PACKED_LABELS_FILE, tmp / "labels.json")
+            del labels, packed
             meta = {
                 "format": INDEX_FORMAT_VERSION,
                 "model": self.model,
@@ -350,28 +359,28 @@ class EntityIndex:
                 or meta.get("fingerprint") != fingerprint
             ):
                 return None
-            labels = json.loads((directory / "labels.json").read_text(encoding="utf-8"))
-            vector_ids, vector_texts, entities = shared_labels(labels)
+            labels = read_labels(directory)
             file_rows = None
-            if len(vector_ids) >= ROWS_FROM_FILE_MIN_VECTORS:
-                file_rows = FileRows.open(directory / "vectors.faiss", len(vector_ids))
+            if len(labels.vector_ids) >= ROWS_FROM_FILE_MIN_VECTORS:
+                file_rows = FileRows.open(directory / "vectors.faiss", len(labels.vector_ids))
             index = None if file_rows is not None else faiss.read_index(str(directory / "vectors.faiss"))
-        except (OSError, ValueError, RuntimeError, KeyError):
+        except (OSError, ValueError, RuntimeError, KeyError, TypeError):
             return None
         ei = cls(
             model=model,
             fingerprint=fingerprint,
-            vector_ids=vector_ids,
-            vector_texts=vector_texts,
-            entities=entities,
+            vector_ids=labels.vector_ids,
+            vector_texts=labels.texts,
+            entities=labels.entities,
+            exact=labels.exact,
             index=index,
             vectors_key=str(meta.get("vectors_key") or ""),
         )
+        ei.__dict__["_entity_rows"] = labels.entity_rows
         if file_rows is not None:
             ei.__dict__["_rows"] = file_rows
         elif index is None or index.ntotal != len(ei.vector_ids):
             return None
-        ei.exact = exact_map(zip(ei.vector_texts, ei.vector_ids, strict=True))
         ei.__dict__["_folder"] = directory
         return ei
 

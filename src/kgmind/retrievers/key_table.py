@@ -17,27 +17,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from kgmind.retrievers.packed import StringColumn, equal_hash_position
+
 __all__ = ["KeyTable"]
-
-
-class _Strings:
-    """Strings as one UTF-8 blob and their offsets in it.
-
-    ``surrogatepass``: any ``str`` is a key, a lone surrogate too (strict UTF-8 cannot encode
-    one); it comes back as the same string.
-    """
-
-    def __init__(self, strings: Iterable[str]) -> None:
-        encoded = [s.encode("utf-8", "surrogatepass") for s in strings]
-        self._blob = b"".join(encoded)
-        self._ends = np.cumsum([len(b) for b in encoded], dtype=np.int64)
-
-    def __len__(self) -> int:
-        return len(self._ends)
-
-    def __getitem__(self, i: int) -> str:
-        start = int(self._ends[i - 1]) if i else 0
-        return self._blob[start : int(self._ends[i])].decode("utf-8", "surrogatepass")
 
 
 class KeyTable(Mapping[str, tuple[str, ...]]):
@@ -58,8 +40,8 @@ class KeyTable(Mapping[str, tuple[str, ...]]):
         order = np.argsort(hashes, kind="stable")
         self._hashes = hashes[order]
         self._order = order.astype(np.int32)
-        self._keys = _Strings(keys)
-        self._ids = _Strings(id_number)  # in the order their numbers were given
+        self._keys = StringColumn.of(keys)
+        self._ids = StringColumn.of(id_number)  # in the order their numbers were given
         self._id_numbers = np.frombuffer(flat, dtype=flat.typecode).astype(np.int32)
         self._id_ends = np.frombuffer(ends, dtype=np.int64).copy()
 
@@ -105,9 +87,4 @@ class KeyTable(Mapping[str, tuple[str, ...]]):
 
     def _key_from(self, p: int, h: int, text: str) -> int | None:
         """The key equal to ``text`` among the keys of hash ``h``, from sorted position ``p`` on."""
-        while p < len(self._hashes) and self._hashes[p] == h:
-            i = int(self._order[p])
-            if self._keys[i] == text:
-                return i
-            p += 1
-        return None
+        return equal_hash_position(self._keys, self._hashes, self._order, p, h, text)
