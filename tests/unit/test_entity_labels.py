@@ -196,3 +196,18 @@ def test_packed_labels_missing_an_array_are_packed_again(tmp_path):
     assert PackedLabels.read(path, folder / "labels.json") is None
     assert_same_labels(load(folder, built), built)
     assert PackedLabels.read(path, folder / "labels.json") is not None
+
+
+def test_a_copied_index_keeps_its_packed_labels(tmp_path):
+    import os
+    import shutil
+
+    built, folder = saved_index(tmp_path, random_entities(11, n=40))
+    copy = tmp_path / "deployed"
+    copy.mkdir()
+    for f in folder.iterdir():
+        shutil.copyfile(f, copy / f.name)  # new file times, as a deployment's copy has
+    os.utime(copy / "labels.json", ns=(1, 1))
+    packed = (copy / PACKED_LABELS_FILE).stat().st_mtime_ns
+    assert_same_labels(load(copy, built), built)
+    assert (copy / PACKED_LABELS_FILE).stat().st_mtime_ns == packed  # read as it is, not packed again
