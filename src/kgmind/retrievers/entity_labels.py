@@ -14,12 +14,18 @@ import hashlib
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import overload
 
 import numpy as np
 
 from kgmind.models import normalize_name
-from kgmind.retrievers.packed import StringColumn, equal_hash_position, read_arrays, stable_hash, write_arrays
+from kgmind.retrievers.packed import (
+    StringColumn,
+    Strings,
+    equal_hash_position,
+    read_arrays,
+    stable_hash,
+    write_arrays,
+)
 
 __all__ = ["PACKED_LABELS_FILE", "PackedLabels", "SortedRuns", "exact_map", "read_labels"]
 
@@ -83,7 +89,7 @@ def _source_stamp(path: Path) -> str:
     return digest.hexdigest()
 
 
-class _Column(Sequence[str]):
+class _Column(Strings):
     """``strings[order[i]]``: the strings in another order (each vector's entity id)."""
 
     def __init__(self, strings: StringColumn, order: np.ndarray) -> None:
@@ -93,13 +99,7 @@ class _Column(Sequence[str]):
     def __len__(self) -> int:
         return len(self._order)
 
-    @overload
-    def __getitem__(self, i: int) -> str: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[str]: ...
-    def __getitem__(self, i: int | slice) -> str | list[str]:
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
+    def _at(self, i: int) -> str:
         return self._strings[int(self._order[i])]
 
 

@@ -20,14 +20,39 @@ from typing import Any, overload
 
 import numpy as np
 
-__all__ = ["StringColumn", "equal_hash_position", "read_arrays", "stable_hash", "write_arrays"]
+__all__ = ["StringColumn", "Strings", "equal_hash_position", "read_arrays", "stable_hash", "write_arrays"]
 
 #: The file starts with this, then the header's length (8 bytes, little-endian) and the header (JSON).
 _MAGIC = b"KGMPACK1"
 _ALIGN = 8
 
 
-class StringColumn(Sequence[str]):
+class Strings(Sequence[str]):
+    """A read-only sequence of strings made on demand: a subclass says how many and how to read one."""
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def _at(self, i: int) -> str:
+        """The ``i``-th string, ``0 <= i < len(self)``."""
+        raise NotImplementedError
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if isinstance(i, slice):
+            return [self._at(j) for j in range(*i.indices(len(self)))]
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("string index out of range")
+        return self._at(i)
+
+
+class StringColumn(Strings):
     """Strings as one UTF-8 blob and the end offset of each in it.
 
     ``surrogatepass``: any ``str`` can be stored, a lone surrogate too (strict UTF-8 cannot
@@ -54,18 +79,7 @@ class StringColumn(Sequence[str]):
     def __len__(self) -> int:
         return len(self._ends)
 
-    @overload
-    def __getitem__(self, i: int) -> str: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[str]: ...
-    def __getitem__(self, i: int | slice) -> str | list[str]:
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        n = len(self._ends)
-        if i < 0:
-            i += n
-        if not 0 <= i < n:
-            raise IndexError("string index out of range")
+    def _at(self, i: int) -> str:
         return str(self._blob[self._ends[i - 1] if i else 0 : self._ends[i]], "utf-8", "surrogatepass")
 
 
