@@ -211,3 +211,17 @@ def test_a_copied_index_keeps_its_packed_labels(tmp_path):
     packed = (copy / PACKED_LABELS_FILE).stat().st_mtime_ns
     assert_same_labels(load(copy, built), built)
     assert (copy / PACKED_LABELS_FILE).stat().st_mtime_ns == packed  # read as it is, not packed again
+
+
+def test_an_entitys_rows_stay_in_index_order_name_first():
+    """Many entities with many names, out of order: each entity's rows ascend (its name's row first)."""
+    rng = random.Random(12)
+    ids = [f"e{i}" for i in range(4000)]
+    vector_ids = [rng.choice(ids) for _ in range(20000)]
+    entities = {eid: (eid.upper(), "t") for eid in ids}
+    packed = PackedLabels.pack(vector_ids, [f"{v} {i}" for i, v in enumerate(vector_ids)], entities)
+    expected: dict[str, list[int]] = {}
+    for row, eid in enumerate(vector_ids):
+        expected.setdefault(eid, []).append(row)
+    assert {eid: packed.entity_rows[eid] for eid in expected} == expected
+    assert set(packed.entity_rows) == set(expected)
