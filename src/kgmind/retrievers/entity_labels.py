@@ -14,6 +14,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -195,8 +196,7 @@ class PackedLabels:
 
     def rows(self, n: int) -> list[int]:
         """The vectors of entity ``n``, in index order (its name first)."""
-        ends = self.arrays["row_ends"]
-        return self.arrays["rows"][int(ends[n - 1]) if n else 0 : int(ends[n])].tolist()
+        return self.arrays["rows"][_span(self.arrays["row_ends"], n)].tolist()
 
     def write(self, path: Path, source: Path) -> None:
         """Save into ``path`` (atomically), stamped with ``source`` (the ``labels.json`` packed)."""
@@ -217,11 +217,33 @@ class PackedLabels:
             return None
 
 
-class PackedEntities(Mapping[str, tuple[str, str]]):
+def _span(ends: np.ndarray, n: int) -> slice:
+    """Where the ``n``-th run lies in an array cut by cumulative ``ends``."""
+    return slice(int(ends[n - 1]) if n else 0, int(ends[n]))
+
+
+class _ColumnKeyed(Mapping[str, Any]):
+    """A mapping over packed labels whose keys are one of its string columns, in that column's order."""
+
+    def __init__(self, labels: PackedLabels, keys: StringColumn) -> None:
+        self._labels = labels
+        self._keys = keys
+
+    def __getitem__(self, key: str) -> Any:
+        raise NotImplementedError
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+
+class PackedEntities(_ColumnKeyed):
     """``{entity id: (name, type)}`` over packed labels, in the order the entities were listed."""
 
     def __init__(self, labels: PackedLabels) -> None:
-        self._labels = labels
+        super().__init__(labels, labels.ids)
 
     def __getitem__(self, eid: str) -> tuple[str, str]:
         n = self._labels.number(eid)
@@ -229,32 +251,19 @@ class PackedEntities(Mapping[str, tuple[str, str]]):
             raise KeyError(eid)
         return self._labels.names[n], self._labels.types[int(self._labels.arrays["type_codes"][n])]
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._labels.ids)
 
-    def __len__(self) -> int:
-        return len(self._labels.ids)
-
-
-class PackedExact(Mapping[str, list[str]]):
+class PackedExact(_ColumnKeyed):
     """``{normalised name or alias: [entity ids]}`` (:func:`exact_map`) over packed labels."""
 
     def __init__(self, labels: PackedLabels) -> None:
-        self._labels = labels
+        super().__init__(labels, labels.keys)
 
     def __getitem__(self, key: str) -> list[str]:
         i = self._labels.key_number(key)
         if i is None:
             raise KeyError(key)
-        ends, found = self._labels.arrays["key_entity_ends"], self._labels.arrays["key_entities"]
-        numbers = found[int(ends[i - 1]) if i else 0 : int(ends[i])]
+        numbers = self._labels.arrays["key_entities"][_span(self._labels.arrays["key_entity_ends"], i)]
         return [self._labels.ids[int(n)] for n in numbers]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._labels.keys)
-
-    def __len__(self) -> int:
-        return len(self._labels.keys)
 
 
 class PackedRows(Mapping[str, Sequence[int]]):
