@@ -19,7 +19,9 @@ __all__ = [
     "DISPUTE_RULE",
     "EDGES_PER_CONTEXT_GROUP",
     "EDGES_PER_GROUP",
+    "ENTITY_SCAN_ROWS",
     "EVIDENCE_VALUES",
+    "JIEBA_MEMO_WORDS",
     "KEPT_BOUNDED_ROWS",
     "KEPT_ENTITIES",
     "KEPT_NEIGHBORHOOD_EDGES",
@@ -110,6 +112,19 @@ EDGES_PER_CONTEXT_GROUP: int | None = 5
 #: against 3.7 ms, and even the re-crawl's biggest hub in 25 ms against 37 ms (2026-11-27, ``micro7.py.txt``
 #: in ``benchmarks/results/2026-11-27-small-reads/``). A server runs several questions at once anyway.
 STORE_READ_THREADS = 1
+
+#: Entities one read of a whole-KG entity scan returns (LadybugDB ``iter_entities``: the gazetteer and the
+#: entity index read every entity). On the generated 10M KG (495k entities) with the page cache at 128
+#: MiB, 50,000 a read took 2.6 s in all (0.55 s of it sorting the ids) and peaked at 235 MB RSS; one
+#: read of every entity took 5.4 s, peaked at 483 MB, and failed at 128 MiB
+#: (``benchmarks/results/2026-11-29-bounded-cache/``).
+ENTITY_SCAN_ROWS = 50_000
+
+#: Fragments a KG-aware jieba tokenizer remembers its answers for (``KgWords``). Its default dictionary is
+#: packed and mapped (~75 MB less per Chinese worker), and a lookup there costs microseconds: 200 CMCQA
+#: questions asked ~1,050 each, matching took 3-4 ms a question with the dict and 10-12 ms packed. 400
+#: questions asked 64k distinct fragments; half of them asked 26k fragments the first half had not.
+JIEBA_MEMO_WORDS = 32_768
 
 #: Bounded reads a pushed-down worker keeps across questions (``BoundedReads``), in rows (kept edges).
 #: Keeping them made a pushed-down question 3.2x (EMCKG-full) and 1.3x (re-crawl) faster at p50

@@ -579,3 +579,44 @@ def test_the_relation_profile_is_scanned_once_per_load_and_kept_for_every_proces
         assert q.RELATION_PROFILE in sent_again and after.roles["need_test"].role == "test"
     finally:
         again.close()
+
+
+def test_every_entity_is_read_once_in_id_order_one_range_of_ids_at_a_time(
+    store: LadybugStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page cache bounded to 128 MiB could not sort every entity's columns in one read at 10M
+    (issue 42), so the scan sorts ids only and reads ranges of them: across the ranges' ends it must
+    still give each entity once, whole, in id order."""
+    monkeypatch.setattr("kgmind.stores.ladybug.store.ENTITY_SCAN_ROWS", 3)
+    ents = [
+        Entity(name=f"Entity {i}", type="symptom", aliases=[f"alias {i}"], description=f"about {i}")
+        for i in range(10)
+    ]
+    store.bulk_load(ents, [])
+    ranges = store._entity_id_ranges()
+    assert len(ranges) == 4 and all(first <= last for first, last in ranges)
+    got = list(store.iter_entities())
+    assert [e.id for e in got] == sorted(e.id for e in ents)
+    assert {e.id: e for e in got} == {e.id: e for e in store.get_entities([e.id for e in ents])}
+    assert [e.description for e in sorted(got, key=lambda e: e.name)] == [f"about {i}" for i in range(10)]
+    store.clear()
+    assert store._entity_id_ranges() == [] and list(store.iter_entities()) == []
+
+
+def test_relation_counts_by_type_come_from_the_kept_profile_and_follow_loads(
+    store: LadybugStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counting every edge by type filled a 128 MiB page cache at 10M (issue 42); the counts are the
+    kept profile's, summed over the ends' types, so they must equal the edges and move with a load."""
+    a, b, *_ = _tiny(store)
+    c = Entity(name="Gamma", type="test")
+    store.bulk_load([c], [Relation(head=a.id, type="has_symptom", tail=c.id)])
+    counted: dict[str, int] = {}
+    for r in store.iter_relations():
+        counted[r.type] = counted.get(r.type, 0) + 1
+    stats = store.stats()
+    assert stats.relations == counted == {"has_symptom": 2, "related_to": 1} and stats.relations_total == 3
+    sent = _spy(store, monkeypatch)
+    assert store.stats() == stats and q.RELATION_PROFILE not in sent  # kept: no scan of the edges
+    store.bulk_load([], [Relation(head=b.id, type="treated_by", tail=c.id)])
+    assert store.stats().relations == {"has_symptom": 2, "related_to": 1, "treated_by": 1}

@@ -48,7 +48,9 @@ class LadybugReader(Protocol):
         self, query: str, params: dict[str, Any] | None = None, conn: Any = None
     ) -> list[list[Any]]: ...
 
-    def _table(self, query: str, conn: Any = None) -> dict[str, list[Any]]: ...
+    def _table(
+        self, query: str, params: dict[str, Any] | None = None, conn: Any = None
+    ) -> dict[str, list[Any]]: ...
 
     def _read_meta(self, key: str) -> Any: ...
 
@@ -169,7 +171,7 @@ def refresh_degrees(store: LadybugReader, conn: Any, ids: Collection[str] | None
     """
     params: dict[str, Any] = {"hidden": sorted(disputed_in(store, conn))}
     if ids is None:
-        every = store._table(q.SCAN_ENTITIES, conn)["id"]
+        every = store._table(q.SCAN_ENTITY_IDS, None, conn)["id"]
         counts = dg.degrees_from_counts(
             every, store._rows(q.DEGREES_OUT_ALL, params, conn), store._rows(q.DEGREES_IN_ALL, params, conn)
         )

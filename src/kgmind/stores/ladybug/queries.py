@@ -38,7 +38,6 @@ __all__ = [
     "COUNT_ENTITIES",
     "COUNT_ENTITIES_BY_TYPE",
     "COUNT_RELATIONS",
-    "COUNT_RELATIONS_BY_TYPE",
     "DEGREES_IN_ALL",
     "DEGREES_IN_OF",
     "DEGREES_OUT_ALL",
@@ -78,6 +77,8 @@ __all__ = [
     "ROLLBACK",
     "SCAN_DOC_IDS",
     "SCAN_ENTITIES",
+    "SCAN_ENTITIES_BETWEEN",
+    "SCAN_ENTITY_IDS",
     "SCAN_RELATIONS",
     "SCAN_RELATION_SOURCES",
     "SCHEMA",
@@ -158,6 +159,11 @@ SCAN_ENTITIES = (
     "MATCH (e:Entity) RETURN e.id AS id, e.name AS name, e.type AS type, e.aliases AS aliases, "
     "e.description AS description ORDER BY id"
 )
+SCAN_ENTITY_IDS = "MATCH (e:Entity) RETURN e.id AS id ORDER BY id"
+SCAN_ENTITIES_BETWEEN = (
+    "MATCH (e:Entity) WHERE e.id >= $first AND e.id <= $last RETURN e.id AS id, e.name AS name, "
+    "e.type AS type, e.aliases AS aliases, e.description AS description ORDER BY id"
+)
 SCAN_RELATION_SOURCES = "MATCH (:Entity)-[r:REL]->(:Entity) RETURN r.id AS id, r.source AS source"
 SCAN_DOC_IDS = "MATCH (d:Doc) RETURN d.id AS id"
 
@@ -230,7 +236,6 @@ COUNT_ENTITIES = "MATCH (e:Entity) RETURN count(e)"
 COUNT_RELATIONS = "MATCH (:Entity)-[r:REL]->(:Entity) RETURN count(r)"
 COUNT_DOCS = "MATCH (d:Doc) RETURN count(d)"
 COUNT_ENTITIES_BY_TYPE = "MATCH (e:Entity) RETURN e.type, count(e) ORDER BY e.type"
-COUNT_RELATIONS_BY_TYPE = "MATCH (:Entity)-[r:REL]->(:Entity) RETURN r.type, count(r) ORDER BY r.type"
 #: Relation type × entity types of its ends: what role inference reads (kgmind.relations).
 RELATION_PROFILE = (
     "MATCH (h:Entity)-[r:REL]->(t:Entity) RETURN r.type, h.type, t.type, count(r) "

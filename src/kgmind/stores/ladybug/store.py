@@ -81,7 +81,7 @@ from kgmind.stores.protocol import (
     StoreUnavailableError,
     WeightRule,
 )
-from kgmind.tuning import STORE_READ_THREADS
+from kgmind.tuning import ENTITY_SCAN_ROWS, STORE_READ_THREADS
 
 __all__ = ["DB_FILE", "MAX_PATH_HOPS", "LadybugStore"]
 
@@ -203,12 +203,14 @@ class LadybugStore(ld.DegreeReads, ld.DegreeWrites, StoreBase):
             raise StoreError(f"LadybugDB query failed on {self.path}: {_engine_error(exc)}") from exc
         return rows
 
-    def _table(self, query: str, conn: Any = None) -> dict[str, list[Any]]:
+    def _table(
+        self, query: str, params: dict[str, Any] | None = None, conn: Any = None
+    ) -> dict[str, list[Any]]:
         if conn is None:
             with self._reading() as reader:
-                return self._table(query, reader)
+                return self._table(query, params, reader)
         try:
-            result = conn.execute(query)
+            result = conn.execute(query, params or {})
             if result.get_num_tuples() == 0:
                 names = result.get_column_names()
                 result.close()
@@ -324,7 +326,7 @@ class LadybugStore(ld.DegreeReads, ld.DegreeWrites, StoreBase):
             plan = plan_load(functools.partial(self._table, conn=conn), load)
             lb_bulk.check_endpoints(functools.partial(self._rows, conn=conn), relations, load.entities)
             has_relations = len(relations) and int(self._scalar(q.COUNT_RELATIONS, None, conn) or 0)
-            stored = set(self._table(q.SCAN_RELATION_SOURCES, conn)["id"]) if has_relations else set()
+            stored = set(self._table(q.SCAN_RELATION_SOURCES, None, conn)["id"]) if has_relations else set()
             # into a store without relations or verdicts, the degrees are the columns' own counts
             counted = None if has_relations or ld.disputed_in(self, conn) else relations.degrees()
             every = False  # whether every hub's kept read is written again after the commit
@@ -414,8 +416,23 @@ class LadybugStore(ld.DegreeReads, ld.DegreeWrites, StoreBase):
         return [entity_from_row(r) for r in rows]
 
     def iter_entities(self) -> Iterator[Entity]:
-        """Every entity, ordered by id."""
-        yield from entities_from_table(self._table(q.SCAN_ENTITIES))
+        """Every entity, ordered by id, read one range of :data:`ENTITY_SCAN_ROWS` ids at a time.
+
+        Only the ids are sorted whole. Sorting every entity's columns in one read filled a page
+        cache bounded to 128 MiB on the generated 10M KG (495k entities) and peaked ~250 MB
+        higher than the ranges. Each range is read whole before its entities are yielded, so no
+        reader stays open while the caller works.
+        """
+        for first, last in self._entity_id_ranges():
+            yield from entities_from_table(
+                self._table(q.SCAN_ENTITIES_BETWEEN, {"first": first, "last": last})
+            )
+
+    def _entity_id_ranges(self) -> list[tuple[str, str]]:
+        """The first and last id of each run of :data:`ENTITY_SCAN_ROWS` entities in id order."""
+        ids = self._table(q.SCAN_ENTITY_IDS)["id"]
+        n, step = len(ids), ENTITY_SCAN_ROWS
+        return [(ids[start], ids[min(start + step, n) - 1]) for start in range(0, n, step)]
 
     def iter_relations(self) -> Iterator[Relation]:
         """Every relation with its current weight, ordered by id, made into objects a chunk at a time."""
@@ -463,7 +480,9 @@ class LadybugStore(ld.DegreeReads, ld.DegreeWrites, StoreBase):
     # -- degrees and bounded reads (issue 42): ld.DegreeReads, kept current by ld.DegreeWrites --
     def _counts(self) -> tuple[dict[str, int], dict[str, int], int]:
         entities = {str(t): int(n) for t, n in self._rows(q.COUNT_ENTITIES_BY_TYPE)}
-        relations = {str(t): int(n) for t, n in self._rows(q.COUNT_RELATIONS_BY_TYPE)}
+        relations: dict[str, int] = {}
+        for rtype, _head, _tail, n in self._relation_profile():  # kept per load: no scan of every edge
+            relations[rtype] = relations.get(rtype, 0) + n
         return entities, relations, int(self._scalar(q.COUNT_DOCS) or 0)
 
     def _relation_profile(self) -> Iterable[tuple[str, str, str, int]]:
