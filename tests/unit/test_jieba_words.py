@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import jieba
 import numpy as np
@@ -11,7 +16,7 @@ import pytest
 from kgmind.importers.demo import parse_demo
 from kgmind.retrievers.key_table import KeyTable
 from kgmind.retrievers.ner import Gazetteer
-from kgmind.retrievers.ner.jieba_words import KG_WORD_FREQ, KgWords, new_jieba
+from kgmind.retrievers.ner.jieba_words import KG_WORD_FREQ, KgWords, PackedFreq, new_jieba
 from random_texts import name_texts
 
 
@@ -99,3 +104,69 @@ def test_no_words_is_jiebas_default_dictionary():
     tk = new_jieba(KeyTable([("头痛", ["e1"])]), np.array([False]))
     assert tk.total == _added_words([]).total
     assert list(tk.cut("我头痛", HMM=False)) == ["我", "头痛"]
+
+
+def test_the_packed_default_dictionary_answers_as_jiebas_dict(tmp_path: Path) -> None:
+    """jieba's 498k words and prefixes are a file mapped instead of ~75 MB of dict (issue 42): every
+    lookup jieba makes must give what its dict gave, a word, a prefix (0) or nothing."""
+    base = jieba.Tokenizer()
+    base.initialize()
+    path = tmp_path / "jieba.bin"
+    PackedFreq.pack(base.FREQ, base.total).write(path, "dict-a")
+    assert PackedFreq.read(path, "dict-b") is None  # another dictionary's file is not used
+    packed = PackedFreq.read(path, "dict-a")
+    assert packed is not None and packed.total == base.total and len(packed) == len(base.FREQ)
+    rng = random.Random(5)
+    words = rng.sample(sorted(base.FREQ), 20_000)
+    assert any(base.FREQ[w] == 0 for w in words) and any(base.FREQ[w] > 0 for w in words)
+    for w in words:
+        assert packed.get(w) == base.FREQ[w] and packed[w] == base.FREQ[w] and w in packed, w
+    for p in [w + "犇" for w in words[:2_000]] + ["", "x", "不在词典里的一串字", "\ud800"]:
+        assert packed.get(p, -1) == base.FREQ.get(p, -1) and (p in packed) == (p in base.FREQ), p
+    with pytest.raises(KeyError):
+        packed["不在词典里的一串字"]
+    assert list(packed)[:1_000] == list(base.FREQ)[:1_000]
+
+
+def test_the_default_dictionary_is_packed_once_into_the_cache_and_mapped_after(tmp_path: Path) -> None:
+    """The first process packs jieba's dictionary into kgmind's cache folder; a later one maps the
+    file and never parses the dictionary; a folder it cannot write gets the packed form in memory."""
+    script = textwrap.dedent(
+        """
+        import sys, jieba
+        from kgmind.retrievers.ner import jieba_words as jw
+        if sys.argv[1] == "mapped":
+            jieba.Tokenizer.gen_pfdict = None  # parsing the dictionary again would fail
+        base, total = jw._default_dictionary()
+        print(type(base).__name__, len(base), total, base.get("头痛"), base.get("头"))
+        """
+    )
+    home = tmp_path / "home"
+
+    def run(mode: str, where: Path) -> str:
+        env = {**os.environ, "KGMIND_HOME": str(where)}
+        done = subprocess.run(
+            [sys.executable, "-c", script, mode], env=env, capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    first = run("parse", home)
+    assert len(list((home / "cache").glob("jieba-*.bin"))) == 1
+    assert run("mapped", home) == first and first.startswith("PackedFreq ")
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the home folder should be")
+    assert run("parse", blocked) == first
+
+
+def test_the_memo_of_answers_stays_bounded_and_changes_no_cut(demo, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Answers are remembered up to a bound (the packed dictionary is slower than a dict): past the
+    bound the memo starts again, and no cut differs from ``add_word``'s."""
+    g, words, others, ref = demo
+    monkeypatch.setattr("kgmind.retrievers.ner.jieba_words.JIEBA_MEMO_WORDS", 50)
+    tk = new_jieba(g.keys, g._cjk_words)
+    sizes = []
+    for text in _texts(words, others, 9)[:300]:
+        assert list(tk.cut(text, HMM=False)) == list(ref.cut(text, HMM=False)), text
+        sizes.append(len(tk.FREQ._memo))
+    assert max(sizes) == 50 and min(sizes[10:]) < 50  # filled, and started again

@@ -20,7 +20,15 @@ from typing import Any, overload
 
 import numpy as np
 
-__all__ = ["StringColumn", "Strings", "equal_hash_position", "read_arrays", "stable_hash", "write_arrays"]
+__all__ = [
+    "StringColumn",
+    "Strings",
+    "equal_hash_position",
+    "int64_view",
+    "read_arrays",
+    "stable_hash",
+    "write_arrays",
+]
 
 #: The file starts with this, then the header's length (8 bytes, little-endian) and the header (JSON).
 _MAGIC = b"KGMPACK1"
@@ -30,6 +38,11 @@ _ALIGN = 8
 def _aligned(n: int) -> int:
     """``n`` rounded up to a multiple of :data:`_ALIGN`."""
     return -(-n // _ALIGN) * _ALIGN
+
+
+def int64_view(values: np.ndarray) -> memoryview:
+    """``values`` as 64-bit integers read as Python ints: indexing and ``bisect`` make no numpy scalar."""
+    return memoryview(np.ascontiguousarray(values, dtype=np.int64).data).cast("B").cast("q")
 
 
 class Strings(Sequence[str]):
@@ -66,8 +79,7 @@ class StringColumn(Strings):
 
     def __init__(self, blob: Any, ends: np.ndarray) -> None:
         self._blob = memoryview(blob).cast("B")
-        # A memoryview gives Python ints straight away, not a numpy scalar per offset read.
-        self._ends = memoryview(np.ascontiguousarray(ends, dtype=np.int64).data).cast("B").cast("q")
+        self._ends = int64_view(ends)
 
     @classmethod
     def of(cls, strings: Iterable[str]) -> StringColumn:

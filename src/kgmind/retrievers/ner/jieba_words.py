@@ -7,39 +7,158 @@ average, so adding them held the names again as strings and 605k more entries be
 jieba's 498k-entry default dictionary. :class:`KgWords` answers the same lookups from what the
 gazetteer holds anyway (its key table), one sorted array of the prefixes' hashes and the default
 dictionary shared by every tokenizer, so the cuts are the same (issue 42).
+
+That default dictionary is itself 498k words and prefixes, ~75 MB of Python objects in every
+worker that reads Chinese. :class:`PackedFreq` holds it as flat arrays in a file in kgmind's
+cache folder, made once per jieba dictionary and mapped by every later process.
 """
 
 from __future__ import annotations
 
+import bisect
+import hashlib
 import logging
 import threading
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from kgmind.retrievers.key_table import KeyTable
+from kgmind.retrievers.packed import (
+    StringColumn,
+    equal_hash_position,
+    int64_view,
+    read_arrays,
+    stable_hash,
+    write_arrays,
+)
+from kgmind.tuning import JIEBA_MEMO_WORDS
 
-__all__ = ["KG_WORD_FREQ", "KgWords", "new_jieba"]
+__all__ = ["KG_WORD_FREQ", "KgWords", "PackedFreq", "new_jieba"]
 
 #: The frequency a KG name gets: high enough that jieba keeps a name whole.
 KG_WORD_FREQ = 2000
 
+#: Bumped when :class:`PackedFreq`'s arrays change meaning: an older file is then made again.
+_PACKED_FORMAT = 1
+_ARRAYS = frozenset({"blob", "ends", "freqs", "hashes", "order"})
+
+#: The memo's "not asked yet" (``None`` is an answer: not a word or prefix).
+_UNKNOWN: Any = object()
+
 _base_lock = threading.Lock()
-_base_dict: tuple[dict[str, int], int] | None = None
+_base_dict: tuple[Mapping[str, int], int] | None = None
 
 
-def _default_dictionary() -> tuple[dict[str, int], int]:
-    """Jieba's default dictionary and its total, loaded once per process and never modified."""
+class PackedFreq(Mapping[str, int]):
+    """A word → frequency map (jieba's ``FREQ``: its words, and their prefixes at 0) as flat arrays.
+
+    A word is found by its :func:`~kgmind.retrievers.packed.stable_hash` in a sorted array and
+    then compared whole, so a lookup answers exactly what the dict did.
+    """
+
+    def __init__(self, arrays: Mapping[str, np.ndarray], total: int) -> None:
+        self.arrays = dict(arrays)
+        self.total = total
+        self._words = StringColumn(arrays["blob"], arrays["ends"])
+        self._freqs = int64_view(arrays["freqs"])
+        self._hashes = arrays["hashes"]
+        self._hash_view = int64_view(self._hashes)  # searched with bisect: a lookup is a few microseconds
+        self._order = arrays["order"]
+
+    @classmethod
+    def pack(cls, freq: Mapping[str, int], total: int) -> PackedFreq:
+        """``freq``'s words and frequencies, in its order."""
+        words = StringColumn.of(freq)
+        hashes = np.fromiter((stable_hash(w) for w in freq), dtype=np.int64, count=len(freq))
+        order = np.argsort(hashes, kind="stable")
+        blob, ends = words.arrays
+        return cls(
+            {
+                "blob": blob,
+                "ends": ends,
+                "freqs": np.fromiter(freq.values(), dtype=np.int64, count=len(freq)),
+                "hashes": hashes[order],
+                "order": order.astype(np.int32),
+            },
+            total,
+        )
+
+    def write(self, path: Path, source: str) -> None:
+        """Save into ``path`` (atomically), stamped with ``source`` (the digest of the dictionary packed)."""
+        write_arrays(path, self.arrays, {"format": _PACKED_FORMAT, "source": source, "total": self.total})
+
+    @classmethod
+    def read(cls, path: Path, source: str) -> PackedFreq | None:
+        """The map saved in ``path``, mapped; ``None`` when missing, unreadable or not of ``source``."""
+        try:
+            arrays, meta = read_arrays(path)
+            if meta.get("format") != _PACKED_FORMAT or meta.get("source") != source or set(arrays) != _ARRAYS:
+                return None
+            return cls(arrays, int(meta["total"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def position(self, word: str) -> int | None:
+        """The number of ``word`` among the words, or ``None``."""
+        h = stable_hash(word)
+        p = bisect.bisect_left(self._hash_view, h)
+        return equal_hash_position(self._words, self._hashes, self._order, p, h, word)
+
+    def get(self, word: str, default: Any = None) -> Any:
+        """The frequency of ``word``, else ``default`` (jieba asks ``FREQ.get``)."""
+        i = self.position(word)
+        return default if i is None else self._freqs[i]
+
+    def __getitem__(self, word: str) -> int:
+        i = self.position(word)
+        if i is None:
+            raise KeyError(word)
+        return int(self._freqs[i])
+
+    def __contains__(self, word: object) -> bool:
+        return isinstance(word, str) and self.position(word) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._words)
+
+    def __len__(self) -> int:
+        return len(self._words)
+
+
+def _default_dictionary() -> tuple[Mapping[str, int], int]:
+    """Jieba's default dictionary and its total, loaded once per process and never modified.
+
+    Packed (:class:`PackedFreq`) and mapped from ``jieba-<digest>.bin`` in kgmind's cache folder,
+    named by the digest of jieba's dictionary file: made there by the first process, read by
+    every later one. Where the folder cannot be written, the packed form is kept in memory.
+    """
     global _base_dict
     import jieba
+
+    from kgmind.settings import kgmind_home
 
     logging.getLogger("jieba").setLevel(logging.WARNING)
     with _base_lock:
         if _base_dict is None:
-            base = jieba.Tokenizer()
-            base.initialize()
-            _base_dict = (base.FREQ, base.total)
+            tk = jieba.Tokenizer()
+            with tk.get_dict_file() as f:
+                source = f"{_PACKED_FORMAT}:{hashlib.blake2b(f.read(), digest_size=16).hexdigest()}"
+            path = kgmind_home() / "cache" / f"jieba-{source.split(':')[1]}.bin"
+            packed = PackedFreq.read(path, source)
+            if packed is None:
+                freq, total = jieba.Tokenizer.gen_pfdict(tk.get_dict_file())
+                packed = PackedFreq.pack(freq, total)
+                del freq
+                try:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    packed.write(path, source)
+                    packed = PackedFreq.read(path, source) or packed
+                except OSError:
+                    pass  # kept in memory
+            _base_dict = (packed, packed.total)
         return _base_dict
 
 
@@ -56,7 +175,7 @@ class KgWords(Mapping[str, int]):
     #: The names' and prefixes' hash (a test's subclass makes many equal: collisions change no cut).
     _hash = staticmethod(hash)
 
-    def __init__(self, base: dict[str, int], table: KeyTable, is_word: np.ndarray) -> None:
+    def __init__(self, base: Mapping[str, int], table: KeyTable, is_word: np.ndarray) -> None:
         self._base = base
         self._table = table
         self._is_word = is_word
@@ -70,17 +189,19 @@ class KgWords(Mapping[str, int]):
         self._prefixes = np.unique(hashes)  # sorted
         # the names jieba's dictionary holds too (add_word raises them): the dictionary is asked first
         self._raised = {key: KG_WORD_FREQ for i in numbers.tolist() if (key := table.key(i)) in base}
-        # jieba asks ``frag in FREQ`` and then ``FREQ[frag]``: the second is answered from here
-        self._last: tuple[str | None, int | None] = (None, None)
+        # the answers given, up to a bound: jieba asks ``frag in FREQ`` and then ``FREQ[frag]``, and
+        # questions repeat most of their fragments, which the packed dictionary answers slower than a dict
+        self._memo: dict[str, int | None] = {}
 
     def get(self, word: str, default: Any = None) -> Any:
         """What ``add_word`` would have stored for ``word``, else ``default``."""
-        last = self._last
-        if last[0] == word:
-            freq = last[1]
-        else:
+        memo = self._memo
+        freq = memo.get(word, _UNKNOWN)
+        if freq is _UNKNOWN:
             freq = self._lookup(word)
-            self._last = (word, freq)  # one tuple: a thread reads a whole pair or the one before
+            if len(memo) >= JIEBA_MEMO_WORDS:
+                memo.clear()  # a thread racing this loses at most an answer to recompute
+            memo[word] = freq
         return default if freq is None else freq
 
     def _lookup(self, word: str) -> int | None:
