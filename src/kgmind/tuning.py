@@ -21,6 +21,7 @@ __all__ = [
     "EDGES_PER_GROUP",
     "ENTITY_SCAN_ROWS",
     "EVIDENCE_VALUES",
+    "GAZETTEER_SAVED_KEYS",
     "JIEBA_MEMO_WORDS",
     "KEPT_BOUNDED_ROWS",
     "KEPT_ENTITIES",
@@ -119,6 +120,11 @@ STORE_READ_THREADS = 1
 #: read of every entity took 5.4 s, peaked at 483 MB, and failed at 128 MiB
 #: (``benchmarks/results/2026-11-29-bounded-cache/``).
 ENTITY_SCAN_ROWS = 50_000
+
+#: Keys from which a KG's gazetteer is saved beside its entity indexes and mapped by later processes. The
+#: generated 10M KG's (495k keys) took 12-15 s to build in every worker and left ~220 MB more RssAnon after
+#: ``malloc_trim`` (the page cache it filled included); the demo KG's builds in milliseconds, unsaved.
+GAZETTEER_SAVED_KEYS = 50_000
 
 #: Fragments a KG-aware jieba tokenizer remembers its answers for (``KgWords``). Its default dictionary is
 #: packed and mapped (~75 MB less per Chinese worker), and a lookup there costs microseconds: 200 CMCQA

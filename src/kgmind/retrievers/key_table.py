@@ -6,18 +6,20 @@ as a dict. Here the keys and the ids are each one UTF-8 blob with offsets, the i
 a slice of one int32 array, and a key is found by its hash in a sorted int64 array and then
 compared byte for byte, so a lookup is as exact as a dict's.
 
-Python's string hash differs between processes (``PYTHONHASHSEED``); a table is built and
-read in one process and never saved, so that does not matter.
+The keys' hash is :func:`~kgmind.retrievers.packed.stable_hash`, the same in every process, so a
+table's arrays can be saved (:attr:`KeyTable.arrays`) and mapped by another process
+(:meth:`KeyTable.from_arrays`).
 """
 
 from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
-from kgmind.retrievers.packed import StringColumn, equal_hash_position
+from kgmind.retrievers.packed import StringColumn, equal_hash_position, stable_hash
 
 __all__ = ["KeyTable"]
 
@@ -25,8 +27,13 @@ __all__ = ["KeyTable"]
 class KeyTable(Mapping[str, tuple[str, ...]]):
     """A read-only ``{key: ids}`` map, built once from ``items`` (keys unique, ids in order)."""
 
-    #: The keys' hash: only keys of equal hash are compared (a test's subclass makes many equal).
-    _hash = staticmethod(hash)
+    #: The keys' hash (a test's subclass makes many equal).
+    _hash = staticmethod(stable_hash)
+
+    #: The arrays a table is made of (:attr:`arrays`).
+    ARRAYS = frozenset(
+        {"key_blob", "key_ends", "id_blob", "id_ends", "key_ids", "key_id_ends", "hashes", "order"}
+    )
 
     def __init__(self, items: Iterable[tuple[str, Sequence[str]]]) -> None:
         keys: list[str] = []
@@ -38,12 +45,36 @@ class KeyTable(Mapping[str, tuple[str, ...]]):
             ends.append(len(flat))
         hashes = np.fromiter((self._hash(k) for k in keys), dtype=np.int64, count=len(keys))
         order = np.argsort(hashes, kind="stable")
-        self._hashes = hashes[order]
-        self._order = order.astype(np.int32)
-        self._keys = StringColumn.of(keys)
-        self._ids = StringColumn.of(id_number)  # in the order their numbers were given
-        self._id_numbers = np.frombuffer(flat, dtype=flat.typecode).astype(np.int32)
-        self._id_ends = np.frombuffer(ends, dtype=np.int64).copy()
+        key_blob, key_ends = StringColumn.of(keys).arrays
+        id_blob, id_ends = StringColumn.of(id_number).arrays  # in the order their numbers were given
+        self._set(
+            {
+                "key_blob": key_blob,
+                "key_ends": key_ends,
+                "id_blob": id_blob,
+                "id_ends": id_ends,
+                "key_ids": np.frombuffer(flat, dtype=flat.typecode).astype(np.int32),
+                "key_id_ends": np.frombuffer(ends, dtype=np.int64).copy(),
+                "hashes": hashes[order],
+                "order": order.astype(np.int32),
+            }
+        )
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> KeyTable:
+        """The table whose :attr:`arrays` these are (mapped from a file, say), without building anything."""
+        table = cls.__new__(cls)
+        table._set(arrays)
+        return table
+
+    def _set(self, arrays: Mapping[str, Any]) -> None:
+        self.arrays: dict[str, np.ndarray] = dict(arrays)
+        self._keys = StringColumn(arrays["key_blob"], arrays["key_ends"])
+        self._ids = StringColumn(arrays["id_blob"], arrays["id_ends"])
+        self._id_numbers = arrays["key_ids"]
+        self._id_ends = arrays["key_id_ends"]
+        self._hashes = arrays["hashes"]
+        self._order = arrays["order"]
 
     def __len__(self) -> int:
         return len(self._keys)

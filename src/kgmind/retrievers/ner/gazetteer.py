@@ -15,32 +15,149 @@ filtered by the same rules, without an automaton beside the keys: building the g
 the generated 10M KG (495k keys) grew a worker by 354 MB instead of 429 MB (issue 42,
 ``benchmarks/results/2026-11-29-gazetteer``). A question is a few hundred characters, so its
 lookups are a few hundred, in one array search.
+
+A big embedded (LadybugDB) KG's gazetteer is saved beside its entity indexes (``gazetteer.bin``)
+and mapped by every later process: its arrays are the key table and the key lengths per
+two-character prefix. The file is stamped with the store's fingerprint and a digest of the code
+and data that make the keys (normalisation, variants, stopwords, lay terms), so a changed KG or
+changed key rules make it anew.
 """
 
 from __future__ import annotations
 
+import bisect
+import functools
+import hashlib
+import logging
+import sys
 import threading
 import time
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from kgmind import models
+from kgmind import text as text_module
 from kgmind.models import Entity, Mention, normalize_name
+from kgmind.retrievers import key_table, lay_terms, linker
 from kgmind.retrievers.key_table import KeyTable
-from kgmind.retrievers.lay_terms import lay_synonyms
+from kgmind.retrievers.lay_terms import LANGUAGES, lay_synonyms
 from kgmind.retrievers.linker import key_variants
+from kgmind.retrievers.ner import cleaning
 from kgmind.retrievers.ner.cleaning import EN_STOPWORDS, NUMERIC, ZH_STOPWORDS, is_word_char
 from kgmind.retrievers.ner.jieba_words import new_jieba
+from kgmind.retrievers.packed import (
+    StringColumn,
+    equal_hash_position,
+    int64_view,
+    read_arrays,
+    stable_hash,
+    write_arrays,
+)
 from kgmind.stores.protocol import GraphStore
 from kgmind.text import has_cjk
+from kgmind.tuning import GAZETTEER_SAVED_KEYS
 
-__all__ = ["GAZETTEER_RECHECK_S", "Gazetteer", "clear_gazetteer_cache", "lay_keys"]
+__all__ = [
+    "GAZETTEER_FILE",
+    "GAZETTEER_RECHECK_S",
+    "Gazetteer",
+    "clear_gazetteer_cache",
+    "gazetteer_file",
+    "lay_keys",
+]
+
+_log = logging.getLogger(__name__)
 
 #: A cached gazetteer is trusted this many seconds before the store fingerprint is read
 #: again (as :class:`~kgmind.retrievers.linker.EntityLinker` trusts its entity index).
 GAZETTEER_RECHECK_S = 1.0
+
+#: The saved gazetteer's name, in the folder that holds the store's entity indexes.
+GAZETTEER_FILE = "gazetteer.bin"
+
+#: Bumped when the saved arrays change meaning: an older file is then made again.
+_SAVED_FORMAT = 1
+
+
+def gazetteer_file(store_uri: str) -> Path:
+    """Where the gazetteer of ``store_uri`` is saved: beside its entity indexes (``<store>.index/``)."""
+    from kgmind.retrievers.entity_index import entity_index_dir
+
+    return entity_index_dir(store_uri, "any").parent / GAZETTEER_FILE
+
+
+@functools.cache
+def _key_rules_digest() -> str | None:
+    """A digest of the code and data that make a gazetteer's keys, or ``None`` where they cannot be read.
+
+    Whole modules are digested (normalisation, variants, stopwords, lay terms, the key table and
+    this module), so any change to them makes saved gazetteers anew; a change elsewhere in
+    them costs one rebuild.
+    """
+    h = hashlib.blake2b(digest_size=16)
+    try:
+        for module in (models, text_module, cleaning, lay_terms, linker, key_table, sys.modules[__name__]):
+            h.update(Path(str(module.__file__)).read_bytes())
+        for lang in LANGUAGES:
+            h.update((resources.files("kgmind") / "data" / f"lay_terms_{lang}.tsv").read_bytes())
+    except (OSError, TypeError):
+        return None
+    return h.hexdigest()
+
+
+class _PrefixLengths:
+    """The lengths of the keys that begin with each two characters, as flat arrays.
+
+    A question asks once per character, so a lookup is a hash, a bisection and one compare.
+    """
+
+    ARRAYS = frozenset(
+        {"prefix_blob", "prefix_ends", "lengths", "length_ends", "prefix_hashes", "prefix_order"}
+    )
+
+    def __init__(self, arrays: Mapping[str, np.ndarray]) -> None:
+        self.arrays = dict(arrays)
+        self._prefixes = StringColumn(arrays["prefix_blob"], arrays["prefix_ends"])
+        self._lengths = int64_view(arrays["lengths"])
+        self._ends = int64_view(arrays["length_ends"])
+        self._hashes = arrays["prefix_hashes"]
+        self._hash_view = int64_view(self._hashes)
+        self._order = arrays["prefix_order"]
+
+    @classmethod
+    def of(cls, keys: Iterable[str]) -> _PrefixLengths:
+        """The lengths of ``keys`` (each at least two characters long) by their first two characters."""
+        by_prefix: dict[str, set[int]] = {}
+        for key in keys:
+            by_prefix.setdefault(key[:2], set()).add(len(key))
+        runs = [sorted(lengths) for lengths in by_prefix.values()]
+        hashes = np.fromiter((stable_hash(p) for p in by_prefix), dtype=np.int64, count=len(by_prefix))
+        order = np.argsort(hashes, kind="stable")
+        blob, ends = StringColumn.of(by_prefix).arrays
+        return cls(
+            {
+                "prefix_blob": blob,
+                "prefix_ends": ends,
+                "lengths": np.fromiter((n for run in runs for n in run), dtype=np.int64),
+                "length_ends": np.cumsum([len(run) for run in runs], dtype=np.int64),
+                "prefix_hashes": hashes[order],
+                "prefix_order": order.astype(np.int32),
+            }
+        )
+
+    def get(self, prefix: str) -> tuple[int, ...] | None:
+        """The lengths of the keys beginning with ``prefix``, ascending, or ``None``."""
+        h = stable_hash(prefix)
+        p = bisect.bisect_left(self._hash_view, h)
+        i = equal_hash_position(self._prefixes, self._hashes, self._order, p, h, prefix)
+        if i is None:
+            return None
+        return tuple(self._lengths[self._ends[i - 1] if i else 0 : self._ends[i]])
 
 
 def _normalize_with_offsets(text: str) -> tuple[str, list[int]]:
@@ -110,18 +227,68 @@ class Gazetteer:
         lay = {k: ids for k, ids in lay_keys(exact).items() if k not in keys and self._keep_key(k, min_chars)}
         keys.update(lay)
         self._add_variants(keys, lay, min_chars)
-        # the lengths of the keys beginning with each two characters (every key has at least two)
-        by_prefix: dict[str, set[int]] = {}
-        for key in keys:
-            by_prefix.setdefault(key[:2], set()).add(len(key))
-        self._lengths = {prefix: tuple(sorted(lengths)) for prefix, lengths in by_prefix.items()}
         # the tokenizer's words: the KG's own keys and lay terms (not their variants), built when first cut
-        self._cjk_words = np.fromiter(
+        cjk_words = np.fromiter(
             (k in exact or k in lay for k in keys), dtype=bool, count=len(keys)
         ) & np.fromiter((has_cjk(k) for k in keys), dtype=bool, count=len(keys))
-        self.keys = KeyTable(keys.items())
+        # the lengths of the keys beginning with each two characters (every key has at least two)
+        self._set(KeyTable(keys.items()), _PrefixLengths.of(keys), cjk_words)
+
+    def _set(self, keys: KeyTable, lengths: _PrefixLengths, cjk_words: np.ndarray) -> None:
+        self.keys = keys
+        self._lengths = lengths
+        self._cjk_words = cjk_words
         self._tokenizer: Any = None
         self._tk_lock = threading.Lock()
+
+    def write(self, path: Path, stamp: str) -> None:
+        """Save into ``path`` (atomically), stamped with ``stamp`` (the store's state and the key rules)."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        arrays = {**self.keys.arrays, **self._lengths.arrays, "cjk_words": self._cjk_words.astype(np.uint8)}
+        write_arrays(path, arrays, {"format": _SAVED_FORMAT, "stamp": stamp})
+
+    @classmethod
+    def read(cls, path: Path, stamp: str) -> Gazetteer | None:
+        """The gazetteer saved in ``path``, mapped; ``None`` when missing, unreadable or not of ``stamp``."""
+        try:
+            arrays, meta = read_arrays(path)
+        except (OSError, ValueError):
+            return None
+        if meta.get("format") != _SAVED_FORMAT or meta.get("stamp") != stamp:
+            return None
+        if set(arrays) != KeyTable.ARRAYS | _PrefixLengths.ARRAYS | {"cjk_words"}:
+            return None
+        gaz = cls.__new__(cls)
+        table = KeyTable.from_arrays({k: arrays[k] for k in KeyTable.ARRAYS})
+        lengths = _PrefixLengths({k: arrays[k] for k in _PrefixLengths.ARRAYS})
+        gaz._set(table, lengths, arrays["cjk_words"].view(np.bool_))
+        return gaz
+
+    @classmethod
+    def _saved_or_built(cls, store: GraphStore, fingerprint: str) -> Gazetteer:
+        """The store's saved gazetteer if it is of this store state and these key rules, else built.
+
+        One of at least :data:`~kgmind.tuning.GAZETTEER_SAVED_KEYS` keys of a LadybugDB store is
+        saved when built and mapped from its file; a failed save is logged and the built one used.
+        """
+        rules = _key_rules_digest()
+        # Only LadybugDB's fingerprint names one store state for good (a new random load version per
+        # write); Neo4j's counter can come back to the same value after a wipe and another import.
+        path = gazetteer_file(store.uri) if rules and store.uri.startswith("ladybug:") else None
+        stamp = f"{fingerprint}|{rules}"
+        if path is not None:
+            saved = cls.read(path, stamp)
+            if saved is not None:
+                return saved
+        gaz = cls(store.iter_entities())
+        if path is None or len(gaz) < GAZETTEER_SAVED_KEYS:
+            return gaz
+        try:
+            gaz.write(path, stamp)
+        except OSError as exc:
+            _log.warning("gazetteer not saved to %s (it is built again next time): %s", path, exc)
+            return gaz
+        return cls.read(path, stamp) or gaz
 
     @classmethod
     def _add_variants(cls, keys: dict[str, list[str]], base: dict[str, list[str]], min_chars: int) -> None:
@@ -175,7 +342,7 @@ class Gazetteer:
             if hit is not None and hit[0] == fp:
                 _gazetteers[store.uri] = (fp, hit[1], now)
                 return hit[1]
-        gaz = cls(store.iter_entities())
+        gaz = cls._saved_or_built(store, fp)
         with _gaz_lock:
             _gazetteers[store.uri] = (fp, gaz, now)
         return gaz
