@@ -130,7 +130,7 @@ def test_a_folder_that_cannot_be_written_keeps_the_built_one(
     folder = gz.gazetteer_file(store.uri).parent
     folder.parent.mkdir(parents=True, exist_ok=True)
     folder.write_text("a file where the index folder should be")
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.INFO, logger="kgmind.retrievers.ner.gazetteer"):
         g = Gazetteer.for_store(store, recheck_s=0)
     assert "gazetteer not saved" in caplog.text
     assert _found(g, _texts()) == _found(Gazetteer(parse_demo().entities), _texts())

@@ -10,17 +10,19 @@ the kernel loads the pages a question touches, and workers on one host share the
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import os
 import struct
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, overload
 
 import numpy as np
 
 __all__ = [
+    "KeyedRuns",
     "StringColumn",
     "Strings",
     "equal_hash_position",
@@ -119,6 +121,80 @@ def equal_hash_position(
             return i
         p += 1
     return None
+
+
+class KeyedRuns(Mapping[str, tuple[int, ...]]):
+    """Strings, each with a run of integers, as flat arrays named ``<name>_<field>``: savable and mappable.
+
+    A string is found by its :func:`stable_hash` in a sorted array and then compared whole, so a
+    lookup answers exactly what a dict would, in a few microseconds (a bisection on a memoryview,
+    no numpy scalar made). Several maps can share one file under different names.
+    """
+
+    FIELDS = ("blob", "ends", "values", "value_ends", "hashes", "order")
+
+    def __init__(self, arrays: Mapping[str, np.ndarray], name: str) -> None:
+        self.arrays = {f"{name}_{f}": arrays[f"{name}_{f}"] for f in self.FIELDS}
+        a = [self.arrays[f"{name}_{f}"] for f in self.FIELDS]
+        self._keys = StringColumn(a[0], a[1])
+        self._values, self._value_ends = int64_view(a[2]), int64_view(a[3])
+        self._hashes, self._hash_view, self._order = a[4], int64_view(a[4]), a[5]
+
+    @classmethod
+    def names(cls, name: str) -> frozenset[str]:
+        """The array names of the map called ``name``."""
+        return frozenset(f"{name}_{f}" for f in cls.FIELDS)
+
+    @classmethod
+    def of(cls, runs: Mapping[str, Sequence[int]], name: str) -> KeyedRuns:
+        """``runs``'s strings and integer runs, in its order."""
+        blob, ends = StringColumn.of(runs).arrays
+        hashes = np.fromiter((stable_hash(k) for k in runs), dtype=np.int64, count=len(runs))
+        order = np.argsort(hashes, kind="stable")
+        fields = {
+            "blob": blob,
+            "ends": ends,
+            "values": np.fromiter((v for run in runs.values() for v in run), dtype=np.int64),
+            "value_ends": np.cumsum(np.fromiter(map(len, runs.values()), dtype=np.int64, count=len(runs))),
+            "hashes": hashes[order],
+            "order": order.astype(np.int32),
+        }
+        return cls({f"{name}_{f}": arr for f, arr in fields.items()}, name)
+
+    def position(self, key: str) -> int | None:
+        """The number of ``key`` among the strings, or ``None``."""
+        h = stable_hash(key)
+        return equal_hash_position(
+            self._keys, self._hashes, self._order, bisect.bisect_left(self._hash_view, h), h, key
+        )
+
+    def run(self, i: int) -> tuple[int, ...]:
+        """The integers of the ``i``-th string."""
+        return tuple(self._values[self._value_ends[i - 1] if i else 0 : self._value_ends[i]])
+
+    def first(self, i: int) -> int:
+        """The first integer of the ``i``-th string's run (a map of single values asks this)."""
+        return self._values[self._value_ends[i - 1] if i else 0]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The run of ``key``, else ``default`` (without raising, as a question asks mostly misses)."""
+        i = self.position(key)
+        return default if i is None else self.run(i)
+
+    def __getitem__(self, key: str) -> tuple[int, ...]:
+        i = self.position(key)
+        if i is None:
+            raise KeyError(key)
+        return self.run(i)
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self.position(key) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
 
 
 def write_arrays(path: Path, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> None:

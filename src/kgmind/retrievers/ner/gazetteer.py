@@ -25,7 +25,6 @@ changed key rules make it anew.
 
 from __future__ import annotations
 
-import bisect
 import functools
 import hashlib
 import logging
@@ -33,7 +32,7 @@ import sys
 import threading
 import time
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -50,14 +49,7 @@ from kgmind.retrievers.linker import key_variants
 from kgmind.retrievers.ner import cleaning
 from kgmind.retrievers.ner.cleaning import EN_STOPWORDS, NUMERIC, ZH_STOPWORDS, is_word_char
 from kgmind.retrievers.ner.jieba_words import new_jieba
-from kgmind.retrievers.packed import (
-    StringColumn,
-    equal_hash_position,
-    int64_view,
-    read_arrays,
-    stable_hash,
-    write_arrays,
-)
+from kgmind.retrievers.packed import KeyedRuns, read_arrays, write_arrays
 from kgmind.stores.protocol import GraphStore
 from kgmind.text import has_cjk
 from kgmind.tuning import GAZETTEER_SAVED_KEYS
@@ -81,7 +73,7 @@ GAZETTEER_RECHECK_S = 1.0
 GAZETTEER_FILE = "gazetteer.bin"
 
 #: Bumped when the saved arrays change meaning: an older file is then made again.
-_SAVED_FORMAT = 1
+_SAVED_FORMAT = 2
 
 
 def gazetteer_file(store_uri: str) -> Path:
@@ -108,56 +100,6 @@ def _key_rules_digest() -> str | None:
     except (OSError, TypeError):
         return None
     return h.hexdigest()
-
-
-class _PrefixLengths:
-    """The lengths of the keys that begin with each two characters, as flat arrays.
-
-    A question asks once per character, so a lookup is a hash, a bisection and one compare.
-    """
-
-    ARRAYS = frozenset(
-        {"prefix_blob", "prefix_ends", "lengths", "length_ends", "prefix_hashes", "prefix_order"}
-    )
-
-    def __init__(self, arrays: Mapping[str, np.ndarray]) -> None:
-        self.arrays = dict(arrays)
-        self._prefixes = StringColumn(arrays["prefix_blob"], arrays["prefix_ends"])
-        self._lengths = int64_view(arrays["lengths"])
-        self._ends = int64_view(arrays["length_ends"])
-        self._hashes = arrays["prefix_hashes"]
-        self._hash_view = int64_view(self._hashes)
-        self._order = arrays["prefix_order"]
-
-    @classmethod
-    def of(cls, keys: Iterable[str]) -> _PrefixLengths:
-        """The lengths of ``keys`` (each at least two characters long) by their first two characters."""
-        by_prefix: dict[str, set[int]] = {}
-        for key in keys:
-            by_prefix.setdefault(key[:2], set()).add(len(key))
-        runs = [sorted(lengths) for lengths in by_prefix.values()]
-        hashes = np.fromiter((stable_hash(p) for p in by_prefix), dtype=np.int64, count=len(by_prefix))
-        order = np.argsort(hashes, kind="stable")
-        blob, ends = StringColumn.of(by_prefix).arrays
-        return cls(
-            {
-                "prefix_blob": blob,
-                "prefix_ends": ends,
-                "lengths": np.fromiter((n for run in runs for n in run), dtype=np.int64),
-                "length_ends": np.cumsum([len(run) for run in runs], dtype=np.int64),
-                "prefix_hashes": hashes[order],
-                "prefix_order": order.astype(np.int32),
-            }
-        )
-
-    def get(self, prefix: str) -> tuple[int, ...] | None:
-        """The lengths of the keys beginning with ``prefix``, ascending, or ``None``."""
-        h = stable_hash(prefix)
-        p = bisect.bisect_left(self._hash_view, h)
-        i = equal_hash_position(self._prefixes, self._hashes, self._order, p, h, prefix)
-        if i is None:
-            return None
-        return tuple(self._lengths[self._ends[i - 1] if i else 0 : self._ends[i]])
 
 
 def _normalize_with_offsets(text: str) -> tuple[str, list[int]]:
@@ -232,9 +174,13 @@ class Gazetteer:
             (k in exact or k in lay for k in keys), dtype=bool, count=len(keys)
         ) & np.fromiter((has_cjk(k) for k in keys), dtype=bool, count=len(keys))
         # the lengths of the keys beginning with each two characters (every key has at least two)
-        self._set(KeyTable(keys.items()), _PrefixLengths.of(keys), cjk_words)
+        by_prefix: dict[str, set[int]] = {}
+        for key in keys:
+            by_prefix.setdefault(key[:2], set()).add(len(key))
+        lengths = KeyedRuns.of({prefix: sorted(n) for prefix, n in by_prefix.items()}, "prefix_lengths")
+        self._set(KeyTable(keys.items()), lengths, cjk_words)
 
-    def _set(self, keys: KeyTable, lengths: _PrefixLengths, cjk_words: np.ndarray) -> None:
+    def _set(self, keys: KeyTable, lengths: KeyedRuns, cjk_words: np.ndarray) -> None:
         self.keys = keys
         self._lengths = lengths
         self._cjk_words = cjk_words
@@ -256,12 +202,11 @@ class Gazetteer:
             return None
         if meta.get("format") != _SAVED_FORMAT or meta.get("stamp") != stamp:
             return None
-        if set(arrays) != KeyTable.ARRAYS | _PrefixLengths.ARRAYS | {"cjk_words"}:
+        if set(arrays) != KeyTable.ARRAYS | KeyedRuns.names("prefix_lengths") | {"cjk_words"}:
             return None
         gaz = cls.__new__(cls)
         table = KeyTable.from_arrays({k: arrays[k] for k in KeyTable.ARRAYS})
-        lengths = _PrefixLengths({k: arrays[k] for k in _PrefixLengths.ARRAYS})
-        gaz._set(table, lengths, arrays["cjk_words"].view(np.bool_))
+        gaz._set(table, KeyedRuns(arrays, "prefix_lengths"), arrays["cjk_words"].view(np.bool_))
         return gaz
 
     @classmethod
@@ -269,7 +214,7 @@ class Gazetteer:
         """The store's saved gazetteer if it is of this store state and these key rules, else built.
 
         One of at least :data:`~kgmind.tuning.GAZETTEER_SAVED_KEYS` keys of a LadybugDB store is
-        saved when built and mapped from its file; a failed save is logged and the built one used.
+        saved when built and mapped from its file; a failed save is logged (info) and the built one used.
         """
         rules = _key_rules_digest()
         # Only LadybugDB's fingerprint names one store state for good (a new random load version per
@@ -286,7 +231,7 @@ class Gazetteer:
         try:
             gaz.write(path, stamp)
         except OSError as exc:
-            _log.warning("gazetteer not saved to %s (it is built again next time): %s", path, exc)
+            _log.info("gazetteer not saved to %s (it is built again next time): %s", path, exc)
             return gaz
         return cls.read(path, stamp) or gaz
 

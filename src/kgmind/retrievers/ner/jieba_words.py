@@ -15,7 +15,6 @@ cache folder, made once per jieba dictionary and mapped by every later process.
 
 from __future__ import annotations
 
-import bisect
 import hashlib
 import logging
 import threading
@@ -26,14 +25,7 @@ from typing import Any
 import numpy as np
 
 from kgmind.retrievers.key_table import KeyTable
-from kgmind.retrievers.packed import (
-    StringColumn,
-    equal_hash_position,
-    int64_view,
-    read_arrays,
-    stable_hash,
-    write_arrays,
-)
+from kgmind.retrievers.packed import KeyedRuns, read_arrays, write_arrays
 from kgmind.tuning import JIEBA_MEMO_WORDS
 
 __all__ = ["KG_WORD_FREQ", "KgWords", "PackedFreq", "new_jieba"]
@@ -42,8 +34,7 @@ __all__ = ["KG_WORD_FREQ", "KgWords", "PackedFreq", "new_jieba"]
 KG_WORD_FREQ = 2000
 
 #: Bumped when :class:`PackedFreq`'s arrays change meaning: an older file is then made again.
-_PACKED_FORMAT = 1
-_ARRAYS = frozenset({"blob", "ends", "freqs", "hashes", "order"})
+_PACKED_FORMAT = 2
 
 #: The memo's "not asked yet" (``None`` is an answer: not a word or prefix).
 _UNKNOWN: Any = object()
@@ -55,77 +46,73 @@ _base_dict: tuple[Mapping[str, int], int] | None = None
 class PackedFreq(Mapping[str, int]):
     """A word → frequency map (jieba's ``FREQ``: its words, and their prefixes at 0) as flat arrays.
 
-    A word is found by its :func:`~kgmind.retrievers.packed.stable_hash` in a sorted array and
-    then compared whole, so a lookup answers exactly what the dict did.
+    A :class:`~kgmind.retrievers.packed.KeyedRuns` of one frequency a word: a lookup answers
+    exactly what the dict did.
     """
 
-    def __init__(self, arrays: Mapping[str, np.ndarray], total: int) -> None:
-        self.arrays = dict(arrays)
+    def __init__(self, runs: KeyedRuns, total: int) -> None:
+        self.runs = runs
         self.total = total
-        self._words = StringColumn(arrays["blob"], arrays["ends"])
-        self._freqs = int64_view(arrays["freqs"])
-        self._hashes = arrays["hashes"]
-        self._hash_view = int64_view(self._hashes)  # searched with bisect: a lookup is a few microseconds
-        self._order = arrays["order"]
 
     @classmethod
     def pack(cls, freq: Mapping[str, int], total: int) -> PackedFreq:
         """``freq``'s words and frequencies, in its order."""
-        words = StringColumn.of(freq)
-        hashes = np.fromiter((stable_hash(w) for w in freq), dtype=np.int64, count=len(freq))
-        order = np.argsort(hashes, kind="stable")
-        blob, ends = words.arrays
-        return cls(
-            {
-                "blob": blob,
-                "ends": ends,
-                "freqs": np.fromiter(freq.values(), dtype=np.int64, count=len(freq)),
-                "hashes": hashes[order],
-                "order": order.astype(np.int32),
-            },
-            total,
-        )
+        return cls(KeyedRuns.of(_Single(freq), "freq"), total)
 
     def write(self, path: Path, source: str) -> None:
         """Save into ``path`` (atomically), stamped with ``source`` (the digest of the dictionary packed)."""
-        write_arrays(path, self.arrays, {"format": _PACKED_FORMAT, "source": source, "total": self.total})
+        write_arrays(
+            path, self.runs.arrays, {"format": _PACKED_FORMAT, "source": source, "total": self.total}
+        )
 
     @classmethod
     def read(cls, path: Path, source: str) -> PackedFreq | None:
         """The map saved in ``path``, mapped; ``None`` when missing, unreadable or not of ``source``."""
         try:
             arrays, meta = read_arrays(path)
-            if meta.get("format") != _PACKED_FORMAT or meta.get("source") != source or set(arrays) != _ARRAYS:
+            if meta.get("format") != _PACKED_FORMAT or meta.get("source") != source:
                 return None
-            return cls(arrays, int(meta["total"]))
+            if set(arrays) != KeyedRuns.names("freq"):
+                return None
+            return cls(KeyedRuns(arrays, "freq"), int(meta["total"]))
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
-    def position(self, word: str) -> int | None:
-        """The number of ``word`` among the words, or ``None``."""
-        h = stable_hash(word)
-        p = bisect.bisect_left(self._hash_view, h)
-        return equal_hash_position(self._words, self._hashes, self._order, p, h, word)
-
     def get(self, word: str, default: Any = None) -> Any:
         """The frequency of ``word``, else ``default`` (jieba asks ``FREQ.get``)."""
-        i = self.position(word)
-        return default if i is None else self._freqs[i]
+        i = self.runs.position(word)
+        return default if i is None else self.runs.first(i)
 
     def __getitem__(self, word: str) -> int:
-        i = self.position(word)
+        i = self.runs.position(word)
         if i is None:
             raise KeyError(word)
-        return int(self._freqs[i])
+        return self.runs.first(i)
 
     def __contains__(self, word: object) -> bool:
-        return isinstance(word, str) and self.position(word) is not None
+        return word in self.runs
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._words)
+        return iter(self.runs)
 
     def __len__(self) -> int:
-        return len(self._words)
+        return len(self.runs)
+
+
+class _Single(Mapping[str, tuple[int]]):
+    """``{word: (frequency,)}`` over a word → frequency map, made one run at a time."""
+
+    def __init__(self, freq: Mapping[str, int]) -> None:
+        self._freq = freq
+
+    def __getitem__(self, word: str) -> tuple[int]:
+        return (self._freq[word],)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._freq)
+
+    def __len__(self) -> int:
+        return len(self._freq)
 
 
 def _default_dictionary() -> tuple[Mapping[str, int], int]:
