@@ -115,14 +115,13 @@ EDGES_PER_CONTEXT_GROUP: int | None = 5
 STORE_READ_THREADS = 1
 
 #: Entities one read of a whole-KG entity scan returns (LadybugDB ``iter_entities``: the gazetteer and the
-#: entity index read every entity). On the generated 10M KG (495k entities) with the page cache at 128
-#: MiB, 50,000 a read took 2.6 s in all (0.55 s of it sorting the ids) and peaked at 235 MB RSS; one
-#: read of every entity took 5.4 s, peaked at 483 MB, and failed at 128 MiB
-#: (``benchmarks/results/2026-11-29-bounded-cache/``).
+#: entity index read every entity). On the generated 10M KG (495k entities), 50,000 a read took 4.7-5.9 s
+#: in all and peaked at 235 MB RSS; one read of every entity took 5.7 s, peaked at 479 MB, and failed with
+#: the page cache at 128 MiB (``benchmarks/results/2026-11-29-bounded-cache/iter-entities.txt``).
 ENTITY_SCAN_ROWS = 50_000
 
 #: Keys from which a KG's gazetteer is saved beside its entity indexes and mapped by later processes. The
-#: generated 10M KG's (495k keys) took 12-15 s to build in every worker and left ~220 MB more RssAnon after
+#: generated 10M KG's (495k keys) took 12-24 s to build in every worker and left ~220 MB more RssAnon after
 #: ``malloc_trim`` (the page cache it filled included); the demo KG's builds in milliseconds, unsaved.
 GAZETTEER_SAVED_KEYS = 50_000
 
