@@ -132,8 +132,8 @@ def _default_dictionary() -> tuple[Mapping[str, int], int]:
         if _base_dict is None:
             tk = jieba.Tokenizer()
             with tk.get_dict_file() as f:
-                source = f"{_PACKED_FORMAT}:{hashlib.blake2b(f.read(), digest_size=16).hexdigest()}"
-            path = kgmind_home() / "cache" / f"jieba-{source.split(':')[1]}.bin"
+                source = hashlib.blake2b(f.read(), digest_size=16).hexdigest()
+            path = kgmind_home() / "cache" / f"jieba-{source}.bin"
             packed = PackedFreq.read(path, source)
             if packed is None:
                 freq, total = jieba.Tokenizer.gen_pfdict(tk.get_dict_file())
