@@ -84,8 +84,8 @@ def test_a_saved_gazetteer_is_mapped_by_the_next_process_and_matches_as_the_buil
     saved = Gazetteer.for_store(store, recheck_s=0)
     assert saved is not built and store.iter_calls == 1
     reference = Gazetteer(parse_demo().entities)  # built directly, never saved
-    assert _mapped(saved.keys.arrays["hashes"]) and _mapped(built.keys.arrays["hashes"])
-    assert not _mapped(reference.keys.arrays["hashes"])
+    assert _mapped(saved.keys.arrays["keys_hashes"]) and _mapped(built.keys.arrays["keys_hashes"])
+    assert not _mapped(reference.keys.arrays["keys_hashes"])
     texts = _texts()
     assert any(_found(reference, texts)) and _found(saved, texts) == _found(reference, texts)
     assert dict(saved.keys.items()) == dict(reference.keys.items())

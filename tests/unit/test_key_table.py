@@ -7,6 +7,7 @@ import random
 import pytest
 
 from kgmind.retrievers.key_table import KeyTable
+from kgmind.retrievers.packed import KeyedRuns
 
 ITEMS = [
     ("fever", ("e1",)),
@@ -17,10 +18,14 @@ ITEMS = [
 ]
 
 
+class _FewHashRuns(KeyedRuns):
+    _hash = staticmethod(len)
+
+
 class FewHashes(KeyTable):
     """Every key of one length hashes alike, so nearly every lookup meets other keys' hashes."""
 
-    _hash = staticmethod(len)
+    _runs_type = _FewHashRuns
 
 
 @pytest.mark.parametrize("table_type", [KeyTable, FewHashes])

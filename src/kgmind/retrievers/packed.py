@@ -128,10 +128,14 @@ class KeyedRuns(Mapping[str, tuple[int, ...]]):
 
     A string is found by its :func:`stable_hash` in a sorted array and then compared whole, so a
     lookup answers exactly what a dict would, in a few microseconds (a bisection on a memoryview,
-    no numpy scalar made). Several maps can share one file under different names.
+    no numpy scalar made); :meth:`find` looks up many in one array search. Several maps can share
+    one file under different names.
     """
 
     FIELDS = ("blob", "ends", "values", "value_ends", "hashes", "order")
+
+    #: The strings' hash (a test's subclass makes many equal; a saved map must keep the default).
+    _hash = staticmethod(stable_hash)
 
     def __init__(self, arrays: Mapping[str, np.ndarray], name: str) -> None:
         self.arrays = {f"{name}_{f}": arrays[f"{name}_{f}"] for f in self.FIELDS}
@@ -148,25 +152,54 @@ class KeyedRuns(Mapping[str, tuple[int, ...]]):
     @classmethod
     def of(cls, runs: Mapping[str, Sequence[int]], name: str) -> KeyedRuns:
         """``runs``'s strings and integer runs, in its order."""
-        blob, ends = StringColumn.of(runs).arrays
-        hashes = np.fromiter((stable_hash(k) for k in runs), dtype=np.int64, count=len(runs))
+        values = np.fromiter((v for run in runs.values() for v in run), dtype=np.int64)
+        ends = np.cumsum(np.fromiter(map(len, runs.values()), dtype=np.int64, count=len(runs)))
+        return cls.from_flat(list(runs), values, ends, name)
+
+    @classmethod
+    def from_flat(
+        cls, keys: Sequence[str], values: np.ndarray, value_ends: np.ndarray, name: str
+    ) -> KeyedRuns:
+        """``keys`` (unique), the ``i``-th with ``values`` up to ``value_ends[i]`` (from the previous end)."""
+        blob, ends = StringColumn.of(keys).arrays
+        hashes = np.fromiter((cls._hash(k) for k in keys), dtype=np.int64, count=len(keys))
         order = np.argsort(hashes, kind="stable")
         fields = {
             "blob": blob,
             "ends": ends,
-            "values": np.fromiter((v for run in runs.values() for v in run), dtype=np.int64),
-            "value_ends": np.cumsum(np.fromiter(map(len, runs.values()), dtype=np.int64, count=len(runs))),
+            "values": np.asarray(values, dtype=np.int64),
+            "value_ends": np.asarray(value_ends, dtype=np.int64),
             "hashes": hashes[order],
             "order": order.astype(np.int32),
         }
         return cls({f"{name}_{f}": arr for f, arr in fields.items()}, name)
 
+    def key(self, i: int) -> str:
+        """The ``i``-th string, in the order they were given."""
+        return self._keys[i]
+
     def position(self, key: str) -> int | None:
         """The number of ``key`` among the strings, or ``None``."""
-        h = stable_hash(key)
+        h = self._hash(key)
         return equal_hash_position(
             self._keys, self._hashes, self._order, bisect.bisect_left(self._hash_view, h), h, key
         )
+
+    def find(self, texts: Sequence[str]) -> list[int | None]:
+        """For each of ``texts`` the number of the string equal to it, or ``None``: one array search."""
+        if not texts or not len(self):
+            return [None] * len(texts)
+        wanted = np.fromiter((self._hash(t) for t in texts), dtype=np.int64, count=len(texts))
+        pos = np.searchsorted(self._hashes, wanted)
+        inside = pos < len(self._hashes)
+        hit = np.zeros(len(texts), dtype=bool)
+        hit[inside] = self._hashes[pos[inside]] == wanted[inside]
+        out: list[int | None] = [None] * len(texts)
+        for t in np.flatnonzero(hit).tolist():
+            out[t] = equal_hash_position(
+                self._keys, self._hashes, self._order, int(pos[t]), int(wanted[t]), texts[t]
+            )
+        return out
 
     def run(self, i: int) -> tuple[int, ...]:
         """The integers of the ``i``-th string."""

@@ -73,7 +73,7 @@ GAZETTEER_RECHECK_S = 1.0
 GAZETTEER_FILE = "gazetteer.bin"
 
 #: Bumped when the saved arrays change meaning: an older file is then made again.
-_SAVED_FORMAT = 2
+_SAVED_FORMAT = 3
 
 
 def gazetteer_file(store_uri: str) -> Path:
