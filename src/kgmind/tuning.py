@@ -133,10 +133,12 @@ JIEBA_MEMO_WORDS = 32_768
 
 #: Bounded reads a pushed-down worker keeps across questions (``BoundedReads``), in rows (kept edges).
 #: Keeping them made a pushed-down question 3.2x (EMCKG-full) and 1.3x (re-crawl) faster at p50
-#: (2026-11-26). A row is a ``StoredEdge`` since 2026-11-28, ~250-425 bytes held; 40 re-crawl calib
-#: questions filled 100,000 rows, and 300,000 took p50 541 / 412 -> 453 / 344 ms for +50-85 MB RSS
-#: (``benchmarks/results/2026-11-28-python-reads/kept-rows/``), about what 100,000 pydantic rows held.
-KEPT_BOUNDED_ROWS = 300_000
+#: (2026-11-26). A row is a ``StoredEdge``, ~370-430 bytes held (tracemalloc, 300,000 rows of 150
+#: re-crawl questions). They serve what the shared index below no longer holds; since it holds a
+#: re-crawl worker's whole working set, half of the 300,000 kept before: 76 re-crawl calib questions,
+#: two rounds, mean ms 282, 307 -> 252, 288 and RSS 756-765 -> 714-719 MB, with the bound below
+#: (``benchmarks/results/2026-11-29-lean-pushdown/``).
+KEPT_BOUNDED_ROWS = 150_000
 
 #: Entities a LadybugDB store keeps from its lookups, per load version, so that the ends a pushed-down
 #: question lists again (common symptoms, the diseases around them) cost no engine query
@@ -146,10 +148,13 @@ KEPT_ENTITIES = 50_000
 
 #: Edges a pushed-down worker keeps between questions: one index per store state grows with every
 #: question (a node's edges are read once, not once a question) until it holds this many, and the
-#: next question starts a new one (``graph_index_cache``). ~0.5 KB an edge with its entities (64
-#: per-question indexes of 18k-38k edges held ~1 GB on the re-crawl); a lone re-crawl question
-#: reads 11,000 at p50, a worker's ~5,800 (``KGMIND_PUSHDOWN_KEPT_EDGES`` sets it).
-KEPT_NEIGHBORHOOD_EDGES = 200_000
+#: next question starts a new one (``graph_index_cache``). A pushed-down edge holds ~270 bytes (455
+#: before its strings were shared and its lists packed, 2026-11-29); a lone re-crawl question reads
+#: 11,000 at p50, and 300 re-crawl questions read its bounded working set, ~450,000 with readings.
+#: Under 200,000 a re-crawl worker started over every ~100 questions and stayed at a cold p50; with
+#: the smaller row cache above, this bound holds no more at its limit than the two did before.
+#: ``KGMIND_PUSHDOWN_KEPT_EDGES`` sets it.
+KEPT_NEIGHBORHOOD_EDGES = 500_000
 
 #: How :func:`rank_diseases` may use learnt weights (see there).
 WEIGHT_VOTES: tuple[str, ...] = ("tiebreak", "lift_first", "scale")

@@ -60,13 +60,18 @@ def _seed_sets(full: Any) -> list[list[str]]:
     return [hubs[:2], hubs[2:5], [hubs[0], full.ids[by_degree[-1]]], hubs[1::2]]
 
 
-def _assert_same(store: Any) -> int:
+def _bounded_full(store: Any) -> Any:
     from kgmind.retrievers.graph_index import GraphIndex
 
-    probe = GraphIndex(store.iter_entities(), store.iter_relations(), schema=store.relation_schema())
-    probe.bound(K)
+    full = GraphIndex(store.iter_entities(), store.iter_relations(), schema=store.relation_schema())
+    full.bound(K)
+    return full
+
+
+def _assert_same(store: Any) -> int:
+
     compared = 0
-    for seeds in _seed_sets(probe):
+    for seeds in _seed_sets(_bounded_full(store)):
         full, part = _indexes(store, seeds)
         mem, push = _explorations(full, seeds), _explorations(part, seeds)
         for name in mem:
@@ -90,6 +95,35 @@ def test_every_exploration_gives_the_same_evidence_on_both_bounded_indexes(demo_
         apply_verdicts(store, f"{run}:bounded", run, [(rel.id, "wrong")], source="test")
     assert rel.id in store.disputed_relations()
     assert _assert_same(store) > 20
+
+
+def test_a_completed_node_lists_the_full_index_edges_and_shares_one_string_per_type(demo_uri: str) -> None:
+    """Each node a pushed-down index completed lists what the bounded full index lists, in its order.
+
+    The lists are compared edge by edge (relation id and reading), not through evidence; and
+    the index holds one string per relation type, reading and source, however many groups
+    and reads brought it (issue 42: a string per edge was ~50 bytes of a pushed-down edge).
+    """
+    from kgmind.stores.factory import open_store
+
+    store = open_store(demo_uri)
+    probe = _bounded_full(store)
+    compared = 0
+    for seeds in _seed_sets(probe)[:2]:
+        full, part = _indexes(store, seeds)
+        _explorations(part, seeds)  # completes nodes as the searches read them
+        done = sorted(part._complete or ())
+        assert len(done) > len(seeds)
+        for n in done:
+            f = full.index_of[part.ids[n]]
+            for side in ("out_adj", "in_adj"):
+                got = [(part.edge_id[e], part.edge_type[e]) for e in list.__getitem__(getattr(part, side), n)]
+                want = [(full.edge_id[e], full.edge_type[e]) for e in getattr(full, side)[f]]
+                assert got == want, (part.ids[n], side)
+                compared += len(want)
+        for column in (part.edge_type, part.edge_source):
+            assert len({id(x) for x in column}) == len(set(column))
+    assert compared > 50
 
 
 def test_a_cut_node_lists_at_most_k_edges_per_type_and_direction(demo_uri: str) -> None:

@@ -170,7 +170,8 @@ class GraphIndex(BoundedLists, PushdownGrowth, PathSearch):
         # nodes whose every edge is loaded; None = a full index, where every node is complete
         self._source: GraphStore | None = None
         self._complete: set[int] | None = None
-        self._pairs: set[tuple[int, int]] = set()  # pushed down: (head, tail) of every loaded stored edge
+        self._pairs: set[tuple[int, int]] = set()  # pushed down, unbounded: (head, tail) of every stored edge
+        self._interned: dict[str, str] = {}  # pushed down: one string per relation type and source
         self.hidden = HiddenEdges()  # disputed edges no exploration sees (set_hidden)
 
     def _read_relations(self, relations: Iterable[Relation]) -> tuple[Any, Any]:

@@ -15,6 +15,7 @@ shows other threads an empty list while it runs).
 from __future__ import annotations
 
 import threading
+from array import array
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -84,6 +85,8 @@ class PushdownGrowth:
     _source: GraphStore | None
     _complete: set[int] | None
     _pairs: set[tuple[int, int]]
+    #: One string object per relation type and source, shared by the edges that read them.
+    _interned: dict[str, str]
     fingerprint: str
     weights_version: int
     #: Bounded (issue 42): edges kept per node, relation type and direction, and per node its kept
@@ -232,34 +235,50 @@ class PushdownGrowth:
         """List exactly the kept edges of ``todo`` from the rows ``read`` (caller holds the lock).
 
         ``fetched``: the entities of the rows' ends that were unknown when the rows were read.
+        A question lists ~6,000 edges here on the re-crawl, so each pass is one loop over
+        the rows with the dicts bound locally, and a node's lists are sorted on plain tuples.
         """
         assert self._source is not None and self._complete is not None and self._node_degree is not None
         wanted = {self.ids[n] for n in todo}
         rows = [row for row in read if row[0] in wanted]
-        rels = list({r.id: r for _, r, _, _, _ in rows if r.id not in self.edge_index_of}.values())
-        missing = sorted({x for r in rels for x in (r.head, r.tail)} - self.index_of.keys())
+        lookup = self.edge_index_of.pending  # a pushed-down index has no frozen ids: every id is here
+        rels: dict[str, Any] = {}
+        back: dict[str, bool] = {}
+        for _, rel, _, _, has_back in rows:
+            if rel.id not in lookup:
+                rels[rel.id] = rel
+                back[rel.id] = has_back
+        index_of = self.index_of
+        missing = sorted({x for r in rels.values() for x in (r.head, r.tail)} - index_of.keys())
         found = {e.id: e for e in fetched}  # every end unknown now was unknown when they were read
         added = self._add_entities([found[x] for x in missing if x in found]) if missing else []
         for ent_id in missing:  # an end the store has no entity for: a placeholder, as on the full index
-            if ent_id not in self.index_of:
+            if ent_id not in index_of:
                 added += self._add_entities([Entity(id=ent_id, name=ent_id, type="entity")])
-        back = {r.id: has_back for _, r, _, _, has_back in rows}
-        self._load_edges(sorted(rels, key=lambda r: r.id), back=back)
-        kept: dict[int, set[int]] = {n: set() for n in todo}
+        self._load_edges(sorted(rels.values(), key=lambda r: r.id), back=back)
+        # per node, its kept stored edges with their ids: a list is ordered as the full index's
+        # (stored edges by relation id, then reverse readings by their stored edge's id)
+        kept: dict[int, set[tuple[int, str]]] = {n: set() for n in todo}
+        node_degree = self._node_degree
         for node, rel, side, degree, _ in rows:
-            other = rel.tail if side == "out" else rel.head
-            self._node_degree.setdefault(self.index_of[other], degree)
-            kept[self.index_of[node]].add(self.edge_index_of[rel.id])
-        key = sort_key(self)
+            node_degree.setdefault(index_of[rel.tail if side == "out" else rel.head], degree)
+            kept[index_of[node]].add((lookup[rel.id], rel.id))
+        heads, tails, twins = self.edge_head, self.edge_tail, self.edge_twin
         for n, es in kept.items():
-            out = [e for e in es if self.edge_head[e] == n] + [
-                self.edge_twin[e] for e in es if self.edge_tail[e] == n and self.edge_twin[e] >= 0
-            ]
-            inc = [e for e in es if self.edge_tail[e] == n] + [
-                self.edge_twin[e] for e in es if self.edge_head[e] == n and self.edge_twin[e] >= 0
-            ]
-            list.__setitem__(self.out_adj, n, sorted(set(out), key=key))
-            list.__setitem__(self.in_adj, n, sorted(set(inc), key=key))
+            out: list[tuple[bool, str, int]] = []
+            inc: list[tuple[bool, str, int]] = []
+            for e, rid in es:
+                twin = twins[e]
+                if heads[e] == n:
+                    out.append((False, rid, e))
+                    if twin >= 0:
+                        inc.append((True, rid, twin))
+                if tails[e] == n:
+                    inc.append((False, rid, e))
+                    if twin >= 0:
+                        out.append((True, rid, twin))
+            list.__setitem__(self.out_adj, n, array("i", [e for *_, e in sorted(set(out))]))
+            list.__setitem__(self.in_adj, n, array("i", [e for *_, e in sorted(set(inc))]))
         self._drop_out_arrays(todo)
         self._weights = self._weights.with_totals(todo, self._out_list)
         self._complete.update(todo)
@@ -275,38 +294,53 @@ class PushdownGrowth:
         first = len(self.edge_head)
         bounded = back is not None  # a bounded read lists nothing here, and says where a way back is stored
         weights: list[float] = []
-        heads: list[int] = []
+        ends: list[int] = []  # per new edge, its head
         shown: list[bool] = []  # per new edge: not hidden
-        index_of, hidden, pairs = self.index_of, self.hidden.ids, self._pairs
+        index_of, hidden, pairs, interned = self.index_of, self.hidden.ids, self._pairs, self._interned
+        heads, tails, types, sources, twins = (
+            self.edge_head,
+            self.edge_tail,
+            self.edge_type,
+            self.edge_source,
+            self.edge_twin,
+        )
         # every id kept as read: a question's index is small, and deriving an id hashes the edge
         # again on each lookup (the lists are ordered by id): 5 % of a re-crawl question (py-spy)
-        explicit, lookup = self.edge_id.explicit, self.edge_index_of
+        explicit, lookup = self.edge_id.explicit, self.edge_index_of.pending
+        e = first
         for rel in rels:
             h, t = index_of[rel.head], index_of[rel.tail]
-            e = self._append_edge(h, t, rel.type, rel.source, -1)
+            heads.append(h)
+            tails.append(t)
+            types.append(interned.setdefault(rel.type, rel.type))  # one string per type, not per edge
+            sources.append(interned.setdefault(rel.source, rel.source))
+            twins.append(-1)
             lookup[rel.id] = e
             explicit[e] = rel.id
             weights.append(rel.weight)
-            heads.append(h)
+            ends.append(h)
             shown.append(rel.id not in hidden)
-            pairs.add((h, t))
-        for i, rel in enumerate(rels):  # the way back the KG lacks
-            e = first + i
-            h, t = self.edge_head[e], self.edge_tail[e]
-            stored_back = back.get(rel.id, False) if back is not None else (t, h) in pairs
-            if self.reverse_readings and h != t and not stored_back:
-                rtype = reverse_name(self.edge_type[e])
-                self.edge_twin[e] = self._append_edge(t, h, rtype, self.edge_source[e], e)
-                weights.append(weights[i])
-                heads.append(t)
-                shown.append(shown[i])
+            if not bounded:  # a bounded read says where the way back is; a whole read looks it up
+                pairs.add((h, t))
+            e += 1
+        if self.reverse_readings:
+            for i, rel in enumerate(rels):  # the way back the KG lacks
+                e = first + i
+                h, t = heads[e], tails[e]
+                stored_back = back.get(rel.id, False) if back is not None else (t, h) in pairs
+                if h != t and not stored_back:
+                    rtype = reverse_name(types[e])
+                    twins[e] = self._append_edge(t, h, interned.setdefault(rtype, rtype), sources[e], e)
+                    weights.append(weights[i])
+                    ends.append(t)
+                    shown.append(shown[i])
         if not weights:
             return
         new = range(first, len(self.edge_head))
         _LOADED.add(len(new))
         self.hidden = self.hidden.with_loaded(e for e, ok in zip(new, shown, strict=True) if not ok)
         counted = [False] * len(shown) if bounded else shown  # bounded: a node's totals when it completes
-        self._weights = self._weights.grown(weights, heads, len(self.ids), counted)
+        self._weights = self._weights.grown(weights, ends, len(self.ids), counted)
         self._publish_tails(first)
         if not bounded:
             self._list_edges([e for e, ok in zip(new, shown, strict=True) if ok])
