@@ -220,7 +220,8 @@ class PushdownGrowth:
             if r.id not in self.edge_index_of
         ]
         rels = list({r.id: r for r in rels}.values())
-        missing = sorted({x for r in rels for x in (r.head, r.tail)} - self.index_of.keys())
+        index_of = self.index_of  # not ``set - index_of.keys()``: that walks every key of the index
+        missing = sorted({x for r in rels for x in (r.head, r.tail) if x not in index_of})
         added = self._add_entities(self._source.get_entities(missing)) if missing else []
         for ent_id in missing:  # an endpoint the store has no entity for: a placeholder, as on the full index
             if ent_id not in self.index_of:
@@ -249,13 +250,14 @@ class PushdownGrowth:
                 rels[rel.id] = rel
                 back[rel.id] = has_back
         index_of = self.index_of
-        missing = sorted({x for r in rels.values() for x in (r.head, r.tail)} - index_of.keys())
+        # not ``set - index_of.keys()``: that walks every key of the index (~0.4 ms at 25,000 nodes)
+        missing = sorted({x for r in rels.values() for x in (r.head, r.tail) if x not in index_of})
         found = {e.id: e for e in fetched}  # every end unknown now was unknown when they were read
         added = self._add_entities([found[x] for x in missing if x in found]) if missing else []
         for ent_id in missing:  # an end the store has no entity for: a placeholder, as on the full index
             if ent_id not in index_of:
                 added += self._add_entities([Entity(id=ent_id, name=ent_id, type="entity")])
-        self._load_edges(sorted(rels.values(), key=lambda r: r.id), back=back)
+        self._load_edges([rels[rid] for rid in sorted(rels)], back=back)
         # per node, its kept stored edges with their ids: a list is ordered as the full index's
         # (stored edges by relation id, then reverse readings by their stored edge's id)
         kept: dict[int, set[tuple[int, str]]] = {n: set() for n in todo}
