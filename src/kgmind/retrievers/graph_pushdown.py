@@ -340,7 +340,8 @@ class PushdownGrowth:
             return
         new = range(first, len(self.edge_head))
         _LOADED.add(len(new))
-        self.hidden = self.hidden.with_loaded(e for e, ok in zip(new, shown, strict=True) if not ok)
+        if False in shown:  # the set is copied whole when it grows: only when an edge is hidden
+            self.hidden = self.hidden.with_loaded(e for e, ok in zip(new, shown, strict=True) if not ok)
         counted = [False] * len(shown) if bounded else shown  # bounded: a node's totals when it completes
         self._weights = self._weights.grown(weights, ends, len(self.ids), counted)
         self._publish_tails(first)
