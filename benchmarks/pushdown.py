@@ -212,7 +212,7 @@ def _rss_trace(cfg: Any, res: Any, n: int) -> dict[str, Any]:
         ms.append(_run(it, "pushdown", res)["ms"])
         if i % 100 == 0 or i == n:
             point = {"questions": i, "rss_mb": _rss_mb(), "rss_anon_mb": _rss_mb("RssAnon")}
-            trace.append(point | {"ms_p50_last": _pct(ms[-100:], 0.5)})
+            trace.append(point | {"ms_p50_last": _pct(ms[-100:], 0.5), "ms_p95_last": _pct(ms[-100:], 0.95)})
     return {"rss_trace": trace, "rss_trace_distinct_questions": min(n, len(items))}
 
 
