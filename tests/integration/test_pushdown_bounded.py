@@ -97,21 +97,20 @@ def test_every_exploration_gives_the_same_evidence_on_both_bounded_indexes(demo_
     assert _assert_same(store) > 20
 
 
-def test_a_completed_node_lists_the_full_index_edges_and_shares_one_string_per_type(demo_uri: str) -> None:
-    """Each node a pushed-down index completed lists what the bounded full index lists, in its order.
+def _assert_lists_as_full(store: Any, seed_sets: list[list[str]], every_node: bool = False) -> int:
+    """Each node a pushed-down index completed lists what the bounded full index lists, edge by edge.
 
-    The lists are compared edge by edge (relation id and reading), not through evidence; and
-    the index holds one string per relation type, reading and source, however many groups
-    and reads brought it (issue 42: a string per edge was ~50 bytes of a pushed-down edge).
+    Also: the index holds one string per relation type, reading and source, however many
+    groups and reads brought it (issue 42: a string per edge was ~50 bytes of a pushed-down edge).
+    ``every_node``: complete every node, not only those the explorations read.
     """
-    from kgmind.stores.factory import open_store
-
-    store = open_store(demo_uri)
-    probe = _bounded_full(store)
     compared = 0
-    for seeds in _seed_sets(probe)[:2]:
+    for seeds in seed_sets:
         full, part = _indexes(store, seeds)
         _explorations(part, seeds)  # completes nodes as the searches read them
+        if every_node:
+            part.add_seeds(full.ids)
+            part._complete_nodes([part.index_of[i] for i in full.ids if i in part.index_of])
         done = sorted(part._complete or ())
         assert len(done) > len(seeds)
         for n in done:
@@ -123,7 +122,39 @@ def test_a_completed_node_lists_the_full_index_edges_and_shares_one_string_per_t
                 compared += len(want)
         for column in (part.edge_type, part.edge_source):
             assert len({id(x) for x in column}) == len(set(column))
-    assert compared > 50
+    return compared
+
+
+def test_a_completed_node_lists_the_full_index_edges_and_shares_one_string_per_type(demo_uri: str) -> None:
+    from kgmind.stores.factory import open_store
+
+    store = open_store(demo_uri)
+    assert _assert_lists_as_full(store, _seed_sets(_bounded_full(store))[:2]) > 50
+
+
+def test_self_loops_and_stored_ways_back_list_as_on_the_full_index(tmp_path: Any) -> None:
+    """A random KG with self-loops, edges stored both ways, ties and hubs cut by the bound."""
+    import random
+
+    from kgmind.models import Entity, Relation
+    from kgmind.stores.factory import open_store
+
+    rng = random.Random(11)
+    ents = [Entity(name=f"E{i}", type="disease" if i % 3 else "symptom") for i in range(30)]
+    rels: dict[str, Relation] = {}
+    for _ in range(260):
+        h = rng.choice(ents[:6]) if rng.random() < 0.5 else rng.choice(ents)
+        t = h if rng.random() < 0.08 else rng.choice(ents)
+        r = Relation(head=h.id, type=rng.choice(["a", "b"]), tail=t.id, weight=rng.choice([0.5, 1.0, 2.0]))
+        rels[r.id] = r
+        if rng.random() < 0.2:  # the way back stored too
+            back = Relation(head=t.id, type=r.type, tail=h.id, weight=r.weight)
+            rels[back.id] = back
+    assert any(r.head == r.tail for r in rels.values())
+    store = open_store(f"ladybug:{tmp_path / 'kg'}", create=True)
+    store.bulk_load(ents, list(rels.values()))
+    seeds = [[ents[0].id, ents[1].id], [ents[7].id]]
+    assert _assert_lists_as_full(store, seeds, every_node=True) > 200
 
 
 def test_a_cut_node_lists_at_most_k_edges_per_type_and_direction(demo_uri: str) -> None:

@@ -181,7 +181,8 @@ class PushdownGrowth:
             small = {self.ids[n] for n in todo if known.get(n, k.k + 1) <= k.k}
         rows = BOUNDED_READS.read(self._source, ids, k, hidden, state, small)
         # the new ends' entities are read outside the lock too (the index only grows: known stays known)
-        asked = sorted({x for _, r, _, _, _ in rows for x in (r.head, r.tail) if x not in self.index_of})
+        index_of = self.index_of  # bound once: the set below looks at every end of every row
+        asked = sorted({x for _, r, _, _, _ in rows for x in (r.head, r.tail) if x not in index_of})
         fetched = self._source.get_entities(asked) if asked else []
         with self._lock:
             todo = [n for n in todo if n not in self._complete]
@@ -260,27 +261,33 @@ class PushdownGrowth:
         self._load_edges([rels[rid] for rid in sorted(rels)], back=back)
         # per node, its kept stored edges with their ids: a list is ordered as the full index's
         # (stored edges by relation id, then reverse readings by their stored edge's id)
-        kept: dict[int, set[tuple[int, str]]] = {n: set() for n in todo}
-        node_degree = self._node_degree
+        # a row's side says which list of its node takes the edge, and the other the edge's reading
+        # (a self-loop, read from either side, goes on both, as its node is both its ends)
+        out: dict[int, set[tuple[bool, str, int]]] = {n: set() for n in todo}
+        inc: dict[int, set[tuple[bool, str, int]]] = {n: set() for n in todo}
+        node_degree, twins = self._node_degree, self.edge_twin
         for node, rel, side, degree, _ in rows:
-            node_degree.setdefault(index_of[rel.tail if side == "out" else rel.head], degree)
-            kept[index_of[node]].add((lookup[rel.id], rel.id))
-        heads, tails, twins = self.edge_head, self.edge_tail, self.edge_twin
-        for n, es in kept.items():
-            out: list[tuple[bool, str, int]] = []
-            inc: list[tuple[bool, str, int]] = []
-            for e, rid in es:
-                twin = twins[e]
-                if heads[e] == n:
-                    out.append((False, rid, e))
-                    if twin >= 0:
-                        inc.append((True, rid, twin))
-                if tails[e] == n:
-                    inc.append((False, rid, e))
-                    if twin >= 0:
-                        out.append((True, rid, twin))
-            list.__setitem__(self.out_adj, n, array("i", [e for *_, e in sorted(set(out))]))
-            list.__setitem__(self.in_adj, n, array("i", [e for *_, e in sorted(set(inc))]))
+            rid = rel.id
+            e = lookup[rid]
+            twin = twins[e]
+            n = index_of[node]
+            if rel.head == rel.tail:
+                node_degree.setdefault(n, degree)
+                out[n].add((False, rid, e))
+                inc[n].add((False, rid, e))
+            elif side == "out":
+                node_degree.setdefault(index_of[rel.tail], degree)
+                out[n].add((False, rid, e))
+                if twin >= 0:
+                    inc[n].add((True, rid, twin))
+            else:
+                node_degree.setdefault(index_of[rel.head], degree)
+                inc[n].add((False, rid, e))
+                if twin >= 0:
+                    out[n].add((True, rid, twin))
+        for n in todo:
+            list.__setitem__(self.out_adj, n, array("i", [e for *_, e in sorted(out[n])]))
+            list.__setitem__(self.in_adj, n, array("i", [e for *_, e in sorted(inc[n])]))
         self._drop_out_arrays(todo)
         self._weights = self._weights.with_totals(todo, self._out_list)
         self._complete.update(todo)
