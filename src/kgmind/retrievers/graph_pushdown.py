@@ -259,10 +259,9 @@ class PushdownGrowth:
             if ent_id not in index_of:
                 added += self._add_entities([Entity(id=ent_id, name=ent_id, type="entity")])
         self._load_edges([rels[rid] for rid in sorted(rels)], back=back)
-        # per node, its kept stored edges with their ids: a list is ordered as the full index's
-        # (stored edges by relation id, then reverse readings by their stored edge's id)
-        # a row's side says which list of its node takes the edge, and the other the edge's reading
-        # (a self-loop, read from either side, goes on both, as its node is both its ends)
+        # a list is ordered as the full index's (stored edges by relation id, then reverse readings
+        # by their stored edge's id); a row's side says which list of its node takes the edge, and
+        # the other takes its reading (a self-loop goes on both: its node is both its ends)
         out: dict[int, set[tuple[bool, str, int]]] = {n: set() for n in todo}
         inc: dict[int, set[tuple[bool, str, int]]] = {n: set() for n in todo}
         node_degree, twins = self._node_degree, self.edge_twin
