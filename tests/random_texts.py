@@ -5,6 +5,9 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
+#: Words between the names of a random text: English and Chinese, a letter, spaces and punctuation.
+FILLER = ("the", "and", "pain", "s", " ", ",", "。", "我", "有点", "最近")
+
 
 def name_texts(
     rng: random.Random,

@@ -20,7 +20,7 @@ from kgmind.importers.demo import parse_demo
 from kgmind.models import Entity
 from kgmind.retrievers.ner import Gazetteer, clear_gazetteer_cache
 from kgmind.retrievers.ner import gazetteer as gz
-from random_texts import name_texts
+from random_texts import FILLER, name_texts
 
 
 @pytest.fixture(autouse=True)
@@ -42,21 +42,7 @@ def _texts() -> list[str]:
     """Random texts of the demo KG's names (both languages), pieces of them and other words."""
     names = [e.name for e in parse_demo().entities]
     cjk = "".join(n for n in names if any("\u4e00" <= c <= "\u9fff" for c in n))
-    filler = [
-        "the",
-        "and",
-        "pain",
-        "s",
-        " ",
-        ",",
-        "。",
-        "我",
-        "有点",
-        "最近",
-        "发烧",
-        "胸口疼",
-        "throwing up",
-    ]
+    filler = [*FILLER, "发烧", "胸口疼", "throwing up"]
     return name_texts(random.Random(3), names, filler, cjk, run_on=True)
 
 

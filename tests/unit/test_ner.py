@@ -21,7 +21,7 @@ from kgmind.retrievers.ner import (
     parse_entity_list,
 )
 from kgmind.tuning import MAX_SPANS
-from random_texts import name_texts
+from random_texts import FILLER, name_texts
 
 
 class FakeStore(EntityListStore):
@@ -221,24 +221,7 @@ def test_gazetteer_lookups_find_what_an_automaton_finds():
     keys = sorted(g.keys, key=len)
     keyset = set(keys)
     names = [e.name for e in kg.entities] + keys[-20:]  # the longest keys too
-    filler = [
-        "the",
-        "and",
-        "pain",
-        "s",
-        " ",
-        "-",
-        ",",
-        "。",
-        "我",
-        "有点",
-        "最近",
-        "ing",
-        "x1",
-        "（",
-        "发",
-        "性",
-    ]
+    filler = [*FILLER, "-", "ing", "x1", "（", "发", "性"]
     cjk = "".join(n for n in names if any("\u4e00" <= c <= "\u9fff" for c in n))
     # jieba's own words holding a KG name inside (伤风感冒, 发烧友): a match there is not on a boundary
     inside = sorted(
