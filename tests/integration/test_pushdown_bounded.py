@@ -109,8 +109,7 @@ def _assert_lists_as_full(store: Any, seed_sets: list[list[str]], every_node: bo
         full, part = _indexes(store, seeds)
         _explorations(part, seeds)  # completes nodes as the searches read them
         if every_node:
-            part.add_seeds(full.ids)
-            part._complete_nodes([part.index_of[i] for i in full.ids if i in part.index_of])
+            part.add_seeds(full.ids)  # bounded, a seed is completed as it is added
         done = sorted(part._complete or ())
         assert len(done) > len(seeds)
         for n in done:

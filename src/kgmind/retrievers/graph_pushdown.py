@@ -311,18 +311,14 @@ class PushdownGrowth:
             self.edge_type,
             self.edge_source,
             self.edge_twin,
-        )
+        )  # the ways back below read the new edges from these columns
         # every id kept as read: a question's index is small, and deriving an id hashes the edge
         # again on each lookup (the lists are ordered by id): 5 % of a re-crawl question (py-spy)
         explicit, lookup = self.edge_id.explicit, self.edge_index_of.pending
-        e = first
         for rel in rels:
             h, t = index_of[rel.head], index_of[rel.tail]
-            heads.append(h)
-            tails.append(t)
-            types.append(interned.setdefault(rel.type, rel.type))  # one string per type, not per edge
-            sources.append(interned.setdefault(rel.source, rel.source))
-            twins.append(-1)
+            rtype = interned.setdefault(rel.type, rel.type)  # one string per type and source, not per edge
+            e = self._append_edge(h, t, rtype, interned.setdefault(rel.source, rel.source), -1)
             lookup[rel.id] = e
             explicit[e] = rel.id
             weights.append(rel.weight)
@@ -330,7 +326,6 @@ class PushdownGrowth:
             shown.append(rel.id not in hidden)
             if not bounded:  # a bounded read says where the way back is; a whole read looks it up
                 pairs.add((h, t))
-            e += 1
         if self.reverse_readings:
             for i, rel in enumerate(rels):  # the way back the KG lacks
                 e = first + i
