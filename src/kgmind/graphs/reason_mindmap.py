@@ -23,7 +23,7 @@ from kgmind.graphs import services
 from kgmind.graphs.aggregate_evidence import evidence_block
 from kgmind.graphs.context import Context, context_of
 from kgmind.graphs.mind_map import build_mind_map, question_findings
-from kgmind.graphs.readable import consistent_summary, readable_steps
+from kgmind.graphs.readable import consistent_summary, readable_steps, without_echoes
 from kgmind.graphs.state import State
 from kgmind.llm import invoke_structured
 from kgmind.models import Evidence, LinkedEntity, evidence_entity_types, normalize_name
@@ -193,10 +193,10 @@ def present_grounded(
     """What a reader is shown of a grounded answer: summary, inference chain and mind map.
 
     Derived from the model's choices and the evidence, with no further model call: fragment
-    steps show their cited evidence sentence and the summary names the chosen first diagnosis
-    first (:mod:`kgmind.graphs.readable`); the mind map is the reasoning tree
-    (:mod:`kgmind.graphs.mind_map`), or the model's own tree where the answer chose nothing
-    the evidence names (no evidence, a reply the fallback parser read).
+    steps show their cited evidence sentence, and the summary loses the patient's words pasted
+    into it and names the chosen first diagnosis first (:mod:`kgmind.graphs.readable`); the mind
+    map is the reasoning tree (:mod:`kgmind.graphs.mind_map`), or the model's own tree where the
+    answer chose nothing the evidence names (no evidence, a reply the fallback parser read).
 
     Args:
         out: The model's answer (its root already the patient's input).
@@ -219,7 +219,10 @@ def present_grounded(
         tree = build_mind_map(out.mind_map.label, conclusions, evidence, findings, types)
     disease = MEDICAL_CONCLUSIONS["diagnoses"]
     diseases = [n for ev in evidence for n in evidence_names(ev) if types.get(normalize_name(n)) == disease]
-    summary = consistent_summary(out.summary.strip(), out.diagnoses, diseases, language)
+    said = out.summary.strip()
+    # an answer that chose nothing keeps its words, echo or not: it has no list to stand on
+    summary = without_echoes(said, question) if conclusions else said
+    summary = consistent_summary(summary, out.diagnoses, diseases, language)
     return summary, chain, tree or out.mind_map.model_dump()
 
 
