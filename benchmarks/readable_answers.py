@@ -11,7 +11,10 @@ nothing else changes). Besides the eval's answer recall/precision and citation r
   cites (the grounding check's :func:`~kgmind.graphs.check_grounding.names_in`);
 - ``step_fact_share``: the stricter share whose text names both ends of a cited triple;
 - ``summary_contradicts``: answers whose summary names a disease of the evidence other than
-  the first chosen diagnosis first (``summary_names_none``: it names no disease at all).
+  the first chosen diagnosis first (``summary_names_none``: it names no disease at all);
+- ``summary_copies_question``: answers whose summary holds a run of the question verbatim, of
+  at least :data:`COPY_CJK` CJK characters or :data:`COPY_WORDS` words (punctuation skipped):
+  the patient's words pasted into the advice, or a long restatement of them.
 
 The metrics are computed here from the graph's output only, so the same script measures
 any commit (run it with that commit's ``src`` on ``PYTHONPATH``).
@@ -40,6 +43,10 @@ from _common import answer_eval_config, cpu_model, git_commit
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+#: A summary copying this many CJK characters or words of the question in a row counts as copying it.
+COPY_CJK = 20
+COPY_WORDS = 12
+_UNIT = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]|[A-Za-z0-9']+")
 
 
 def _nodes(tree: Any) -> int:
@@ -100,6 +107,30 @@ def _summary_check(out: Mapping[str, Any]) -> tuple[bool, bool]:
     return normalize_name(found[0][2]) != normalize_name(diagnoses[0]), False
 
 
+def longest_copy(text: str, question: str) -> int:
+    """The longest run of ``question``'s units (CJK characters, words) that ``text`` holds, in units."""
+    a = [u.lower() for u in _UNIT.findall(text)]
+    b = [u.lower() for u in _UNIT.findall(question)]
+    best = 0
+    prev = [0] * (len(b) + 1)
+    for x in a:
+        cur = [0] * (len(b) + 1)
+        for j, y in enumerate(b, 1):
+            if x == y:
+                cur[j] = prev[j - 1] + 1
+                best = max(best, cur[j])
+        prev = cur
+    return best
+
+
+def _copies_question(out: Mapping[str, Any]) -> bool:
+    answer = str(out.get("answer") or "")
+    summary = answer.rsplit("\n", 1)[0] if out.get("conclusions") and "\n" in answer else answer
+    question = str(out.get("question") or "")
+    run = longest_copy(summary, question)
+    return run >= (COPY_CJK if _CJK.search(question) else COPY_WORDS)
+
+
 def readability(outs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The reader-facing figures over the recorded graph outputs."""
     nodes = [_nodes(o.get("mind_map")) for o in outs]
@@ -119,6 +150,7 @@ def readability(outs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "step_fact_share": round(facts / steps, 4) if steps else None,
         "summary_contradicts": contradicts,
         "summary_names_none": none,
+        "summary_copies_question": sum(_copies_question(o) for o in outs),
     }
 
 
