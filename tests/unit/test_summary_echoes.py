@@ -91,20 +91,20 @@ def test_copied_share_counts_runs_across_punctuation_and_short_whole_copies() ->
 
 
 def test_a_grounded_answer_loses_the_pasted_question(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Wiring, with a fake chat model: the node drops the paste before the summary is made consistent,
-    and an answer that chose nothing keeps its words (it has no list to stand on)."""
-    question = "我最近一直咳嗽、发烧，怎么回事？吃了药也不见好，谢谢医生"
-    pasted = {**ZH_ANSWER, "summary": f"患者输入：{question}。多喝水。"}
-    state: dict[str, Any] = {"question": question, "language": "zh", "selected_evidence": zh_case()}
+    """Wiring, with a fake chat model: the node drops the paste once the summary names the first diagnosis
+    first, and an answer that chose nothing keeps its words (it has no list to stand on)."""
+    question = "我是不是肺炎？最近一直咳嗽、发烧，吃了药也不见好，谢谢医生"
 
     def answer(written: dict[str, Any]) -> str:
         reply = GroundedAnswer.model_validate(written)
         monkeypatch.setattr(
             services, "get_llm", lambda ctx, purpose="reason", **kw: RunnableLambda(lambda _m: reply)
         )
+        state = {"question": question, "language": "zh", "selected_evidence": zh_case()}
         return str(reason_mindmap(state, Runtime(context=Context()))["answer"])
 
-    out = answer(pasted)
-    assert out.splitlines()[0] == "最可能的诊断是流感。多喝水。"
+    pasted = {**ZH_ANSWER, "summary": f"患者输入：{question}。多喝水。"}
+    # the disease the pasted words name is made "also considered" before the paste goes
+    assert answer(pasted).splitlines()[0] == "最可能的诊断是流感，也考虑肺炎。多喝水。"
     nothing = {**pasted, "diagnoses": []}
-    assert answer(nothing).startswith("患者输入：我最近一直咳嗽")
+    assert answer(nothing).startswith(f"患者输入：{question}")

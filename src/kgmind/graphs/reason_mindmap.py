@@ -219,10 +219,11 @@ def present_grounded(
         tree = build_mind_map(out.mind_map.label, conclusions, evidence, findings, types)
     disease = MEDICAL_CONCLUSIONS["diagnoses"]
     diseases = [n for ev in evidence for n in evidence_names(ev) if types.get(normalize_name(n)) == disease]
-    said = out.summary.strip()
-    # an answer that chose nothing keeps its words, echo or not: it has no list to stand on
-    summary = without_echoes(said, question) if conclusions else said
-    summary = consistent_summary(summary, out.diagnoses, diseases, language)
+    summary = consistent_summary(out.summary.strip(), out.diagnoses, diseases, language)
+    if conclusions:  # an answer that chose nothing keeps its words, pasted or not: it has no list to stand on
+        # made consistent first, so a disease named in a pasted sentence stays (as also considered), and
+        # again after, in case the paste was what named the first diagnosis
+        summary = consistent_summary(without_echoes(summary, question), out.diagnoses, diseases, language)
     return summary, chain, tree or out.mind_map.model_dump()
 
 
