@@ -16,7 +16,14 @@ from test_mind_map import ZH_ANSWER, zh_case
 
 from kgmind.graphs import services
 from kgmind.graphs.context import Context
-from kgmind.graphs.readable import ECHO_SHARE, copied_share, without_echoes
+from kgmind.graphs.readable import (
+    ECHO_SHARE,
+    copied_share,
+    evidence_sentence,
+    is_fragment,
+    readable_steps,
+    without_echoes,
+)
 from kgmind.graphs.reason_mindmap import reason_mindmap
 from kgmind.prompts.schemas import GroundedAnswer
 
@@ -108,3 +115,18 @@ def test_a_grounded_answer_loses_the_pasted_question(monkeypatch: pytest.MonkeyP
     assert answer(pasted).splitlines()[0] == "最可能的诊断是流感，也考虑肺炎。多喝水。"
     nothing = {**pasted, "diagnoses": []}
     assert answer(nothing).startswith(f"患者输入：{question}")
+
+
+def test_a_step_that_pastes_the_question_shows_its_evidence_sentence() -> None:
+    """A pasted step names both ends of its cited fact (the patient wrote them), so only the paste rule
+    replaces it; the model's own sentence stays."""
+    question = "我是不是肺炎？咳嗽两天了，昨天开始发热，吃了药也不见好，谢谢医生"
+    pasted = {"evidence_ids": ["P2"], "about": "肺炎", "step": f"患者输入：{question}"}
+    own = {"evidence_ids": ["P1"], "about": "流感", "step": "患者发热，可能提示流感。"}
+    evidence = zh_case()
+    assert not is_fragment(pasted["step"], [evidence[1]])
+    steps = readable_steps([pasted, own], evidence, question)
+    assert steps[0]["step"] == evidence_sentence(evidence[1], "肺炎", pasted["step"])
+    assert steps[0]["step"] != pasted["step"] and steps[0]["evidence_ids"] == ["P2"]
+    assert steps[1] == own
+    assert readable_steps([pasted], evidence)[0] == pasted  # no question given: nothing to compare with

@@ -10,7 +10,8 @@ another call:
   cited items state facts (triples) and the text names the two ends of none of them — a
   sentence that infers something names what it relates. A fragment is replaced by the
   cited evidence sentence (:func:`evidence_sentence`, the aggregation's template sentence
-  of the triples about the step's entity), which names its entities and keeps the ids;
+  of the triples about the step's entity), which names its entities and keeps the ids; so
+  is a step that only pastes the patient's words (below);
 - the summary must name the list's first diagnosis before any other disease
   (:func:`first_named`); when it names another one first, its first sentence naming a
   disease is replaced by one naming the chosen diagnosis and, as also considered, the other
@@ -146,9 +147,13 @@ def evidence_sentence(ev: Evidence, about: str = "", said: str = "") -> str:
     )
 
 
-def readable_steps(chain: Sequence[Mapping[str, Any]], evidence: Sequence[Evidence]) -> list[dict[str, Any]]:
+def readable_steps(
+    chain: Sequence[Mapping[str, Any]], evidence: Sequence[Evidence], question: str = ""
+) -> list[dict[str, Any]]:
     """The inference chain with each fragment step replaced by its cited evidence sentence.
 
+    A step that is nothing but the patient's words pasted (:func:`without_echoes` leaves
+    nothing of it; ``question`` given) infers nothing either, and is replaced the same way.
     Steps that cite nothing shown (an answer without evidence) are kept as written.
     """
     by_id = {ev.id: ev for ev in evidence if ev.id}
@@ -156,7 +161,8 @@ def readable_steps(chain: Sequence[Mapping[str, Any]], evidence: Sequence[Eviden
     for step in chain:
         cited = [by_id[str(i)] for i in step.get("evidence_ids") or [] if str(i) in by_id]
         text = str(step.get("step") or "").strip()
-        if cited and is_fragment(text, cited):
+        pasted = bool(question and text) and not without_echoes(text, question)
+        if cited and (pasted or is_fragment(text, cited)):
             about = str(step.get("about") or "")
             key = normalize_name(about)
             naming = [ev for ev in cited if key in {normalize_name(n) for n in evidence_names(ev)}] or cited

@@ -214,7 +214,7 @@ def present_grounded(
     conclusions = out.conclusion_map()
     tree = None
     if evidence:
-        chain = readable_steps(chain, evidence)
+        chain = readable_steps(chain, evidence, question)
         findings = question_findings(question, evidence, linked)
         tree = build_mind_map(out.mind_map.label, conclusions, evidence, findings, types)
     disease = MEDICAL_CONCLUSIONS["diagnoses"]
