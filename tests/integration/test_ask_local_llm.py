@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +85,24 @@ def _check(out: dict[str, Any], question: str = QUESTION) -> None:
     for step in out["inference_chain"]:
         names = [n for i in step["evidence_ids"] for h, _r, t in by_id[i]["triples"] for n in (h, t)]
         assert names_in([step["step"]], names), step
+    # the summary is advice: the patient's words (the first person, a question) are not pasted into it
+    summary = out["answer"].rsplit("\n", 1)[0]
+    assert question.isascii() or _longest_run(summary, question) < 12, summary
+
+
+def _longest_run(text: str, question: str) -> int:
+    """The most CJK characters or words in a row that ``text`` copies from ``question`` (no punctuation)."""
+    units = re.compile(r"[\u4e00-\u9fff]|[A-Za-z0-9']+")
+    a, b = [u.lower() for u in units.findall(text)], [u.lower() for u in units.findall(question)]
+    best, prev = 0, [0] * (len(b) + 1)
+    for x in a:
+        cur = [0] * (len(b) + 1)
+        for j, y in enumerate(b, 1):
+            if x == y:
+                cur[j] = prev[j - 1] + 1
+                best = max(best, cur[j])
+        prev = cur
+    return best
 
 
 def _rate(run_id: str) -> dict[str, Any]:

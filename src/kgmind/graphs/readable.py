@@ -21,8 +21,9 @@ another call:
   messages into it (on 77 CMCQA calibration answers, 26 summaries held a verbatim run of
   the question, up to 150 characters of dialogue turns, "谢谢" included, often after the
   prompt's own label "患者输入："), and sometimes loops on one phrase ("血常规检查，" twenty
-  times). A sentence mostly copied from the question in the patient's voice is dropped and a
-  looping phrase is said once (:func:`without_echoes`), before the summary is made consistent.
+  times). Once the summary is consistent (so a disease the pasted words name stays, as also
+  considered), a run of sentences mostly copied from the question in the patient's voice is
+  dropped and a looping phrase is said once (:func:`without_echoes`).
 """
 
 from __future__ import annotations
@@ -62,8 +63,8 @@ MIN_STEP_CJK = 4
 #: Most facts (triples) of an evidence sentence shown for a fragment step.
 MAX_SENTENCE_FACTS = 3
 
-#: Shortest run of the question's units (CJK characters / words) a summary sentence must copy
-#: to count as restating it: a restated symptom list ("joint pain and headaches lately") stays.
+#: Shortest run of the question's units (CJK characters / words) that counts as copied: a shorter
+#: shared run (a symptom's name, "joint pain and headaches lately") is the summary's own wording.
 ECHO_RUN_CJK = 8
 ECHO_RUN_WORDS = 8
 #: Share of a summary sentence's units copied from the question above which it is dropped.
@@ -78,6 +79,7 @@ _UNITS = re.compile(f"[{_IDEOGRAPHS}]|[^\\W_{_IDEOGRAPHS}]+")
 #: The patient's own voice: the first person, a question, thanks. A sentence mostly copied from the
 #: question that keeps it is the patient speaking; one in the third person restates the findings
 #: ("The patient has been experiencing wrist weakness, …"), which a reader may want said back.
+#: A particle (吗, 呢) counts where it ends its word: 吗啡 is a drug.
 _PATIENT_VOICE = re.compile(r"[我咱您？?]|谢谢|[吗呢](?!\w)|\b(?:i|i'm|i've|i'd|me|my|we|our)\b", re.I)
 #: The prompt's label of the patient's words, which the model repeats before pasting them.
 _INPUT_LABEL = re.compile(r"^\s*(?:患者输入了?\s*[:：]?|(?:the\s+)?patient(?:'s)?\s+input\s*[:：])\s*", re.I)
