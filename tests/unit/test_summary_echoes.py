@@ -59,6 +59,17 @@ EN_QUESTION = (
             ZH_DIALOGUE,
             "患者输入了胎记的描述，可能提示太田痣。",
         ),
+        # unpunctuated dialogue: a particle inside a run is the patient's voice too; 吗啡 is a drug
+        (
+            "最可能的诊断是太田痣。宝宝才两个月大请问这个严重吗大夫原来就一小块现在那么大",
+            "宝宝才两个月大请问这个严重吗大夫原来就一小块现在那么大",
+            "最可能的诊断是太田痣。",
+        ),
+        (
+            "疼痛时医生给打了吗啡止痛针，之后就好多了，一直没再疼过",
+            "疼痛时医生给打了吗啡止痛针，之后就好多了，一直没再疼过",
+            "疼痛时医生给打了吗啡止痛针，之后就好多了，一直没再疼过",
+        ),
         # a restatement of the findings in the third person stays
         (
             "The most likely diagnosis is Uveitis. The patient has been experiencing wrist weakness, upper "

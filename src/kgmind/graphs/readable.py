@@ -79,8 +79,9 @@ _UNITS = re.compile(f"[{_IDEOGRAPHS}]|[^\\W_{_IDEOGRAPHS}]+")
 #: The patient's own voice: the first person, a question, thanks. A sentence mostly copied from the
 #: question that keeps it is the patient speaking; one in the third person restates the findings
 #: ("The patient has been experiencing wrist weakness, …"), which a reader may want said back.
-#: A particle (吗, 呢) counts where it ends its word: 吗啡 is a drug.
-_PATIENT_VOICE = re.compile(r"[我咱您？?]|谢谢|[吗呢](?!\w)|\b(?:i|i'm|i've|i'd|me|my|we|our)\b", re.I)
+#: The particles 吗 and 呢 count wherever they stand (pasted dialogue often has no punctuation:
+#: "这个严重吗大夫"), except in 吗啡, a drug.
+_PATIENT_VOICE = re.compile(r"[我咱您？?]|谢谢|吗(?!啡)|呢|\b(?:i|i'm|i've|i'd|me|my|we|our)\b", re.I)
 #: The prompt's label of the patient's words, which the model repeats before pasting them.
 _INPUT_LABEL = re.compile(r"^\s*(?:患者输入了?\s*[:：]?|(?:the\s+)?patient(?:'s)?\s+input\s*[:：])\s*", re.I)
 #: A phrase said three times or more in a row, separated by commas or spaces (a decoding loop).
