@@ -35,6 +35,7 @@ import statistics
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import date
+from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any
 
@@ -111,16 +112,7 @@ def longest_copy(text: str, question: str) -> int:
     """The longest run of ``question``'s units (CJK characters, words) that ``text`` holds, in units."""
     a = [u.lower() for u in _UNIT.findall(text)]
     b = [u.lower() for u in _UNIT.findall(question)]
-    best = 0
-    prev = [0] * (len(b) + 1)
-    for x in a:
-        cur = [0] * (len(b) + 1)
-        for j, y in enumerate(b, 1):
-            if x == y:
-                cur[j] = prev[j - 1] + 1
-                best = max(best, cur[j])
-        prev = cur
-    return best
+    return SequenceMatcher(None, a, b, autojunk=False).find_longest_match(0, len(a), 0, len(b)).size
 
 
 def _copies_question(out: Mapping[str, Any]) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any
 
@@ -94,15 +95,7 @@ def _longest_run(text: str, question: str) -> int:
     """The most CJK characters or words in a row that ``text`` copies from ``question`` (no punctuation)."""
     units = re.compile(r"[\u4e00-\u9fff]|[A-Za-z0-9']+")
     a, b = [u.lower() for u in units.findall(text)], [u.lower() for u in units.findall(question)]
-    best, prev = 0, [0] * (len(b) + 1)
-    for x in a:
-        cur = [0] * (len(b) + 1)
-        for j, y in enumerate(b, 1):
-            if x == y:
-                cur[j] = prev[j - 1] + 1
-                best = max(best, cur[j])
-        prev = cur
-    return best
+    return SequenceMatcher(None, a, b, autojunk=False).find_longest_match(0, len(a), 0, len(b)).size
 
 
 def _rate(run_id: str) -> dict[str, Any]:
