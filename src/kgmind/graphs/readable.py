@@ -72,10 +72,9 @@ ECHO_SHARE = 0.5
 
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
 #: The summary's sentences, for dropping echoes: a line break ends one too.
-_SUMMARY_SENTENCES = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
-#: What a sentence's copy is counted in: CJK characters one by one, other words whole.
-_IDEOGRAPHS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_UNITS = re.compile(f"[{_IDEOGRAPHS}]|[^\\W_{_IDEOGRAPHS}]+")
+_SUMMARY_SENTENCES = re.compile(_SENTENCES.pattern + r"|\n+")
+#: What a sentence's copy is counted in: CJK characters one by one (``kgmind.text.CJK``), other words whole.
+_UNITS = re.compile(f"{CJK.pattern}|[^\\W_{CJK.pattern[1:-1]}]+")
 #: The patient's own voice: the first person, a question, thanks. A sentence mostly copied from the
 #: question that keeps it is the patient speaking; one in the third person restates the findings
 #: ("The patient has been experiencing wrist weakness, …"), which a reader may want said back.
