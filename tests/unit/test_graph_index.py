@@ -516,6 +516,112 @@ def test_concurrent_explore_nodes_complete_the_seeds_once(monkeypatch: pytest.Mo
     assert sorted(store.read) == sorted(alone.read)  # the reads of one caller
 
 
+class _GatedBoundedStore(_HoodStore):
+    """A store with ``bounded_edges`` (the Python pick over its lists), counting the nodes each read asks.
+
+    Once ``gate`` is armed, the next read waits for it to open (and then fails when
+    ``fail``): a read still in flight when another thread asks for the same nodes.
+    """
+
+    def __init__(self, uri: str, entities: list[Entity], relations: list[Relation]) -> None:
+        super().__init__(uri, entities, relations)
+        self.asked: list[str] = []
+        self.armed, self.inside, self.gate, self.fail = False, threading.Event(), threading.Event(), False
+        self._count = threading.Lock()
+
+    def bounded_edges(self, ids: Any, k: int, hidden: Any, small: Any = ()) -> list[Any]:
+        from kgmind.retrievers.graph_bounds import bounded_rows
+        from kgmind.stores.protocol import StoreError
+
+        with self._count:
+            self.asked += list(ids)
+            gated, self.armed = self.armed, False
+        if gated:
+            self.inside.set()
+            assert self.gate.wait(timeout=10)
+            if self.fail:
+                raise StoreError("the store went away mid-read")
+        return bounded_rows(_HoodStore(self.uri, self.entities, self.relations), ids, k, hidden)
+
+
+def _star_store(uri: str) -> _GatedBoundedStore:
+    """A hub A tied to B-E, and the chain B-C-D-E: completing A adds every node, each read of B-E is cheap."""
+    names = ["A", "B", "C", "D", "E"]
+    edges = [rel("A", x) for x in names[1:]] + [rel(a, b) for a, b in itertools.pairwise(names[1:])]
+    return _GatedBoundedStore(uri, ents(*names), edges)
+
+
+def _lists(gi: GraphIndex) -> dict[str, tuple[list[str], list[str]]]:
+    return {
+        gi.ids[n]: (sorted(gi.edge_id[e] for e in gi.out_adj[n]), sorted(gi.edge_id[e] for e in gi.in_adj[n]))
+        for n in range(len(gi.ids))
+    }
+
+
+def test_a_node_another_thread_is_reading_is_not_read_again() -> None:
+    """Two explorations ask for C at once: one store read of it; the other thread reads only D, then waits."""
+    from kgmind.retrievers.graph_bounds import BOUNDED_READS
+
+    BOUNDED_READS.clear()
+    store = _star_store("mem:inflight")
+    gi = GraphIndex.neighborhood(store, [entity_id("A")], bound=10)  # type: ignore[arg-type]
+    at = {x: gi.index_of[entity_id(x)] for x in "BCD"}
+    store.asked.clear()
+    store.armed = True
+    first = threading.Thread(target=gi.prefetch, args=([at["B"], at["C"]],))
+    first.start()
+    assert store.inside.wait(timeout=10)  # the first read (B, C) is in flight
+    second = threading.Thread(target=gi.prefetch, args=([at["C"], at["D"]],))
+    second.start()
+    second.join(timeout=0.3)
+    assert second.is_alive()  # D read, now waiting for C: it must not come back before C is listed
+    assert sorted(store.asked) == sorted(entity_id(x) for x in "BCD")
+    store.gate.set()
+    first.join(timeout=10)
+    second.join(timeout=10)
+    assert not first.is_alive() and not second.is_alive()
+    assert sorted(store.asked) == sorted(entity_id(x) for x in "BCD")  # each node read once
+    BOUNDED_READS.clear()
+    alone = _star_store("mem:inflight-alone")
+    one = GraphIndex.neighborhood(alone, [entity_id("A")], bound=10)  # type: ignore[arg-type]
+    one.prefetch([one.index_of[entity_id(x)] for x in "BCD"])
+    assert _lists(gi) == _lists(one)  # the same lists as one thread reading them all
+
+
+def test_a_failed_read_leaves_its_nodes_to_the_thread_that_waited() -> None:
+    """The read the other thread waits on fails: its nodes stay incomplete, and the waiter reads C itself."""
+    from kgmind.retrievers.graph_bounds import BOUNDED_READS
+    from kgmind.stores.protocol import StoreError
+
+    BOUNDED_READS.clear()
+    store = _star_store("mem:inflight-fails")
+    gi = GraphIndex.neighborhood(store, [entity_id("A")], bound=10)  # type: ignore[arg-type]
+    at = {x: gi.index_of[entity_id(x)] for x in "BCD"}
+    store.asked.clear()
+    store.armed, store.fail = True, True
+    errors: list[BaseException] = []
+
+    def first_read() -> None:
+        try:
+            gi.prefetch([at["B"], at["C"]])
+        except StoreError as exc:
+            errors.append(exc)
+
+    first = threading.Thread(target=first_read)
+    first.start()
+    assert store.inside.wait(timeout=10)
+    second = threading.Thread(target=gi.prefetch, args=([at["C"], at["D"]],))
+    second.start()
+    second.join(timeout=0.3)
+    store.gate.set()
+    first.join(timeout=10)
+    second.join(timeout=10)
+    assert not first.is_alive() and not second.is_alive() and len(errors) == 1
+    assert store.asked == [entity_id("B"), entity_id("C"), entity_id("D"), entity_id("C")]
+    assert gi._complete is not None
+    assert at["C"] in gi._complete and at["D"] in gi._complete and at["B"] not in gi._complete
+
+
 def test_pushed_down_tail_array_grows_in_place_and_old_views_stay_valid() -> None:
     """KGCoT reads ``edge_tail_array`` without the lock while a read appends edges: a view taken
     before an append (or a regrowth of the buffer) keeps its values, and the newest equals the tails."""

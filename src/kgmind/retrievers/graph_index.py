@@ -170,6 +170,7 @@ class GraphIndex(BoundedLists, PushdownGrowth, PathSearch):
         # nodes whose every edge is loaded; None = a full index, where every node is complete
         self._source: GraphStore | None = None
         self._complete: set[int] | None = None
+        self._reads_pending: dict[int, threading.Event] = {}
         self._pairs: set[tuple[int, int]] = set()  # pushed down, unbounded: (head, tail) of every stored edge
         self._interned: dict[str, str] = {}  # pushed down: one string per relation type and source
         self.hidden = HiddenEdges()  # disputed edges no exploration sees (set_hidden)

@@ -84,6 +84,8 @@ class PushdownGrowth:
     _out_arrays: dict[int, np.ndarray]
     _source: GraphStore | None
     _complete: set[int] | None
+    #: Bounded: the nodes a thread is reading now, each with the event set when that read ends.
+    _reads_pending: dict[int, threading.Event]
     _pairs: set[tuple[int, int]]
     #: One string object per relation type and source, shared by the edges that read them.
     _interned: dict[str, str]
@@ -161,17 +163,44 @@ class PushdownGrowth:
 
         Bounded, the store is read outside the lock: the explorations run in threads, and
         their reads then overlap in the store (which releases the GIL; two threads read a 2M
-        KG's small nodes 1.6x as fast as one) instead of queueing on the index. The rows are
-        listed under the lock, for the nodes no other thread completed meanwhile.
+        KG's small nodes 1.6x as fast as one) instead of queueing on the index. A node
+        another thread is reading is not read again: this thread reads the rest, then waits
+        for that read (a cold re-crawl question's four explorations start from the same
+        seeds, and read 15 % more nodes when each read its own). A thread never waits while
+        a read of its own is pending, so no two wait on each other; a read that failed
+        leaves its nodes incomplete, and whoever waited on it reads them itself.
         """
         assert self._source is not None and self._complete is not None
+        added: list[int] = []
+        while True:
+            with self._lock:
+                todo = [n for n in dict.fromkeys(nodes) if n not in self._complete]
+                if not todo:
+                    return added
+                if self._bound_k is None:
+                    return added + self._complete_whole(todo)
+                pending = self._reads_pending
+                theirs = {id(pending[n]): pending[n] for n in todo if n in pending}
+                mine = [n for n in todo if n not in pending]
+                done = threading.Event()
+                for n in mine:
+                    pending[n] = done
+            if mine:
+                try:
+                    added += self._read_bounded(mine)
+                finally:
+                    with self._lock:
+                        for n in mine:
+                            pending.pop(n, None)
+                    done.set()
+            for other in theirs.values():
+                other.wait()
+
+    def _read_bounded(self, todo: list[int]) -> list[int]:
+        """Read the bounded edges of ``todo`` (registered as this thread's read) and list them."""
+        assert self._source is not None and self._bound_k is not None
+        k = self._bound_k
         with self._lock:
-            todo = [n for n in dict.fromkeys(nodes) if n not in self._complete]
-            if not todo:
-                return []
-            k = self._bound_k
-            if k is None:
-                return self._complete_whole(todo)
             hidden = self.hidden.ids  # a frozenset: hashed once, part of the kept reads' key
             store = getattr(self._source, "uri", None) or id(self._source)
             state = (store, self.fingerprint, self.weights_version, hidden)
@@ -185,7 +214,7 @@ class PushdownGrowth:
         asked = sorted({x for _, r, _, _, _ in rows for x in (r.head, r.tail) if x not in index_of})
         fetched = self._source.get_entities(asked) if asked else []
         with self._lock:
-            todo = [n for n in todo if n not in self._complete]
+            todo = [n for n in todo if n not in self._complete]  # type: ignore[operator]
             return self._complete_bounded(todo, rows, fetched) if todo else []
 
     def _stored_edges_to(self, heads: Collection[int], tails: Collection[int]) -> list[int]:
