@@ -14,7 +14,7 @@ import hashlib
 import re
 import unicodedata
 from collections.abc import Iterable
-from typing import Any, Literal, NamedTuple
+from typing import Any, Final, Literal, NamedTuple
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -235,7 +235,7 @@ class Relation(BaseModel):
 
 
 class StoredEdge(NamedTuple):
-    """A stored edge as a bounded read returns it or an index shows it: :class:`Relation`'s fields, unchecked.
+    """A stored edge as an index shows it: :class:`Relation`'s fields, unchecked (bounded reads: ``EdgeRow``).
 
     A pushed-down question reads ~10k edges and a worker keeps ~10^5 of them between questions
     (``BoundedReads``); a pydantic model per edge, even unvalidated, was a fifth of a re-crawl
@@ -248,6 +248,22 @@ class StoredEdge(NamedTuple):
     tail: str
     weight: float
     source: str
+
+
+#: A :class:`StoredEdge`'s fields as a plain tuple, as bounded reads return them: ``(id, head,
+#: type, tail, weight, source)`` (read by position: :data:`EDGE_ID`, :data:`EDGE_HEAD`, …).
+#: CPython's cyclic GC stops tracking an exact tuple of strings and numbers the first time it
+#: looks at it, never a tuple subclass: a cold re-crawl question lists ~10k edges, and held as
+#: ``StoredEdge`` rows they lived long enough to reach the oldest generation, whose full
+#: collections then took 30-60 ms of each of a worker's first 40-200 questions (``gc.callbacks``;
+#: issue 42, ``benchmarks/results/2026-11-29-gc-rows``).
+EdgeRow = tuple[str, str, str, str, float, str]
+EDGE_ID: Final = 0
+EDGE_HEAD: Final = 1
+EDGE_TYPE: Final = 2
+EDGE_TAIL: Final = 3
+EDGE_WEIGHT: Final = 4
+EDGE_SOURCE: Final = 5
 
 
 class KnowledgeDoc(BaseModel):

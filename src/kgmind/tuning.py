@@ -133,7 +133,7 @@ JIEBA_MEMO_WORDS = 32_768
 
 #: Bounded reads a pushed-down worker keeps across questions (``BoundedReads``), in rows (kept edges).
 #: Keeping them made a pushed-down question 3.2x (EMCKG-full) and 1.3x (re-crawl) faster at p50
-#: (2026-11-26). A row is a ``StoredEdge``, ~370-430 bytes held (tracemalloc, 300,000 rows of 150
+#: (2026-11-26). A row was a ``StoredEdge``, ~370-430 bytes held (tracemalloc, 300,000 rows of 150
 #: re-crawl questions). They serve what the shared index below no longer holds; since it holds a
 #: re-crawl worker's whole working set, half of the 300,000 kept before: 76 re-crawl calib questions,
 #: two rounds, mean ms 282, 307 -> 252, 288 and RSS 756-765 -> 714-719 MB, with the bound below

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from kgmind.models import Entity, Relation
+from kgmind.models import EDGE_HEAD, EDGE_ID, EDGE_SOURCE, EDGE_TAIL, EDGE_WEIGHT, Entity, Relation
 from kgmind.stores.factory import close_all_stores
 from kgmind.stores.feedback import apply_verdicts, restore_dispute
 from kgmind.stores.ladybug import LadybugStore, kept
@@ -45,7 +45,7 @@ def seeded_kg(seed: int, n_entities: int = 30, n_relations: int = 160) -> tuple[
 def rows_of(store: LadybugStore, hidden: set[str]) -> list[tuple[Any, ...]]:
     ids = sorted(e.id for e in store.iter_entities())
     return [
-        (n, r.id, r.head, r.tail, r.weight, r.source, side, deg, back)
+        (n, r[EDGE_ID], r[EDGE_HEAD], r[EDGE_TAIL], r[EDGE_WEIGHT], r[EDGE_SOURCE], side, deg, back)
         for n, r, side, deg, back in ld.bounded_edges(store, ids, K, hidden)
     ]
 
@@ -128,9 +128,9 @@ def test_a_reader_hiding_another_set_than_the_store_gets_the_engines_read(
     store: LadybugStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     hub = sorted(kept_nodes(store))[0]
-    first = ld.bounded_edges(store, [hub], K, set())[0][1]
-    assert_same(store, monkeypatch, hidden={first.id})  # a kept edge hidden by the reader only
-    apply_verdicts(store, "v:N1:wrong", "v", [(first.id, "wrong")], source="kg flag")
+    first = ld.bounded_edges(store, [hub], K, set())[0][1][EDGE_ID]
+    assert_same(store, monkeypatch, hidden={first})  # a kept edge hidden by the reader only
+    apply_verdicts(store, "v:N1:wrong", "v", [(first, "wrong")], source="kg flag")
     assert_same(store, monkeypatch, hidden=set())  # a store-disputed edge the reader still shows
 
 

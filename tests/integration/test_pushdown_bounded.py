@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from kgmind.models import EDGE_ID
 from kgmind.relations import REVERSE_MARK
 
 K = 2  # the demo KG's hubs have more than two edges of a type
@@ -201,7 +202,7 @@ def test_a_store_without_bounded_reads_is_bounded_in_python_the_same_way(demo_ur
     assert first.id in hidden
 
     def key(rows: list[Any]) -> list[tuple[Any, ...]]:
-        return sorted((n, r.id, side, deg, back) for n, r, side, deg, back in rows)
+        return sorted((n, r[EDGE_ID], side, deg, back) for n, r, side, deg, back in rows)
 
     assert key(bounded_rows(Plain(), ids, K, hidden)) == key(store.bounded_edges(ids, K, hidden))
     assert len(store.bounded_edges(ids, K, hidden)) < len(store.neighbors(ids, "both")) * 2
@@ -336,7 +337,7 @@ def test_context_relations_keep_their_own_smaller_bound_in_both_modes(tmp_path: 
             return store.neighbors(ids, direction)  # type: ignore[arg-type]
 
     def key(rows: list[Any]) -> list[tuple[Any, ...]]:
-        return sorted((n, r.id, side, deg, back) for n, r, side, deg, back in rows)
+        return sorted((n, r[EDGE_ID], side, deg, back) for n, r, side, deg, back in rows)
 
     ids = sorted(full.ids)
     assert key(bounded_rows(Plain(), ids, bound, ())) == key(bounded_rows(store, ids, bound, ()))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kgmind.models import Entity, Relation
+from kgmind.models import EDGE_HEAD, EDGE_ID, EDGE_TAIL, Entity, Relation
 from kgmind.stores.factory import close_all_stores, open_store
 from kgmind.stores.feedback import apply_verdicts, restore_dispute
 from kgmind.stores.ladybug import LadybugStore
@@ -118,16 +118,16 @@ def test_bounded_reads_keep_k_edges_per_node_type_and_direction_heaviest_then_mo
 ) -> None:
     store.apply_weight_updates("fb1", "run1", "excellent", [RELS[1].id], make_rule("excellent"))
     got = store.bounded_edges([FLU.id], 1)
-    assert [(n, r.id, side) for n, r, side, _, _ in got] == [
+    assert [(n, r[EDGE_ID], side) for n, r, side, _, _ in got] == [
         (FLU.id, RELS[1].id, "out"),  # has_symptom: the heavier of two
         (FLU.id, RELS[3].id, "out"),  # treated_by: its only edge
     ]
     assert [deg for *_, deg, _ in got] == [2, 1]  # the other end's kept degree
     store.reset_weights()
     # equal weights: the more specific end first (Fever, degree 1, before Cough, degree 2)
-    assert [r.tail for _, r, *_ in store.bounded_edges([FLU.id], 1)] == [FEVER.id, ASPIRIN.id]
-    assert [r.head for _, r, *_ in store.bounded_edges([COUGH.id], 5)] == [COLD.id, FLU.id]
-    assert store.bounded_edges([COUGH.id], 5, hidden={RELS[1].id})[0][1].head == COLD.id
+    assert [r[EDGE_TAIL] for _, r, *_ in store.bounded_edges([FLU.id], 1)] == [FEVER.id, ASPIRIN.id]
+    assert [r[EDGE_HEAD] for _, r, *_ in store.bounded_edges([COUGH.id], 5)] == [COLD.id, FLU.id]
+    assert store.bounded_edges([COUGH.id], 5, hidden={RELS[1].id})[0][1][EDGE_HEAD] == COLD.id
     assert len(store.bounded_edges([COUGH.id], 5, hidden={RELS[1].id})) == 1
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kgmind.models import Entity, Relation
+from kgmind.models import EDGE_ID, Entity, Relation
 from kgmind.stores.ladybug import DB_FILE, LadybugStore
 from kgmind.stores.ladybug import queries as q
 from kgmind.stores.protocol import GraphStore, StoreError, StoreUnavailableError
@@ -341,17 +341,32 @@ def test_bounded_reads_find_nodes_by_key(store: LadybugStore) -> None:
     back = Relation(head=b.id, type="symptom_of", tail=a.id)
     store.bulk_load([lone], [back])
     rows = store.bounded_edges([lone.id, "no-such-id", a.id, a.id], 1)
-    got = sorted((node, r.id, side, has_back) for node, r, side, _, has_back in rows)
+    got = sorted((node, r[EDGE_ID], side, has_back) for node, r, side, _, has_back in rows)
     # per type and side one edge: a's two out-types and its one in-type; only a's edges are read
     assert got == sorted(
         [(a.id, r1.id, "out", True), (a.id, r2.id, "out", True), (a.id, back.id, "in", True)]
     )
     # a hidden edge is not read, but it is still the stored way back (as on the whole-KG index)
     kept = store.bounded_edges([b.id], 5, hidden={back.id})
-    assert sorted((r.id, side, has_back) for _, r, side, _, has_back in kept) == sorted(
+    assert sorted((r[EDGE_ID], side, has_back) for _, r, side, _, has_back in kept) == sorted(
         [(r1.id, "in", True), (r2.id, "in", True)]
     )
     assert store.bounded_edges([lone.id], 5) == []
+
+
+def test_bounded_rows_are_plain_tuples_the_collector_stops_tracking(store: LadybugStore) -> None:
+    """A worker keeps ~10^5 read rows and a cold question lists ~10^4: as exact tuples of strings
+    and numbers the cyclic GC untracks them at its first look, so full collections do not walk them
+    (a ``StoredEdge`` row stays tracked for good: CPython untracks exact tuples only)."""
+    import gc
+
+    a, _b, r1, _r2 = _tiny(store)
+    rows = store.bounded_edges([a.id], 5)
+    assert rows and all(type(row) is tuple and type(row[1]) is tuple for row in rows)
+    assert {row[1][EDGE_ID] for row in rows} >= {r1.id}
+    gc.collect()  # the edges first, then (next time) the rows holding them
+    gc.collect()
+    assert not any(gc.is_tracked(row) or gc.is_tracked(row[1]) for row in rows)
 
 
 def test_edges_between_reads_both_directions_once_disputed_ones_included(store: LadybugStore) -> None:
@@ -553,6 +568,11 @@ def test_the_entity_cache_is_bounded_and_keyed_by_version() -> None:
     cache.remember(ents, "v1")  # the oldest goes past the bound
     assert sorted(e.id for e in cache.fetch([e.id for e in ents], "v1", read)) == sorted(e.id for e in ents)
     assert asked == [[ents[0].id]]
+    assert cache.fetch([ents[2].id], "v1", read) == [ents[2]] and len(asked) == 1  # kept: equal, not read
+    import gc
+
+    gc.collect()  # kept as plain tuples: the collector stops walking them
+    assert not any(gc.is_tracked(kept) for kept in cache._kept.values())
     assert cache.fetch([ents[2].id], "v2", read) == [ents[2]] and asked[-1] == [ents[2].id]  # new version
 
 

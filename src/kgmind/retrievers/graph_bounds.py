@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from kgmind.models import EDGE_TYPE
 from kgmind.relations import DISEASE, REVERSE_MARK, ROLE_ENTITY_TYPE, UNTYPED, RelationSchema
 from kgmind.retrievers.graph_edges import EdgeColumns, sort_key
 from kgmind.tuning import KEPT_BOUNDED_ROWS
@@ -244,7 +245,8 @@ def bounded_rows(
 ) -> list[Any]:
     """The store's kept edges of ``ids`` (``bounded_edges``), picked in Python for a store without it.
 
-    Rows: ``(node, relation, "out" | "in", other end's degree, way back stored)``. The
+    Rows: ``(node, edge, "out" | "in", other end's degree, way back stored)``, the edge an
+    :data:`~kgmind.models.EdgeRow` (a store may give a ``StoredEdge``: read by position). The
     store cuts every group to ``bound.k``; a context type's groups are cut to their
     smaller bound here, from the head of the store's order. The Python pick reads every
     edge of ``ids`` and of their neighbours: right, not bounded (a test double, a store
@@ -278,7 +280,16 @@ def bounded_rows(
         for (_, side), rs in sorted(groups.items()):
             other = (lambda r: r.tail) if side == "out" else (lambda r: r.head)
             rs.sort(key=lambda r: (-r.weight, degree.get(other(r), 0), r.id))
-            rows += [(node, r, side, degree.get(other(r), 0), (r.tail, r.head) in pairs) for r in rs[:k]]
+            rows += [
+                (
+                    node,
+                    (r.id, r.head, r.type, r.tail, r.weight, r.source),
+                    side,
+                    degree.get(other(r), 0),
+                    (r.tail, r.head) in pairs,
+                )
+                for r in rs[:k]
+            ]
     return _context_cut(rows, bound)
 
 
@@ -309,9 +320,9 @@ def _context_cut(rows: Iterable[Any], bound: GroupBound) -> list[Any]:
     seen: dict[tuple[str, str, str], int] = {}
     out: list[Any] = []
     for row in rows:
-        node, rel, side = row[0], row[1], row[2]
-        if rel.type in bound.context_types:
-            group = (node, rel.type, side)
+        node, rtype, side = row[0], row[1][EDGE_TYPE], row[2]
+        if rtype in bound.context_types:
+            group = (node, rtype, side)
             seen[group] = taken = seen.get(group, 0) + 1
             if taken > bound.context:
                 continue

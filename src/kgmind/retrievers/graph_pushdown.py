@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from kgmind.models import Entity, Relation
+from kgmind.models import EDGE_HEAD, EDGE_ID, EDGE_TAIL, EdgeRow, Entity
 from kgmind.relations import reverse_name
 from kgmind.retrievers.graph_bounds import BOUNDED_READS, Bounds, GroupBound, edges_between
 from kgmind.retrievers.graph_edges import EdgeIds, EdgeLookup, sort_key
@@ -124,8 +124,9 @@ class PushdownGrowth:
             self.names.append(ent.name)
             self.types.append(ent.type)
             self.descriptions.append(ent.description)
-            list.append(self.out_adj, [])
-            list.append(self.in_adj, [])
+            # one shared empty tuple until the node completes: a list per node stays tracked by the GC
+            list.append(self.out_adj, ())
+            list.append(self.in_adj, ())
         if out:
             self._weights = self._weights.grown((), (), len(self.ids))
         return out
@@ -211,7 +212,7 @@ class PushdownGrowth:
         rows = BOUNDED_READS.read(self._source, ids, k, hidden, state, small)
         # the new ends' entities are read outside the lock too (the index only grows: known stays known)
         index_of = self.index_of  # bound once: the set below looks at every end of every row
-        asked = sorted({x for _, r, _, _, _ in rows for x in (r.head, r.tail) if x not in index_of})
+        asked = sorted({x for _, r, *_ in rows for x in (r[EDGE_HEAD], r[EDGE_TAIL]) if x not in index_of})
         fetched = self._source.get_entities(asked) if asked else []
         with self._lock:
             todo = [n for n in todo if n not in self._complete]  # type: ignore[operator]
@@ -234,7 +235,7 @@ class PushdownGrowth:
             new = {r.id: r for r in rels if r.id not in self.edge_index_of}
             if new:
                 back = {rid: (r.tail, r.head) in pairs for rid, r in new.items()}
-                self._load_edges(sorted(new.values(), key=lambda r: r.id), back=back)
+                self._load_edges([new[rid] for rid in sorted(new)], back=back)
             hs, ts, hidden = set(heads), set(tails), self.hidden.edges
             found = {self.edge_index_of[r.id] for r in rels}
             found |= {int(self.edge_twin[e]) for e in found if self.edge_twin[e] >= 0}
@@ -256,7 +257,8 @@ class PushdownGrowth:
         for ent_id in missing:  # an endpoint the store has no entity for: a placeholder, as on the full index
             if ent_id not in self.index_of:
                 added += self._add_entities([Entity(id=ent_id, name=ent_id, type="entity")])
-        self._load_edges(sorted(rels, key=lambda r: r.id))
+        rels.sort(key=lambda r: r.id)
+        self._load_edges([(r.id, r.head, r.type, r.tail, r.weight, r.source) for r in rels])
         self._complete.update(todo)
         return added
 
@@ -276,12 +278,14 @@ class PushdownGrowth:
         rels: dict[str, Any] = {}
         back: dict[str, bool] = {}
         for _, rel, _, _, has_back in rows:
-            if rel.id not in lookup:
-                rels[rel.id] = rel
-                back[rel.id] = has_back
+            rid = rel[EDGE_ID]
+            if rid not in lookup:
+                rels[rid] = rel
+                back[rid] = has_back
         index_of = self.index_of
         # not ``set - index_of.keys()``: that walks every key of the index (~0.4 ms at 25,000 nodes)
-        missing = sorted({x for r in rels.values() for x in (r.head, r.tail) if x not in index_of})
+        ends = (x for r in rels.values() for x in (r[EDGE_HEAD], r[EDGE_TAIL]))
+        missing = sorted({x for x in ends if x not in index_of})
         found = {e.id: e for e in fetched}  # every end unknown now was unknown when they were read
         added = self._add_entities([found[x] for x in missing if x in found]) if missing else []
         for ent_id in missing:  # an end the store has no entity for: a placeholder, as on the full index
@@ -295,21 +299,21 @@ class PushdownGrowth:
         inc: dict[int, set[tuple[bool, str, int]]] = {n: set() for n in todo}
         node_degree, twins = self._node_degree, self.edge_twin
         for node, rel, side, degree, _ in rows:
-            rid = rel.id
+            rid, head, tail = rel[EDGE_ID], rel[EDGE_HEAD], rel[EDGE_TAIL]
             e = lookup[rid]
             twin = twins[e]
             n = index_of[node]
-            if rel.head == rel.tail:
+            if head == tail:
                 node_degree.setdefault(n, degree)
                 out[n].add((False, rid, e))
                 inc[n].add((False, rid, e))
             elif side == "out":
-                node_degree.setdefault(index_of[rel.tail], degree)
+                node_degree.setdefault(index_of[tail], degree)
                 out[n].add((False, rid, e))
                 if twin >= 0:
                     inc[n].add((True, rid, twin))
             else:
-                node_degree.setdefault(index_of[rel.head], degree)
+                node_degree.setdefault(index_of[head], degree)
                 inc[n].add((False, rid, e))
                 if twin >= 0:
                     out[n].add((True, rid, twin))
@@ -321,7 +325,7 @@ class PushdownGrowth:
         self._complete.update(todo)
         return added
 
-    def _load_edges(self, rels: Sequence[Relation], back: Mapping[str, bool] | None = None) -> None:
+    def _load_edges(self, rels: Sequence[EdgeRow], back: Mapping[str, bool] | None = None) -> None:
         """Append ``rels`` and the ways back the KG lacks (as on the full index), then list the visible ones.
 
         Columns, weights and the tail array are published before any list names a new
@@ -344,22 +348,22 @@ class PushdownGrowth:
         # every id kept as read: a question's index is small, and deriving an id hashes the edge
         # again on each lookup (the lists are ordered by id): 5 % of a re-crawl question (py-spy)
         explicit, lookup = self.edge_id.explicit, self.edge_index_of.pending
-        for rel in rels:
-            h, t = index_of[rel.head], index_of[rel.tail]
-            rtype = interned.setdefault(rel.type, rel.type)  # one string per type and source, not per edge
-            e = self._append_edge(h, t, rtype, interned.setdefault(rel.source, rel.source), -1)
-            lookup[rel.id] = e
-            explicit[e] = rel.id
-            weights.append(rel.weight)
+        for rid, head, rtype, tail, weight, source in rels:
+            h, t = index_of[head], index_of[tail]
+            rtype = interned.setdefault(rtype, rtype)  # one string per type and source, not per edge
+            e = self._append_edge(h, t, rtype, interned.setdefault(source, source), -1)
+            lookup[rid] = e
+            explicit[e] = rid
+            weights.append(weight)
             ends.append(h)
-            shown.append(rel.id not in hidden)
+            shown.append(rid not in hidden)
             if not bounded:  # a bounded read says where the way back is; a whole read looks it up
                 pairs.add((h, t))
         if self.reverse_readings:
             for i, rel in enumerate(rels):  # the way back the KG lacks
                 e = first + i
                 h, t = heads[e], tails[e]
-                stored_back = back.get(rel.id, False) if back is not None else (t, h) in pairs
+                stored_back = back.get(rel[EDGE_ID], False) if back is not None else (t, h) in pairs
                 if h != t and not stored_back:
                     rtype = reverse_name(types[e])
                     twins[e] = self._append_edge(t, h, interned.setdefault(rtype, rtype), sources[e], e)

@@ -275,7 +275,7 @@ def _whole_groups(
         rows = [
             (
                 node,
-                StoredEdge(rid, node if out else end, rtype, end if out else node, -w, src or ""),
+                (rid, node if out else end, rtype, end if out else node, -w, src or ""),
                 side,
                 deg,
                 end in back,

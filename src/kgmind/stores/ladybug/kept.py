@@ -29,7 +29,7 @@ from collections.abc import Collection, Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any, Protocol
 
-from kgmind.models import StoredEdge
+from kgmind.models import EdgeRow
 from kgmind.stores import degrees as dg
 from kgmind.stores.ladybug import queries as q
 from kgmind.tuning import EDGES_PER_GROUP
@@ -62,7 +62,7 @@ _REWRITE_ALL_OVER = 10_000
 
 #: One edge of a bounded read: (the node read, the edge, "out" | "in", the other end's degree,
 #: whether the KG stores a way back).
-BoundedEdge = tuple[str, StoredEdge, str, int, bool]
+BoundedEdge = tuple[str, EdgeRow, str, int, bool]
 
 #: A group of a bounded read: (side, node, relation type, its rows).
 Group = tuple[str, str, str, list[BoundedEdge]]
@@ -83,10 +83,10 @@ def wanted() -> str:
     return "" if EDGES_PER_GROUP is None else str(EDGES_PER_GROUP)
 
 
-def relation_of(side: str, node: str, rtype: str, rid: str, end: str, weight: Any, source: Any) -> StoredEdge:
+def relation_of(side: str, node: str, rtype: str, rid: str, end: str, weight: Any, source: Any) -> EdgeRow:
     """The edge of a read row, whose ``node`` is its head (``out``) or its tail (``in``)."""
     head, tail = (node, end) if side == "out" else (end, node)
-    return StoredEdge(rid, head, rtype, tail, float(weight), source or "")
+    return (rid, head, rtype, tail, float(weight), source or "")
 
 
 def engine_groups(
@@ -179,7 +179,10 @@ def _encode(groups: Iterable[Group], left_out: Iterable[str]) -> str:
         [
             side,
             rtype,
-            [[r.id, r.tail if side == "out" else r.head, r.weight, r.source, d, b] for _, r, _, d, b in e],
+            [
+                [rid, tail if side == "out" else head, w, src, d, b]
+                for _, (rid, head, _, tail, w, src), _, d, b in e
+            ],
         ]
         for side, _node, rtype, e in groups
     ]

@@ -12,16 +12,16 @@ from typing import Any
 
 import neo4j
 
-from kgmind.models import StoredEdge
+from kgmind.models import EdgeRow, StoredEdge
 from kgmind.stores import degrees as dg
 from kgmind.stores.neo4j import queries as q
 from kgmind.stores.neo4j import verdicts as nv
-from kgmind.stores.neo4j.records import stored_edge_from_record
+from kgmind.stores.neo4j.records import edge_row_from_record, stored_edge_from_record
 
 __all__ = ["BoundedEdge", "Neo4jDegrees", "refresh_in_tx"]
 
 #: One edge of a bounded read: (node read, edge, "out" | "in", other end's degree, way back stored).
-BoundedEdge = tuple[str, StoredEdge, str, int, bool]
+BoundedEdge = tuple[str, EdgeRow, str, int, bool]
 
 _BATCH = 5_000
 
@@ -84,5 +84,5 @@ class Neo4jDegrees:
         out: list[BoundedEdge] = []
         for r in self._read(q.BOUNDED_EDGES, params, "bounded_edges"):
             side = "out" if r["outgoing"] else "in"
-            out.append((r["node"], stored_edge_from_record(r), side, int(r["degree"]), bool(r["back"])))
+            out.append((r["node"], edge_row_from_record(r), side, int(r["degree"]), bool(r["back"])))
         return out

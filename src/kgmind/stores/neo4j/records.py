@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kgmind.models import Relation, StoredEdge
+from kgmind.models import EdgeRow, Relation, StoredEdge
 
-__all__ = ["relation_from_record", "stored_edge_from_record"]
+__all__ = ["edge_row_from_record", "relation_from_record", "stored_edge_from_record"]
 
 
 def relation_from_record(rec: Mapping[str, Any]) -> Relation:
@@ -22,7 +22,12 @@ def relation_from_record(rec: Mapping[str, Any]) -> Relation:
     )
 
 
-def stored_edge_from_record(rec: Mapping[str, Any]) -> StoredEdge:
-    """The same record as a :class:`StoredEdge`: what a bounded read returns, as on LadybugDB."""
+def edge_row_from_record(rec: Mapping[str, Any]) -> EdgeRow:
+    """The record's edge as a plain tuple: what a bounded read returns, as on LadybugDB."""
     weight, source = float(rec["weight"]), rec["source"] or ""
-    return StoredEdge(rec["id"], rec["head"], rec["type"], rec["tail"], weight, source)
+    return (rec["id"], rec["head"], rec["type"], rec["tail"], weight, source)
+
+
+def stored_edge_from_record(rec: Mapping[str, Any]) -> StoredEdge:
+    """The same record as a :class:`StoredEdge`."""
+    return StoredEdge._make(edge_row_from_record(rec))
