@@ -558,16 +558,23 @@ def _lists(gi: GraphIndex) -> dict[str, tuple[list[str], list[str]]]:
     }
 
 
+def _gated_star(uri: str) -> tuple[_GatedBoundedStore, GraphIndex, dict[str, int]]:
+    """A bounded pushed-down index of :func:`_star_store` (A read), the store armed for the next read."""
+    from kgmind.retrievers.graph_bounds import BOUNDED_READS
+
+    BOUNDED_READS.clear()  # no read kept from another test: every read goes to the store
+    store = _star_store(uri)
+    gi = GraphIndex.neighborhood(store, [entity_id("A")], bound=10)  # type: ignore[arg-type]
+    store.asked.clear()
+    store.armed = True
+    return store, gi, {x: gi.index_of[entity_id(x)] for x in "BCD"}
+
+
 def test_a_node_another_thread_is_reading_is_not_read_again() -> None:
     """Two explorations ask for C at once: one store read of it; the other thread reads only D, then waits."""
     from kgmind.retrievers.graph_bounds import BOUNDED_READS
 
-    BOUNDED_READS.clear()
-    store = _star_store("mem:inflight")
-    gi = GraphIndex.neighborhood(store, [entity_id("A")], bound=10)  # type: ignore[arg-type]
-    at = {x: gi.index_of[entity_id(x)] for x in "BCD"}
-    store.asked.clear()
-    store.armed = True
+    store, gi, at = _gated_star("mem:inflight")
     first = threading.Thread(target=gi.prefetch, args=([at["B"], at["C"]],))
     first.start()
     assert store.inside.wait(timeout=10)  # the first read (B, C) is in flight
@@ -590,15 +597,10 @@ def test_a_node_another_thread_is_reading_is_not_read_again() -> None:
 
 def test_a_failed_read_leaves_its_nodes_to_the_thread_that_waited() -> None:
     """The read the other thread waits on fails: its nodes stay incomplete, and the waiter reads C itself."""
-    from kgmind.retrievers.graph_bounds import BOUNDED_READS
     from kgmind.stores.protocol import StoreError
 
-    BOUNDED_READS.clear()
-    store = _star_store("mem:inflight-fails")
-    gi = GraphIndex.neighborhood(store, [entity_id("A")], bound=10)  # type: ignore[arg-type]
-    at = {x: gi.index_of[entity_id(x)] for x in "BCD"}
-    store.asked.clear()
-    store.armed, store.fail = True, True
+    store, gi, at = _gated_star("mem:inflight-fails")
+    store.fail = True
     errors: list[BaseException] = []
 
     def first_read() -> None:
