@@ -25,6 +25,7 @@ STORE_SRCS = tuple(
     for f in (
         "store.py",
         "verdicts.py",
+        "weights.py",
         "degrees.py",
         "kept.py",
         "rows.py",

@@ -33,7 +33,6 @@ import json
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -45,7 +44,7 @@ from kgmind.models import (
     WeightChange,
 )
 from kgmind.stores import degrees as dg
-from kgmind.stores.base import LoadInput, SiblingEdges, StoreBase
+from kgmind.stores.base import LoadInput, StoreBase
 from kgmind.stores.columns import RelationColumns
 from kgmind.stores.cypher import with_hop_bound
 from kgmind.stores.disputes import WeightVerdicts
@@ -54,6 +53,7 @@ from kgmind.stores.ladybug import degrees as ld
 from kgmind.stores.ladybug import kept
 from kgmind.stores.ladybug import queries as q
 from kgmind.stores.ladybug import verdicts as lv
+from kgmind.stores.ladybug import weights as lw
 from kgmind.stores.ladybug.connections import Connections
 from kgmind.stores.ladybug.entity_cache import EntityCache
 from kgmind.stores.ladybug.load_plan import LoadPlan, plan_load
@@ -521,43 +521,18 @@ class LadybugStore(ld.DegreeReads, ld.DegreeWrites, StoreBase):
         The write lock makes concurrent feedbacks a serial replay.
         """
         with self._transaction(f"feedback {feedback_id!r}") as conn:
-            return self._apply_in_tx(conn, feedback_id, run_id, rating, rel_ids, rule)
-
-    def _apply_in_tx(
-        self, conn: Any, feedback_id: str, run_id: str, rating: str, rel_ids: list[str], rule: WeightRule
-    ) -> list[WeightChange]:
-        if int(self._scalar(q.FEEDBACK_SEEN, {"feedback_id": feedback_id}, conn) or 0) > 0:
-            return []
-        changes = self._weights_in_tx(conn, feedback_id, run_id, rating, rel_ids, rule)
-        if changes:
-            self._bump_counter(conn, _META_WEIGHTS)
-        return changes
+            if int(self._scalar(q.FEEDBACK_SEEN, {"feedback_id": feedback_id}, conn) or 0) > 0:
+                return []
+            changes = self._weights_in_tx(conn, feedback_id, run_id, rating, rel_ids, rule)
+            if changes:
+                self._bump_counter(conn, _META_WEIGHTS)
+            return changes
 
     def _weights_in_tx(
         self, conn: Any, feedback_id: str, run_id: str, rating: str, rel_ids: list[str], rule: WeightRule
     ) -> list[WeightChange]:
-        """The audited weight write of one rating, in the caller's transaction (no version bump).
-
-        Shared by ratings and per-claim verdicts, so both move weights the same way.
-        """
-        if not rel_ids:
-            return []
-        head_of = {rid: head for rid, head in self._rows(q.RELATION_HEADS, {"ids": rel_ids}, conn)}
-        unknown = [rid for rid in rel_ids if rid not in head_of]
-        if unknown:
-            raise StoreError(f"feedback {feedback_id!r}: unknown relation ids: {', '.join(unknown)}")
-        heads = sorted(set(head_of.values()))
-        siblings = SiblingEdges.collect(heads, self._rows(q.SIBLING_EDGES, {"heads": heads}, conn))
-        updates = siblings.updates(feedback_id, rule, rel_ids)
-        if not updates:
-            return []
-        changes = siblings.changes(feedback_id, run_id, rating, datetime.now(UTC).isoformat(), updates)
-        rows = [{"head": siblings.head_of[rid], "id": rid, "weight": new} for rid, new in updates]
-        conn.execute(q.UPDATE_WEIGHTS, {"rows": rows})
-        tails = {str(t) for (t,) in self._rows(q.TAILS_OF, {"rows": rows}, conn)}
-        self._keep(conn, tails | {str(r["head"]) for r in rows}, next_to=False)  # their order moved
-        conn.execute(q.INSERT_AUDIT, {"rows": [c.model_dump() for c in changes]})
-        return changes
+        """The audited weight write of one rating, in the caller's transaction (``ladybug.weights``)."""
+        return lw.write_weights(self, conn, feedback_id, run_id, rating, rel_ids, rule)
 
     def weight_changes(self, feedback_id: str | None = None) -> list[WeightChange]:
         """Audit rows, oldest first; only those of ``feedback_id`` when given."""
