@@ -31,7 +31,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import cpu_model
-from kgmind.retrievers.entity_index import get_entity_index
+from kgmind.retrievers.entity_index_cache import get_entity_index
 from kgmind.retrievers.entity_search import HNSW_EF_SEARCH, HNSW_M
 from kgmind.retrievers.linker import get_linker
 from kgmind.retrievers.ner import clean_mention

@@ -221,7 +221,7 @@ def run(
     first ``faithful`` questions, MindMap's store retriever on the first ``baseline``)
     stop once each has used ``side_budget_s`` seconds (at least one question each).
     """
-    from kgmind.retrievers.entity_index import get_entity_index
+    from kgmind.retrievers.entity_index_cache import get_entity_index
     from kgmind.retrievers.linker import EntityLinker, get_linker
     from kgmind.retrievers.ner import Gazetteer, extract_mentions
 

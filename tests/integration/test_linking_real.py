@@ -12,9 +12,9 @@ import pytest
 
 from entity_fakes import EntityListStore
 from kgmind.models import Entity
-from kgmind.retrievers import entity_index, linker, ner
+from kgmind.retrievers import entity_index_cache, linker, ner
 from kgmind.retrievers.embeddings import get_embedder
-from kgmind.retrievers.entity_index import entity_index_dir, get_entity_index
+from kgmind.retrievers.entity_index_cache import entity_index_dir, get_entity_index
 from kgmind.retrievers.linker import EntityLinker
 from kgmind.retrievers.ner import embedding_spans, extract_mentions, parse_entity_list
 from kgmind.tuning import CONTEXT_SPAN_THRESHOLD, LINK_THRESHOLD, SPAN_THRESHOLD
@@ -44,11 +44,11 @@ ZH_KG = [Entity(name=n) for n in ("头痛", "黄疸", "咳嗽", "发热", "肝�
 def _isolated(tmp_path, monkeypatch):
     monkeypatch.setenv("KGMIND_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    entity_index.clear_entity_index_cache()
+    entity_index_cache.clear_entity_index_cache()
     linker.clear_linker_cache()
     ner.clear_gazetteer_cache()
     yield
-    entity_index.clear_entity_index_cache()
+    entity_index_cache.clear_entity_index_cache()
     linker.clear_linker_cache()
     ner.clear_gazetteer_cache()
 
@@ -274,7 +274,7 @@ def test_an_import_rebuilds_the_real_index_embedding_only_new_names(tmp_path):
         store.bulk_load(EN_KG, [])
         get_entity_index(store, "minilm")
         store.bulk_load([Entity(name="Vertigo", type="symptom")], [])
-        entity_index.clear_entity_index_cache()
+        entity_index_cache.clear_entity_index_cache()
         rebuilt = get_entity_index(store, "minilm")
         assert rebuilt.reused == len(set(rebuilt.vector_texts)) - 1  # all but "Vertigo"
         assert not (tmp_path / "kg.index" / "minilm.partial").exists()
@@ -310,7 +310,7 @@ def test_cli_index_build(tmp_path):
         assert res.exit_code == 0, res.output
         assert "built" in res.output
         assert (tmp_path / "kg.index" / "minilm" / "vectors.faiss").exists()
-        entity_index.clear_entity_index_cache()
+        entity_index_cache.clear_entity_index_cache()
         res = runner.invoke(app, ["index", "build", "--store", uri, "--model", "minilm"])
         assert res.exit_code == 0 and "up to date" in res.output
         labels = json.loads((tmp_path / "kg.index" / "minilm" / "labels.json").read_text())

@@ -173,7 +173,7 @@ def weights_of(store: GraphStore) -> dict[str, float]:
 
 def clear_caches() -> None:
     """Close every store and forget every cached index, linker and gazetteer."""
-    from kgmind.retrievers.entity_index import clear_entity_index_cache
+    from kgmind.retrievers.entity_index_cache import clear_entity_index_cache
     from kgmind.retrievers.graph_index_cache import clear_graph_index_cache
     from kgmind.retrievers.linker import clear_linker_cache
     from kgmind.retrievers.ner import clear_gazetteer_cache

@@ -428,18 +428,18 @@ def test_entity_vector_reranker_question_modes() -> None:
 
 
 def test_aggregate_default_reranker_uses_the_loaded_entity_index(monkeypatch) -> None:
-    from kgmind.retrievers import entity_index
+    from kgmind.retrievers import entity_index_cache
 
     evs = [
         _ent_line("Flu", ["Oseltamivir"], score=1.0),
         _ent_line("Measles", ["Rash"], score=0.9),
     ]
-    entity_index.clear_entity_index_cache()
+    entity_index_cache.clear_entity_index_cache()
     try:
         # no index loaded: prior order
         assert [ev.triples[0][0] for ev in aggregate_evidence(evs, "I have a rash")] == ["Flu", "Measles"]
         idx = _vector_index(["Measles", "Rash", "Oseltamivir", "Flu"])
-        monkeypatch.setitem(entity_index._cache, ("fake://rerank", "hash", idx.fingerprint), idx)
+        monkeypatch.setitem(entity_index_cache._cache, ("fake://rerank", "hash", idx.fingerprint), idx)
         out = aggregate_evidence(evs, "I have a rash", "rash")  # the hypothesis chunk is embedded
         assert [ev.triples[0][0] for ev in out] == ["Measles", "Flu"]
         assert out[0].meta["rerank_score"] > out[1].meta["rerank_score"]
@@ -448,21 +448,21 @@ def test_aggregate_default_reranker_uses_the_loaded_entity_index(monkeypatch) ->
         with pytest.raises(ValueError):
             aggregate_evidence(evs, "rash", reranker="bogus")  # type: ignore[arg-type]
     finally:
-        entity_index.clear_entity_index_cache()
+        entity_index_cache.clear_entity_index_cache()
 
 
 def test_find_cached_index_needs_coverage() -> None:
-    from kgmind.retrievers import entity_index
+    from kgmind.retrievers import entity_index_cache
 
-    entity_index.clear_entity_index_cache()
+    entity_index_cache.clear_entity_index_cache()
     idx = _vector_index(["Measles", "Rash"])
-    entity_index._cache[("fake://rerank", "hash", idx.fingerprint)] = idx
+    entity_index_cache._cache[("fake://rerank", "hash", idx.fingerprint)] = idx
     try:
-        assert entity_index.find_cached_index([_eid("Measles"), _eid("Rash")]) is idx
-        assert entity_index.find_cached_index([_eid("Measles"), "x", "y"]) is None
-        assert entity_index.find_cached_index([]) is None
+        assert entity_index_cache.find_cached_index([_eid("Measles"), _eid("Rash")]) is idx
+        assert entity_index_cache.find_cached_index([_eid("Measles"), "x", "y"]) is None
+        assert entity_index_cache.find_cached_index([]) is None
     finally:
-        entity_index.clear_entity_index_cache()
+        entity_index_cache.clear_entity_index_cache()
 
 
 # -- each fact paid for once ---------------------------------------------------------

@@ -106,7 +106,7 @@ def test_linking_loads_are_named_outside_a_terminal(monkeypatch: pytest.MonkeyPa
     from kgmind.cli.progress import prepare_linking
     from kgmind.graphs import services
     from kgmind.graphs.context import Context
-    from kgmind.retrievers import embeddings, entity_index
+    from kgmind.retrievers import embeddings, entity_index, entity_index_cache
     from kgmind.retrievers.embeddings import onnx_export
 
     pending: list[Any] = [SimpleNamespace(quantized=False)]
@@ -116,10 +116,10 @@ def test_linking_loads_are_named_outside_a_terminal(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(services, "get_linker", lambda store: SimpleNamespace(model="minilm"))
     monkeypatch.setattr(embeddings, "pending_onnx_export", lambda model: pending[0])
     monkeypatch.setattr(onnx_export, "onnx_minilm_path", lambda quantized=True: pending.__setitem__(0, None))
-    monkeypatch.setattr(entity_index, "resolve_model", lambda store, model: model)
-    monkeypatch.setattr(entity_index, "entity_index_dir", lambda uri, model: tmp_path / model)
+    monkeypatch.setattr(entity_index_cache, "resolve_model", lambda store, model: model)
+    monkeypatch.setattr(entity_index_cache, "entity_index_dir", lambda uri, model: tmp_path / model)
     monkeypatch.setattr(
-        entity_index, "get_entity_index", lambda s, m, progress=False: built.append((m, progress))
+        entity_index_cache, "get_entity_index", lambda s, m, progress=False: built.append((m, progress))
     )
     console, buf = _plain()
     prepare_linking(Context(), console, plain=True)

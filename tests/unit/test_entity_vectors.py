@@ -14,14 +14,10 @@ import pytest
 
 from entity_fakes import EntityListStore
 from kgmind.models import Entity
-from kgmind.retrievers import entity_index
+from kgmind.retrievers import entity_index, entity_index_cache
 from kgmind.retrievers.embeddings.hashing import HashEmbedder
-from kgmind.retrievers.entity_index import (
-    build_and_save,
-    build_entity_index,
-    entity_index_dir,
-    get_entity_index,
-)
+from kgmind.retrievers.entity_index import build_and_save, build_entity_index
+from kgmind.retrievers.entity_index_cache import entity_index_dir, get_entity_index
 from kgmind.retrievers.entity_vectors import Checkpoint, KnownVectors, checkpoint_dir, vectors_key
 
 
@@ -46,9 +42,9 @@ class CountingEmbedder(HashEmbedder):
 @pytest.fixture(autouse=True)
 def _isolated(tmp_path, monkeypatch):
     monkeypatch.setenv("KGMIND_HOME", str(tmp_path / "home"))
-    entity_index.clear_entity_index_cache()
+    entity_index_cache.clear_entity_index_cache()
     yield
-    entity_index.clear_entity_index_cache()
+    entity_index_cache.clear_entity_index_cache()
 
 
 def use(monkeypatch, embedder: CountingEmbedder) -> CountingEmbedder:
@@ -81,7 +77,7 @@ def test_a_rebuild_after_an_import_embeds_only_the_new_names(monkeypatch):
         Entity(name="Vertigo", type="symptom"),
         Entity(name="Tinnitus", type="symptom", aliases=["ECG"]),
     ]
-    entity_index.clear_entity_index_cache()  # a new process
+    entity_index_cache.clear_entity_index_cache()  # a new process
     second = use(monkeypatch, CountingEmbedder())
     rebuilt = get_entity_index(kg, "hash")
     assert sorted(second.embedded) == ["Tinnitus", "Vertigo"]
@@ -115,7 +111,7 @@ def test_vectors_made_under_another_key_are_not_reused(monkeypatch):
     use(monkeypatch, CountingEmbedder(cache_key="hash:v1"))
     get_entity_index(kg, "hash")
     kg.version += 1  # the store changed; the names did not
-    entity_index.clear_entity_index_cache()
+    entity_index_cache.clear_entity_index_cache()
     other = use(monkeypatch, CountingEmbedder(cache_key="hash:v2"))
     index = get_entity_index(kg, "hash")
     assert len(other.embedded) == 15 and index.reused == 0
@@ -198,7 +194,7 @@ def test_a_build_saves_the_search_graph_beside_the_index(monkeypatch):
     index = get_entity_index(kg, "hash")
     saved = entity_index_dir(kg.uri, "hash") / "hnsw.faiss"
     assert saved.is_file()  # a worker's first question reads it instead of building it
-    entity_index.clear_entity_index_cache()
+    entity_index_cache.clear_entity_index_cache()
     loaded = get_entity_index(kg, "hash")
     assert loaded.ann().ntotal == len(index) and saved.stat().st_size > 0
 

@@ -10,19 +10,14 @@ import pytest
 
 from entity_fakes import EntityListStore
 from kgmind.models import Entity, Mention
-from kgmind.retrievers import entity_index, linker
+from kgmind.retrievers import entity_index, entity_index_cache, linker
 from kgmind.retrievers.embeddings import get_embedder, model_for_language, runtime
 from kgmind.retrievers.embeddings.e5 import E5Embedder
 from kgmind.retrievers.embeddings.hashing import HashEmbedder
 from kgmind.retrievers.embeddings.minilm import MiniLMEmbedder, OnnxMiniLMEmbedder
 from kgmind.retrievers.embeddings.vectors import l2_normalize
-from kgmind.retrievers.entity_index import (
-    EntityIndex,
-    build_entity_index,
-    entity_index_dir,
-    get_entity_index,
-    resolve_model,
-)
+from kgmind.retrievers.entity_index import EntityIndex, build_entity_index
+from kgmind.retrievers.entity_index_cache import entity_index_dir, get_entity_index, resolve_model
 from kgmind.retrievers.entity_search import EIGHT_BIT_GRAPH_FILE, FileRows
 from kgmind.retrievers.linker import EntityLinker, get_linker, key_variants
 from kgmind.settings import SettingsError
@@ -49,10 +44,10 @@ def kg() -> FakeStore:
 @pytest.fixture(autouse=True)
 def _isolated(tmp_path, monkeypatch):
     monkeypatch.setenv("KGMIND_HOME", str(tmp_path / "home"))
-    entity_index.clear_entity_index_cache()
+    entity_index_cache.clear_entity_index_cache()
     linker.clear_linker_cache()
     yield
-    entity_index.clear_entity_index_cache()
+    entity_index_cache.clear_entity_index_cache()
     linker.clear_linker_cache()
 
 
@@ -184,7 +179,7 @@ def test_index_is_persisted_and_reloaded_by_fingerprint(tmp_path):
     # Cached in memory: no second read.
     assert get_entity_index(store, "hash") is first
     # A fresh process (cache cleared) loads from disk without reading the entities.
-    entity_index.clear_entity_index_cache()
+    entity_index_cache.clear_entity_index_cache()
     again = get_entity_index(store, "hash")
     assert store.iter_calls == 1
     assert list(again.vector_ids) == list(first.vector_ids)

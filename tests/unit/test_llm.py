@@ -261,7 +261,7 @@ def test_cli_prepares_linking_before_the_run(monkeypatch: pytest.MonkeyPatch, tm
     from kgmind.cli.progress import prepare_linking
     from kgmind.graphs import services
     from kgmind.graphs.context import Context
-    from kgmind.retrievers import embeddings, entity_index
+    from kgmind.retrievers import embeddings, entity_index_cache
     from kgmind.retrievers.embeddings import onnx_export
 
     exported: list[bool] = []
@@ -287,7 +287,7 @@ def test_cli_prepares_linking_before_the_run(monkeypatch: pytest.MonkeyPatch, tm
     def index(store: object, model: str, progress: bool = False) -> None:
         indexed.append((model, progress))
 
-    monkeypatch.setattr(entity_index, "get_entity_index", index)
+    monkeypatch.setattr(entity_index_cache, "get_entity_index", index)
     ctx = Context()
 
     def run() -> str:

@@ -9,7 +9,7 @@ import pytest
 
 from entity_fakes import EntityListStore
 from kgmind.models import Entity
-from kgmind.retrievers import entity_index, linker, ner
+from kgmind.retrievers import entity_index_cache, linker, ner
 from kgmind.retrievers.embeddings.hashing import HashEmbedder
 from kgmind.retrievers.linker import EntityLinker
 from kgmind.retrievers.ner import (
@@ -66,12 +66,12 @@ def eid(name: str) -> str:
 def _isolated(tmp_path, monkeypatch):
     monkeypatch.setenv("KGMIND_HOME", str(tmp_path / "home"))
     ner.clear_gazetteer_cache()
-    entity_index.clear_entity_index_cache()
+    entity_index_cache.clear_entity_index_cache()
     linker.clear_linker_cache()
     yield
     ner.clear_gazetteer_cache()
     linker.clear_linker_cache()
-    entity_index.clear_entity_index_cache()
+    entity_index_cache.clear_entity_index_cache()
 
 
 # -- gazetteer -------------------------------------------------------------------------------------

@@ -41,9 +41,8 @@ def build(
     Names whose vectors the replaced index (or an interrupted build) already holds are not
     embedded again, unless ``--force``.
     """
-    from kgmind.retrievers.entity_index import (
-        EntityIndex,
-        build_and_save,
+    from kgmind.retrievers.entity_index import EntityIndex, build_and_save
+    from kgmind.retrievers.entity_index_cache import (
         clear_entity_index_cache,
         entity_index_dir,
         get_entity_index,

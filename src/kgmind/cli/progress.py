@@ -236,7 +236,8 @@ def assemble_local_model(model: str, console: Console, *, plain: bool = False) -
 
 def _index_pending(store: Any, model: str) -> bool:
     """Whether the entity index of ``store`` for ``model`` is not on disk yet (first use builds it)."""
-    from kgmind.retrievers.entity_index import INDEX_FORMAT_VERSION, entity_index_dir, resolve_model
+    from kgmind.retrievers.entity_index import INDEX_FORMAT_VERSION
+    from kgmind.retrievers.entity_index_cache import entity_index_dir, resolve_model
 
     name = resolve_model(store, model)
     try:
@@ -259,7 +260,7 @@ def prepare_linking(ctx: Any, console: Console, *, plain: bool = False) -> None:
     from kgmind.graphs.services import get_linker, get_store
     from kgmind.retrievers.embeddings import pending_onnx_export
     from kgmind.retrievers.embeddings.onnx_export import onnx_minilm_path
-    from kgmind.retrievers.entity_index import get_entity_index
+    from kgmind.retrievers.entity_index_cache import get_entity_index
 
     loads = LongLoads(console, plain=plain)
     store = get_store(ctx.store)

@@ -23,7 +23,8 @@ from kgmind import tuning
 from kgmind.models import LinkedEntity, Mention, normalize_name
 from kgmind.retrievers.embeddings import Embedder, get_embedder
 from kgmind.retrievers.embeddings.vector_cache import VectorCache, disk_vector_cache
-from kgmind.retrievers.entity_index import EntityIndex, get_entity_index, resolve_model
+from kgmind.retrievers.entity_index import EntityIndex
+from kgmind.retrievers.entity_index_cache import get_entity_index, resolve_model
 from kgmind.retrievers.lay_terms import lay_synonyms
 from kgmind.stores.protocol import GraphStore
 

@@ -250,7 +250,7 @@ def default_reranker(
     """The :class:`EntityVectorReranker` for ``evidence``, or ``None`` when no index fits.
 
     Uses the entity index already loaded in this process that knows most of the
-    evidence's entities (:func:`~kgmind.retrievers.entity_index.find_cached_index`);
+    evidence's entities (:func:`~kgmind.retrievers.entity_index_cache.find_cached_index`);
     nothing is loaded or built here. One reranker (and query cache) per index and mode.
 
     Args:
@@ -258,7 +258,7 @@ def default_reranker(
         question: What the reranker does with the question; ``None``: the fitted
             :data:`kgmind.tuning.RERANK_QUESTION_MODE`.
     """
-    from kgmind.retrievers.entity_index import find_cached_index
+    from kgmind.retrievers.entity_index_cache import find_cached_index
 
     mode = question or tuning.RERANK_QUESTION_MODE
     index = find_cached_index(e for ev in evidence for e in ev.entity_ids)

@@ -78,7 +78,7 @@ _SAVED_FORMAT = 3
 
 def gazetteer_file(store_uri: str) -> Path:
     """Where the gazetteer of ``store_uri`` is saved: beside its entity indexes (``<store>.index/``)."""
-    from kgmind.retrievers.entity_index import entity_index_dir
+    from kgmind.retrievers.entity_index_cache import entity_index_dir
 
     return entity_index_dir(store_uri, "any").parent / GAZETTEER_FILE
 
