@@ -67,6 +67,12 @@ class PipelineSettings:
     # how learnt weights rank diseases (rank_diseases, WEIGHT_VOTES): "tiebreak" keeps the vote count
     # and specificity first; fitted on the calib split (README, "Learning from feedback")
     weight_votes: str = "tiebreak"
+    # the votes a disease the question names word for word gives itself (rank_diseases; a finding gives 1):
+    # the patient's own diagnosis ("结果为小细胞肺癌") outranks what two common findings reach. Fitted on
+    # calib, --llm none, stored / own entities (benchmarks/results/2026-11-29-phrase-votes): CMCQA evidence
+    # recall 0.412 / 0.397 at 1, 0.417 / 0.390 at 1.5, 0.469 / 0.429 at 2, 0.479 / 0.429 at 3, 0.477 / 0.429
+    # at 5; GenMedGPT-5k 0.797 / 0.776 at 1, 0.801 / 0.778 at 2, 0.805 / 0.781 at 3 and 5
+    named_disease_votes: float = 3.0
     ranked: bool = True
     # HyKGE chains walk through no node above this degree percentile (GraphIndex.hub_degree). Fitted
     # on calib: 98 cut the re-crawl's chain p95 from 101 to 49 ms for -0.5 points of CMCQA recall

@@ -325,6 +325,67 @@ def test_rank_diseases_counts_a_linked_disease_as_its_own_vote() -> None:
     assert gi.name(ranking[0][0]) == "Cold"
 
 
+def test_rank_diseases_counts_one_vote_per_phrase() -> None:
+    """Three entities linked from one word vote once: two findings the patient gave outvote them."""
+    ents = [Entity(name="Eczema", type="disease"), Entity(name="Scabies", type="disease")]
+    ents += [
+        Entity(name=n, type="symptom") for n in ("Itchy skin", "Itchy scalp", "Itchy eyes", "Rash", "Burrows")
+    ]
+    rels = [
+        Relation(head=eid(s), type="possible_disease", tail=eid("Eczema"))
+        for s in ("Itchy skin", "Itchy scalp", "Itchy eyes")
+    ]
+    rels += [Relation(head=eid(s), type="possible_disease", tail=eid("Scabies")) for s in ("Rash", "Burrows")]
+    gi = GraphIndex(ents, rels)
+    linked = ids("Itchy skin", "Itchy scalp", "Itchy eyes", "Rash", "Burrows")
+    phrases = ["itching", "itching", "Itching ", "rash", "burrows"]
+
+    def tally(ranking: list[tuple[str, float, list[str]]]) -> dict[str, int]:
+        return {gi.name(d): len(support) for d, _, support in ranking}
+
+    assert tally(rank_diseases(gi, linked)) == {"Eczema": 3, "Scabies": 2}  # each entity its own phrase
+    by_phrase = rank_diseases(gi, linked, phrases=phrases)
+    assert tally(by_phrase) == {"Scabies": 2, "Eczema": 1}
+    assert [gi.name(d) for d, _, _ in by_phrase] == ["Scabies", "Eczema"]
+    lines = neighbor_evidence(gi, linked, ranked=True, max_lines=2, phrases=phrases)
+    assert lines[0].meta["disease"] == "Scabies"
+    with pytest.raises(ValueError, match="phrases"):
+        rank_diseases(gi, linked, phrases=phrases[:2])
+
+
+def test_rank_diseases_counts_a_linked_disease_once_for_its_phrase() -> None:
+    """A phrase linking a disease and one of its findings gives the disease one vote, not two."""
+    gi = medical()
+    assert {gi.name(d): s for d, s, _ in rank_diseases(gi, ids("Cough", "Cold"))}["Cold"] > 2
+    ranking = rank_diseases(gi, ids("Cough", "Cold", "Fever"), phrases=["a cold", "a cold", "fever"])
+    votes = {gi.name(d): s for d, s, _ in ranking}
+    assert int(votes["Cold"]) == 1 and int(votes["Flu"]) == 2
+    assert gi.name(ranking[0][0]) == "Flu"
+
+
+def test_rank_diseases_gives_a_named_disease_its_set_votes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A disease the question names outvotes two findings only with more than two votes of its own;
+    a disease that is also a finding of others (it votes) keeps one."""
+    from dataclasses import replace
+
+    from kgmind.retrievers.exploration import neighbors
+
+    linked = ids("Fever", "Rash", "Cold")
+
+    def ranking(gi: GraphIndex, named: list[str], votes: float) -> dict[str, float]:
+        monkeypatch.setattr(neighbors, "PIPELINE", replace(neighbors.PIPELINE, named_disease_votes=votes))
+        return {gi.name(d): score for d, score, _ in rank_diseases(gi, linked, named=named)}
+
+    gi = medical()
+    assert next(iter(ranking(gi, ids("Cold"), 1.0))) == "Measles"  # Fever + Rash: two votes
+    assert next(iter(ranking(gi, [], 3.0))) == "Measles"  # named only when linked word for word
+    named = ranking(gi, ids("Cold"), 3.0)
+    assert next(iter(named)) == "Cold" and int(named["Cold"]) == 3  # the patient's own diagnosis
+    # where Cold is also a finding of Flu, it is no diagnosis of the patient's: one vote
+    gi_finding = medical([Relation(head=eid("Cold"), type="possible_disease", tail=eid("Flu"))])
+    assert int(ranking(gi_finding, ids("Cold"), 3.0)["Cold"]) == 1
+
+
 def test_ranked_neighbors_order_lines_by_disease_votes() -> None:
     gi = medical()
     evs = neighbor_evidence(gi, ids("Fever", "Cough", "Rash"), ranked=True, max_lines=6)

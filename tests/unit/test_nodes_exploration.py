@@ -51,7 +51,19 @@ def test_plan_exploration_sends_per_mode(mode: str, expected: list[str]) -> None
     assert isinstance(sends, list)
     assert all(isinstance(s, Send) for s in sends)
     assert [s.node for s in sends] == expected
-    assert sends[0].arg == {"entity_ids": ["e1"]}
+    assert sends[0].arg == {"entity_ids": ["e1"], "phrases": ["fever"], "named": ["e1"]}
+
+
+def test_plan_exploration_names_only_what_the_question_says_word_for_word() -> None:
+    linked = [
+        LinkedEntity(mention="Fever", entity_id="e1", name="Fever"),
+        LinkedEntity(mention="flu", entity_id="e2", name="Flu"),  # the hypothesis' word
+        LinkedEntity(mention="feverish", entity_id="e3", name="Fever", score=0.95),
+    ]
+    sends = plan_exploration({**STATE, "question": "A FEVER since Monday", "linked_entities": linked}, _rt())
+    assert isinstance(sends, list)
+    assert sends[0].arg["named"] == ["e1"]
+    assert sends[0].arg["phrases"] == ["Fever", "flu", "feverish"]
 
 
 def test_plan_exploration_goes_to_reasoning_without_entities() -> None:
@@ -110,6 +122,9 @@ def test_explore_neighbors_faithful_in_mindmap(fake_kg: dict[str, Any]) -> None:
     explore_neighbors(TASK, _rt(mode="mindmap"))
     assert fake_kg["neighbors"]["tail_types"] is None
     assert fake_kg["neighbors"]["ranked"] is False and fake_kg["neighbors"]["weight_aware"] is False
+    assert fake_kg["neighbors"]["phrases"] is None  # a task from before phrases were sent
+    explore_neighbors({**TASK, "phrases": ["fever", "a cough"], "named": ["e2"]}, _rt())
+    assert fake_kg["neighbors"]["phrases"] == ["fever", "a cough"] and fake_kg["neighbors"]["named"] == ["e2"]
 
 
 def test_explore_chains_and_kgcot(fake_kg: dict[str, Any]) -> None:

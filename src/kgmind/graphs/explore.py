@@ -43,8 +43,9 @@ __all__ = [
     "explore_paths_with",
 ]
 
-#: An exploration with the run's settings: ``(ctx, store, graph index, seed ids) -> evidence``.
-Exploration = Callable[[Context, GraphStore, Any, list[str]], list[Evidence]]
+#: An exploration with the run's settings: ``(ctx, store, graph index, seed ids) -> evidence``
+#: (the neighbours' also take the seeds' ``phrases``).
+Exploration = Callable[..., list[Evidence]]
 
 
 def explore_paths_with(ctx: Context, store: GraphStore, gi: Any, ids: list[str]) -> list[Evidence]:
@@ -60,14 +61,32 @@ def explore_paths_with(ctx: Context, store: GraphStore, gi: Any, ids: list[str])
     )
 
 
-def explore_neighbors_with(ctx: Context, store: GraphStore, gi: Any, ids: list[str]) -> list[Evidence]:
-    """Neighbor lines with the run's settings (what ``explore_neighbors`` and the latency benchmark run)."""
+def explore_neighbors_with(
+    ctx: Context,
+    store: GraphStore,
+    gi: Any,
+    ids: list[str],
+    phrases: list[str] | None = None,
+    named: list[str] | None = None,
+) -> list[Evidence]:
+    """Neighbor lines with the run's settings (what ``explore_neighbors`` and the latency benchmark run).
+
+    ``phrases``: per seed, the words of the question it was linked from; ``named``: the seeds
+    the question names word for word (both for the diseases' votes, ``rank_diseases``).
+    """
     ranked = ctx.mode != "mindmap"
     lines, types = ctx.max_neighbors, None
     if ctx.packs_by_value:  # packing keeps only what is worth its tokens
         lines, types = max(lines, PIPELINE.candidate_lines), ANSWER_TYPES
     return exploration.neighbor_evidence(
-        gi, ids, max_lines=lines, weight_aware=ctx.weight_aware and ranked, ranked=ranked, tail_types=types
+        gi,
+        ids,
+        max_lines=lines,
+        weight_aware=ctx.weight_aware and ranked,
+        ranked=ranked,
+        tail_types=types,
+        phrases=phrases,
+        named=named or (),
     )
 
 
@@ -88,12 +107,13 @@ def explore_kgcot_with(ctx: Context, store: GraphStore, gi: Any, ids: list[str])
 
 
 def _node(
-    name: str, key: str, explore_with: Exploration, doc: str
+    name: str, key: str, explore_with: Exploration, doc: str, *, by_phrase: bool = False
 ) -> Callable[[ExploreTask, Runtime[Context]], dict[str, Any]]:
     def node(task: ExploreTask, runtime: Runtime[Context]) -> dict[str, Any]:
         ids = list(task["entity_ids"])
+        more = {"phrases": task.get("phrases"), "named": task.get("named")} if by_phrase else {}
         return services.explore(
-            name, key, runtime, lambda ctx, store, gi: explore_with(ctx, store, gi, ids), ids
+            name, key, runtime, lambda ctx, store, gi: explore_with(ctx, store, gi, ids, **more), ids
         )
 
     node.__name__ = node.__qualname__ = name
@@ -105,7 +125,11 @@ explore_paths = _node(
     "explore_paths", "path_evidence", explore_paths_with, "MindMap path-based evidence (P…)."
 )
 explore_neighbors = _node(
-    "explore_neighbors", "neighbor_evidence", explore_neighbors_with, "MindMap neighbor lines (N…)."
+    "explore_neighbors",
+    "neighbor_evidence",
+    explore_neighbors_with,
+    "MindMap neighbor lines (N…).",
+    by_phrase=True,
 )
 explore_chains = _node(
     "explore_chains", "chain_evidence", explore_chains_with, "HyKGE chains between entity pairs (C…)."

@@ -12,6 +12,7 @@ from langgraph.types import Send
 
 from kgmind.graphs.context import Context, context_of
 from kgmind.graphs.state import ExploreTask, State
+from kgmind.models import LinkedEntity, normalize_name
 
 __all__ = ["EXPLORATION_NODES", "TOOLS_BY_MODE", "plan_exploration"]
 
@@ -44,5 +45,23 @@ def plan_exploration(state: State, runtime: Runtime[Context]) -> list[Send] | st
     tools = TOOLS_BY_MODE.get(ctx.mode, ())
     if not linked or not tools:
         return "reason_mindmap"
-    task = ExploreTask(entity_ids=[le.entity_id for le in linked])
+    task = ExploreTask(
+        entity_ids=[le.entity_id for le in linked],
+        phrases=[le.mention for le in linked],
+        named=_named(linked, state.get("question") or ""),
+    )
     return [Send(node, task) for node in tools]
+
+
+def _named(linked: list[LinkedEntity], question: str) -> list[str]:
+    """The entities the question names word for word: linked exactly from its own words.
+
+    Not the hypothesis' or another extractor's words: a disease a guess names is not the
+    patient's diagnosis (:attr:`~kgmind.tuning.PipelineSettings.named_disease_votes`).
+    """
+    words = normalize_name(question)
+    return [
+        le.entity_id
+        for le in linked
+        if le.score >= 1.0 and (key := normalize_name(le.mention)) and key in words
+    ]

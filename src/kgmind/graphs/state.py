@@ -157,6 +157,13 @@ class State(TypedDict, total=False):
 
 
 class ExploreTask(TypedDict):
-    """Payload of one exploration ``Send`` branch: the linked entities to explore from."""
+    """Payload of one exploration ``Send`` branch: the linked entities to explore from.
+
+    ``phrases``: per entity, the words of the question it was linked from (the entities of
+    one phrase vote together when diseases are ranked); ``named``: the entities the question
+    names word for word. Both absent in older checkpoints.
+    """
 
     entity_ids: list[str]
+    phrases: NotRequired[list[str]]
+    named: NotRequired[list[str]]

@@ -17,12 +17,12 @@ linked entities (:func:`rank_diseases`) and the best diseases' lines come first.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar
 
-from kgmind.models import Evidence
+from kgmind.models import Evidence, normalize_name
 from kgmind.relations import DISEASE, REVERSE_MARK, RelationSchema, reading_words
 from kgmind.retrievers.exploration.items import evidence_item, resolve, triple_text
 from kgmind.retrievers.graph_index import GraphIndex
@@ -167,20 +167,49 @@ class _Votes:
     spec: dict[int, float] = field(default_factory=dict)  # Σ 1 / n over the voters
     support: dict[int, list[int]] = field(default_factory=dict)  # the voters' edges
     order: dict[int, int] = field(default_factory=dict)  # first appearance
+    voted: dict[int, set[Hashable]] = field(default_factory=dict)  # the phrases that voted
 
-    def add(self, d: int, vote: float, spec: float, edge: int | None = None) -> None:
+    def add(self, d: int, vote: float, spec: float, phrase: Hashable, edge: int | None = None) -> None:
         self.tally[d] = self.tally.get(d, 0.0) + vote
         self.spec[d] = self.spec.get(d, 0.0) + spec
         support = self.support.setdefault(d, [])
         if edge is not None:
             support.append(edge)
         self.order.setdefault(d, len(self.order))
+        self.voted.setdefault(d, set()).add(phrase)
+
+
+#: One phrase's best vote for a disease: (p · n of the edge, 1 / n of its voter, the edge or
+#: ``None`` for a disease that is itself linked, n).
+_Ballot = tuple[float, float, int | None, int]
+
+
+#: A linked disease's vote for itself.
+_SELF: _Ballot = (1.0, 1.0, None, 1)
+
+
+def _better(ballot: _Ballot, than: _Ballot | None) -> bool:
+    """Whether ``ballot`` beats ``than``: a higher ratio, then a more specific voter; else the first stays."""
+    return than is None or ballot[:2] > than[:2]
 
 
 def _count_votes(
-    gi: GraphIndex, nodes: Sequence[int], weights: WeightSnapshot, weight_aware: bool, scale: bool
+    gi: GraphIndex,
+    nodes: Sequence[int],
+    weights: WeightSnapshot,
+    weight_aware: bool,
+    scale: bool,
+    phrase_of: Mapping[int, Hashable] | None = None,
+    named: Collection[int] = (),
 ) -> _Votes:
-    """Each linked entity's vote for every disease it reaches (and a disease's for itself).
+    """Each phrase's vote for every disease its linked entities reach (and a linked disease's for itself).
+
+    A phrase of the question links up to a few entities (``分泌物`` -> three kinds of
+    discharge; ``消癌平`` -> the tablet and the capsule), and a patient who said it once has
+    given one finding: so a phrase votes at most once per disease, with the best of its
+    entities' edges (``phrase_of``; an entity without a phrase is its own). A disease the
+    question names word for word (``named``), and that is no finding of other diseases,
+    gives itself :attr:`PipelineSettings.named_disease_votes`: the patient's own diagnosis.
 
     A bounded index lists a hub's first ``k`` diseases only, so a disease past the bound
     would lose the hub's vote, and the rarest diseases of a common symptom would outrank a
@@ -190,25 +219,35 @@ def _count_votes(
     votes = _Votes()
     schema = gi.schema
     w = weights.weights
+    phrase_of = phrase_of or {}
     voters: dict[int, tuple[int, float]] = {}  # voter -> (its listed disease edges, their weight)
+    ballots: dict[tuple[Hashable, int], _Ballot] = {}  # (phrase, disease) -> its best vote, first seen first
     for i in nodes:
+        phrase = phrase_of.get(i, i)
         dedges = [e for e in gi.out_adj[i] if schema.votes(gi.edge_type[e])]
-        if gi.types[i] == DISEASE or any(schema.lists_symptoms(gi.edge_type[e]) for e in gi.out_adj[i]):
-            votes.add(i, 1.0, 1.0)
+        is_disease = gi.types[i] == DISEASE or any(
+            schema.lists_symptoms(gi.edge_type[e]) for e in gi.out_adj[i]
+        )
+        if is_disease and _better(_SELF, ballots.get((phrase, i))):
+            ballots[(phrase, i)] = _SELF
         if not dedges:
             continue
         voters[i] = (len(dedges), float(w[dedges].sum()))
-        best: dict[int, tuple[float, int]] = {}
+        n = voters[i][0]
         for e in dedges:
-            d = gi.edge_tail[e]
-            r = _vote_ratio(w, e, voters[i], weight_aware)
-            if d not in best or r > best[d][0]:
-                best[d] = (r, e)
-        for d, (r, e) in best.items():
-            _add_vote(votes, d, r, e, voters[i][0], weight_aware, scale)
+            ballot = (_vote_ratio(w, e, voters[i], weight_aware), 1.0 / n, e, n)
+            key = (phrase, gi.edge_tail[e])
+            if _better(ballot, ballots.get(key)):
+                ballots[key] = ballot
+    own = PIPELINE.named_disease_votes
+    for (phrase, d), (r, _, e, n) in ballots.items():
+        if e is None:
+            votes.add(d, own if d in named and d not in voters else 1.0, 1.0, phrase)
+        else:
+            _add_vote(votes, d, r, e, n, weight_aware, scale, phrase)
     cut = [i for i in voters if _was_cut(gi, i)]
     if cut:
-        _votes_past_bounds(gi, votes, {i: voters[i] for i in cut}, weights, weight_aware, scale)
+        _votes_past_bounds(gi, votes, {i: voters[i] for i in cut}, weights, weight_aware, scale, phrase_of)
     return votes
 
 
@@ -218,11 +257,13 @@ def _vote_ratio(w: Any, e: int, voter: tuple[int, float], weight_aware: bool) ->
     return float(w[e]) * n / total if weight_aware and total > 0 else 1.0
 
 
-def _add_vote(votes: _Votes, d: int, r: float, e: int, n: int, weight_aware: bool, scale: bool) -> None:
+def _add_vote(
+    votes: _Votes, d: int, r: float, e: int, n: int, weight_aware: bool, scale: bool, phrase: Hashable
+) -> None:
     v = r if scale else 1.0
     if weight_aware and not scale:
         votes.fwd[d] = votes.fwd.get(d, 0.0) + math.log(r)
-    votes.add(d, v, v / n, e)
+    votes.add(d, v, v / n, phrase, e)
 
 
 def _was_cut(gi: GraphIndex, node: int) -> bool:
@@ -241,30 +282,34 @@ def _votes_past_bounds(
     weights: WeightSnapshot,
     weight_aware: bool,
     scale: bool,
+    phrase_of: Mapping[int, Hashable],
 ) -> None:
     """Add the votes of the ``cut`` voters that their bounded lists left out.
 
     Every visible edge from a cut voter to a candidate counts, as in an unbounded index
     (:meth:`GraphIndex.edges_to`: the voter's uncut lists in memory, one store read of
-    the edges between voters and candidates pushed down).
+    the edges between voters and candidates pushed down), once per phrase that has not
+    voted for the candidate yet.
     """
     candidates = list(votes.tally)
     edges = gi.edges_to(list(cut), candidates)
     schema, w = gi.schema, weights.weights  # read after the edges: it covers the ones just loaded
-    best: dict[int, dict[int, tuple[float, int]]] = {}  # candidate -> voter -> (ratio, edge)
+    best: dict[int, dict[Hashable, _Ballot]] = {}  # candidate -> phrase -> its best vote
     for e in edges:
         i, d = gi.edge_head[e], gi.edge_tail[e]
         if i == d or not schema.votes(gi.edge_type[e]):
             continue
-        r = _vote_ratio(w, e, cut[i], weight_aware)
+        size = cut[i][0]
+        ballot = (_vote_ratio(w, e, cut[i], weight_aware), 1.0 / size, e, size)
         at = best.setdefault(d, {})
-        if i not in at or r > at[i][0]:
-            at[i] = (r, e)
+        phrase = phrase_of.get(i, i)
+        if _better(ballot, at.get(phrase)):
+            at[phrase] = ballot
     for d in candidates:
-        voted = {gi.edge_head[e] for e in votes.support[d]}
-        for i, (r, e) in best.get(d, {}).items():
-            if i not in voted:
-                _add_vote(votes, d, r, e, cut[i][0], weight_aware, scale)
+        voted = votes.voted[d]
+        for phrase, (r, _, edge, size) in best.get(d, {}).items():
+            if phrase not in voted and edge is not None:
+                _add_vote(votes, d, r, edge, size, weight_aware, scale, phrase)
 
 
 def _order_diseases(
@@ -303,13 +348,16 @@ def rank_diseases(
     weight_aware: bool = False,
     votes: str | None = None,
     weights: WeightSnapshot | None = None,
+    phrases: Sequence[str] | None = None,
+    named: Collection[str] = (),
 ) -> list[tuple[str, float, list[str]]]:
     """Candidate diseases ranked by the votes of the linked entities.
 
     Each linked entity votes once for every disease it reaches through a reading that
     leads from a symptom, test or drug to a disease (:attr:`kgmind.relations.Reading.votes`,
     whatever the relation's name or stored direction); a linked entity that is itself a disease votes for
-    itself. Without ``weight_aware`` the order is by votes, then by specificity
+    itself. The entities linked from one phrase of the question vote together, once per
+    disease (``phrases``). Without ``weight_aware`` the order is by votes, then by specificity
     (``Σ 1 / n`` over the voters: a symptom shared by few diseases says more), then by
     first appearance. With ``weight_aware`` the learnt edge weights enter as ``votes``
     says (default :attr:`PipelineSettings.weight_votes`):
@@ -332,6 +380,9 @@ def rank_diseases(
         weight_aware: Use the learnt edge weights.
         votes: ``tiebreak``, ``lift_first`` or ``scale`` (``None``: the pipeline default).
         weights: The weights of the calling exploration (``None``: a snapshot taken now).
+        phrases: Per linked entity, the words of the question it was linked from
+            (``None``: each entity is a phrase of its own).
+        named: The linked entities the question names word for word (link score 1).
 
     Returns:
         ``(disease id, score, supporting relation ids)``, best first; score is the
@@ -343,7 +394,10 @@ def rank_diseases(
         raise ValueError(f"votes must be one of {', '.join(WEIGHT_VOTES)}, got {votes!r}")
     scale = weight_aware and mode == "scale"
     weights = gi.weight_snapshot() if weights is None else weights
-    counted = _count_votes(gi, resolve(gi, entity_ids), weights, weight_aware, scale)
+    phrase_of = _phrase_of(gi, entity_ids, phrases)
+    counted = _count_votes(
+        gi, resolve(gi, entity_ids), weights, weight_aware, scale, phrase_of, set(resolve(gi, list(named)))
+    )
     # uniform weights: every lift is 0
     use_lift = weight_aware and not scale and not weights.uniform()
     tally, spec = counted.tally, counted.spec
@@ -351,6 +405,22 @@ def rank_diseases(
         (gi.ids[d], tally[d] + 0.5 * spec[d] / tally[d], [gi.edge_id[e] for e in counted.support[d]])
         for d in _order_diseases(gi, weights, counted, mode, use_lift)
     ]
+
+
+def _phrase_of(
+    gi: GraphIndex, entity_ids: Sequence[str], phrases: Sequence[str] | None
+) -> dict[int, Hashable]:
+    """Node -> the (normalised) phrase it was linked from; an entity linked twice keeps its first."""
+    if phrases is None:
+        return {}
+    if len(phrases) != len(entity_ids):
+        raise ValueError(f"{len(phrases)} phrases for {len(entity_ids)} linked entities")
+    out: dict[int, Hashable] = {}
+    for eid, phrase in zip(entity_ids, phrases, strict=True):
+        i = gi.index_of.get(eid)
+        if i is not None:
+            out.setdefault(i, normalize_name(phrase) or i)
+    return out
 
 
 def neighbor_evidence(
@@ -362,6 +432,8 @@ def neighbor_evidence(
     ranked: bool = False,
     max_tails: int | None = None,
     tail_types: frozenset[str] | None = None,
+    phrases: Sequence[str] | None = None,
+    named: Collection[str] = (),
 ) -> list[Evidence]:
     """MindMap neighbor-based evidence, or kgmind's disease-ranked variant.
 
@@ -380,6 +452,8 @@ def neighbor_evidence(
         max_tails: Cap on the tails listed per line (``None``: all, as MindMap).
         tail_types: With ``ranked``, only relation lines with a tail of these types (support
             lines always): the candidates of value packing, which gives nothing for the others.
+        phrases: With ``ranked``, per linked entity the words it was linked from, and
+        named: the linked entities the question names word for word (see :func:`rank_diseases`).
 
     Returns:
         Up to ``max_lines`` ``neighbor`` evidence items; each lists its tails as
@@ -389,7 +463,9 @@ def neighbor_evidence(
         return []
     weights = gi.weight_snapshot()  # one set of weights for the whole call
     if ranked:
-        return _ranked_neighbors(gi, entity_ids, max_lines, weights, weight_aware, max_tails, tail_types)
+        return _ranked_neighbors(
+            gi, entity_ids, max_lines, weights, weight_aware, max_tails, tail_types, phrases, named
+        )
     opts: dict[str, Any] = {"weights": weights if weight_aware else None, "max_tails": max_tails}
 
     def builder(node: int, rtype: str, edges: list[int], expansion: bool) -> Callable[[], Evidence]:
@@ -427,9 +503,13 @@ def _ranked_neighbors(
     weight_aware: bool,
     max_tails: int | None,
     tail_types: frozenset[str] | None = None,
+    phrases: Sequence[str] | None = None,
+    named: Collection[str] = (),
 ) -> list[Evidence]:
     nodes = resolve(gi, entity_ids)
-    ranking = rank_diseases(gi, entity_ids, weight_aware=weight_aware, weights=weights)
+    ranking = rank_diseases(
+        gi, entity_ids, weight_aware=weight_aware, weights=weights, phrases=phrases, named=named
+    )
 
     def wanted(edges: Sequence[int]) -> bool:
         return tail_types is None or any(gi.types[gi.edge_tail[e]] in tail_types for e in edges)
