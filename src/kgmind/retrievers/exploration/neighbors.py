@@ -357,7 +357,9 @@ def rank_diseases(
     leads from a symptom, test or drug to a disease (:attr:`kgmind.relations.Reading.votes`,
     whatever the relation's name or stored direction); a linked entity that is itself a disease votes for
     itself. The entities linked from one phrase of the question vote together, once per
-    disease (``phrases``). Without ``weight_aware`` the order is by votes, then by specificity
+    disease (``phrases``), and a disease the question names word for word (``named``) gives
+    itself :attr:`~kgmind.tuning.PipelineSettings.named_disease_votes`. Without
+    ``weight_aware`` the order is by votes, then by specificity
     (``Σ 1 / n`` over the voters: a symptom shared by few diseases says more), then by
     first appearance. With ``weight_aware`` the learnt edge weights enter as ``votes``
     says (default :attr:`PipelineSettings.weight_votes`):
