@@ -10,9 +10,10 @@ from __future__ import annotations
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
+from kgmind.graphs.check_grounding import mention_position
 from kgmind.graphs.context import Context, context_of
 from kgmind.graphs.state import ExploreTask, State
-from kgmind.models import LinkedEntity, normalize_name
+from kgmind.models import LinkedEntity
 
 __all__ = ["EXPLORATION_NODES", "TOOLS_BY_MODE", "plan_exploration"]
 
@@ -56,12 +57,8 @@ def plan_exploration(state: State, runtime: Runtime[Context]) -> list[Send] | st
 def _named(linked: list[LinkedEntity], question: str) -> list[str]:
     """The entities the question names word for word: linked exactly from its own words.
 
-    Not the hypothesis' or another extractor's words: a disease a guess names is not the
+    Its words by :func:`~kgmind.graphs.check_grounding.mention_position`, the grounding check's rule;
+    not the hypothesis' or another extractor's words: a disease a guess names is not the
     patient's diagnosis (:attr:`~kgmind.tuning.PipelineSettings.named_disease_votes`).
     """
-    words = normalize_name(question)
-    return [
-        le.entity_id
-        for le in linked
-        if le.score >= 1.0 and (key := normalize_name(le.mention)) and key in words
-    ]
+    return [le.entity_id for le in linked if le.score >= 1.0 and mention_position(question, le.mention) >= 0]
