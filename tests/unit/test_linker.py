@@ -18,7 +18,7 @@ from kgmind.retrievers.embeddings.minilm import MiniLMEmbedder, OnnxMiniLMEmbedd
 from kgmind.retrievers.embeddings.vectors import l2_normalize
 from kgmind.retrievers.entity_index import EntityIndex, build_entity_index
 from kgmind.retrievers.entity_index_cache import entity_index_dir, get_entity_index, resolve_model
-from kgmind.retrievers.entity_search import EIGHT_BIT_GRAPH_FILE, FileRows
+from kgmind.retrievers.entity_search import CODED_GRAPH_FILE, FileRows
 from kgmind.retrievers.linker import EntityLinker, get_linker, key_variants
 from kgmind.settings import SettingsError
 from kgmind.text import detect_language
@@ -247,7 +247,7 @@ def large_index(monkeypatch) -> tuple[FakeStore, EntityIndex, np.ndarray]:
 
 
 def test_a_large_saved_index_reads_its_float_vectors_from_the_file(tmp_path, monkeypatch):
-    """The graph holds 8-bit codes; the float rows that score its candidates are not held."""
+    """The graph holds 4-bit codes; the float rows that score its candidates are not held."""
     import faiss
 
     store, built, expected = large_index(monkeypatch)
@@ -259,7 +259,7 @@ def test_a_large_saved_index_reads_its_float_vectors_from_the_file(tmp_path, mon
     assert loaded is not None and loaded.index is None
     assert isinstance(loaded.rows, FileRows)
     graph = faiss.downcast_index(loaded.ann())
-    assert isinstance(graph, faiss.IndexHNSWSQ)  # 8-bit codes, not a second float copy
+    assert isinstance(graph, faiss.IndexHNSWSQ)  # 4-bit codes, not a second float copy
     assert np.array_equal(loaded.matrix, expected)
     again, again_groups = loaded.entity_vectors(ids)
     assert again_groups == groups and np.array_equal(again, vectors)
@@ -290,7 +290,7 @@ def test_a_float_graph_saved_before_is_replaced_once_the_rows_come_from_the_file
     faiss.write_index(old, str(tmp_path / "ix" / "hnsw.faiss"))
     loaded = EntityIndex.load(tmp_path / "ix", model="hash", fingerprint=store.fingerprint())
     assert loaded is not None and isinstance(faiss.downcast_index(loaded.ann()), faiss.IndexHNSWSQ)
-    assert (tmp_path / "ix" / EIGHT_BIT_GRAPH_FILE).is_file()
+    assert (tmp_path / "ix" / CODED_GRAPH_FILE).is_file()
     assert not (tmp_path / "ix" / "hnsw.faiss").exists()
 
 

@@ -39,6 +39,7 @@ from kgmind.retrievers.entity_search import (
     MemoryRows,
     Rows,
     build_graph,
+    candidates_to_fetch,
     flat_storage,
     read_graph,
     rescore,
@@ -73,9 +74,9 @@ INDEX_FORMAT_VERSION = 1
 #: (``benchmarks/entity_ann.py``). Below it the flat scan is fast and exact.
 HNSW_MIN_VECTORS = 20_000
 #: From this many vectors on, a saved index reads its float vectors from its file instead of
-#: holding them, and its graph keeps 8-bit codes: ~150 MB less held at this size (384 floats
-#: a name), about 570 MB less at the generated 10M KG's 495k names. A search then costs more
-#: (candidates rescored from the file: 0.85 → 1.39 ms at 495k names), so below it the floats
+#: holding them, and its graph keeps 4-bit codes of them: ~150 MB less held at this size (384
+#: floats a name), about 730 MB less at the generated 10M KG's 495k names. A search then costs
+#: more (candidates rescored from the file: 0.6 → 1.1 ms at 495k names), so below it the floats
 #: are held.
 ROWS_FROM_FILE_MIN_VECTORS = 100_000
 
@@ -149,7 +150,7 @@ class EntityIndex:
         """Let a large index read its vectors from the flat index saved at ``path`` and drop its own.
 
         At 495k names that frees the 760 MB the flat index held (the search graph keeps
-        8-bit codes). A smaller index, or a file that is not the expected flat index, is
+        4-bit codes). A smaller index, or a file that is not the expected flat index, is
         left as it is.
         """
         if len(self) < ROWS_FROM_FILE_MIN_VECTORS:
@@ -225,11 +226,11 @@ class EntityIndex:
         if k <= 0 or len(self) == 0 or (self.index is None and "_rows" not in self.__dict__):
             return [[] for _ in range(q.shape[0])]
         # Several vectors may belong to one entity: over-fetch, then merge.
-        fetch = min(len(self), max(k * 4, k + 8))
         graph = self.ann()
+        fetch = candidates_to_fetch(k, len(self), coded=graph is not None and self.index is None)
         if graph is None:
             scores, idx = search_index(self.index, q, fetch)
-        elif self.index is None:  # 8-bit codes found the candidates: score them exactly
+        elif self.index is None:  # 4-bit codes found the candidates: score them exactly
             scores, idx = rescore(self.rows, q, search_index(graph, q, fetch)[1])
         else:
             scores, idx = search_index(graph, q, fetch)
@@ -250,7 +251,7 @@ class EntityIndex:
     def ann(self) -> Any:
         """The HNSW graph (``None`` below :data:`HNSW_MIN_VECTORS`).
 
-        Over the float vectors, or over 8-bit codes when the vectors are read from the file.
+        Over the float vectors, or over 4-bit codes when the vectors are read from the file.
         Read from the index folder when it was saved there, else built on first use (seconds
         at 24k vectors, minutes at 495k) and saved into the folder the index was loaded from.
         """
@@ -263,16 +264,16 @@ class EntityIndex:
             cached = self.__dict__.get("_ann")
             if cached is not None:
                 return cached
-            eight_bit = self.index is None
+            coded = self.index is None
             folder: Path | None = self.__dict__.get("_folder")
-            graph = read_graph(folder, len(self), eight_bit=eight_bit) if folder is not None else None
+            graph = read_graph(folder, len(self), coded=coded) if folder is not None else None
             if graph is None:
-                graph = build_graph(self.matrix, eight_bit=eight_bit)
+                graph = build_graph(self.matrix, coded=coded)
                 if folder is not None:
                     with contextlib.suppress(OSError, RuntimeError):
-                        save_graph(graph, folder, eight_bit=eight_bit)
+                        save_graph(graph, folder, coded=coded)
             self.__dict__["_ann"] = graph
-            storage = None if eight_bit else flat_storage(graph, self.index)
+            storage = None if coded else flat_storage(graph, self.index)
             if storage is not None:  # one float copy held: the graph's
                 self.index = storage
                 self.__dict__.pop("_matrix", None)
