@@ -12,7 +12,7 @@ import pytest
 
 from entity_fakes import EntityListStore
 from kgmind.models import Entity
-from kgmind.retrievers import entity_index_cache, linker, ner
+from kgmind.retrievers import entity_index, entity_index_cache, linker, ner
 from kgmind.retrievers.embeddings import get_embedder
 from kgmind.retrievers.entity_index_cache import entity_index_dir, get_entity_index
 from kgmind.retrievers.linker import EntityLinker
@@ -293,7 +293,7 @@ def test_an_import_rebuilds_the_real_index_embedding_only_new_names(tmp_path):
         store.close()
 
 
-def test_cli_index_build(tmp_path):
+def test_cli_index_build(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
     import kgmind.stores.ladybug as lb
@@ -312,7 +312,14 @@ def test_cli_index_build(tmp_path):
         assert (tmp_path / "kg.index" / "minilm" / "vectors.faiss").exists()
         entity_index_cache.clear_entity_index_cache()
         res = runner.invoke(app, ["index", "build", "--store", uri, "--model", "minilm"])
-        assert res.exit_code == 0 and "up to date" in res.output
+        assert res.exit_code == 0 and "up to date" in res.output and "graph" not in res.output
+        # an index whose search graph is missing (or of an older kind) gets it, and says so
+        monkeypatch.setattr(entity_index, "HNSW_MIN_VECTORS", 5)
+        entity_index_cache.clear_entity_index_cache()
+        res = runner.invoke(app, ["index", "build", "--store", uri, "--model", "minilm"])
+        assert res.exit_code == 0 and "up to date, its search graph built" in res.output, res.output
+        assert (tmp_path / "kg.index" / "minilm" / "hnsw.faiss").is_file()
+        monkeypatch.undo()
         labels = json.loads((tmp_path / "kg.index" / "minilm" / "labels.json").read_text())
         store.bulk_load([Entity(name="Vertigo", type="symptom")], [])
         res = runner.invoke(app, ["index", "build", "--store", uri, "--model", "minilm"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import typer
 
@@ -63,8 +64,11 @@ def build(
     else:
         fresh = EntityIndex.load(directory, model=name, fingerprint=fingerprint) is not None
         index = get_entity_index(kg, name, progress=True)
-        index.ann()  # an index saved without its search graph gets it here
+        graphs = _graph_files(directory)
+        index.ann()  # an index saved without its search graph (or with an older kind) gets it here
         action = "up to date" if fresh else "built"
+        if fresh and _graph_files(directory) - graphs:
+            action = "up to date, its search graph built"
     reused = f", {index.reused} names reused" if action == "built" and index.reused else ""
     console.print(
         f"entity index {action}: model={name}, entities={len(index.entities)}, vectors={len(index)}{reused}, "
@@ -72,6 +76,13 @@ def build(
         highlight=False,
         soft_wrap=True,
     )
+
+
+def _graph_files(directory: Path) -> set[str]:
+    """The search graph files saved in an index folder now."""
+    from kgmind.retrievers.entity_search import CODED_GRAPH_FILE, FLOAT_GRAPH_FILE
+
+    return {name for name in (FLOAT_GRAPH_FILE, CODED_GRAPH_FILE) if (directory / name).is_file()}
 
 
 def _open(uri: str | None) -> GraphStore:
