@@ -91,7 +91,7 @@ def test_rescoring_orders_the_candidates_by_their_exact_cosine(saved):
     assert list(scores[0, :3]) == sorted(scores[0, :3], reverse=True)
 
 
-def test_the_8_bit_graph_is_mapped_from_its_file_and_searches_as_one_read_whole(saved, tmp_path):
+def test_the_coded_graph_is_mapped_from_its_file_and_searches_as_one_read_whole(saved, tmp_path):
     """A mapped graph keeps its pages in the file cache (shared, droppable), not the worker's heap."""
     _, vectors = saved
     save_graph(build_graph(vectors, coded=True), tmp_path, coded=True)
