@@ -48,3 +48,17 @@ def test_at_most_max_rows_are_held_least_recently_used_first_out() -> None:
     store.asked.clear()
     reads.read(store, ["a", "b", "c"], 5, (), state=1)
     assert store.asked == [["b"]]
+
+
+def test_the_edges_between_two_sets_are_read_from_the_side_with_fewer_edges() -> None:
+    """A cut hub's votes read a side's lists whole (issue 42): the hubs' while they hold fewer
+    edges than the candidates, the candidates' once a big KG's shared hubs outgrow them."""
+    from kgmind.retrievers.graph_bounds import reads_second_side
+
+    hubs, candidates = [0, 1], [2, 3, 4]
+    small_hubs = {0: 40, 1: 30, 2: 50, 3: 20, 4: 10}
+    assert not reads_second_side(hubs, candidates, small_hubs)
+    big_hubs = {0: 90_000, 1: 40_000, 2: 50, 3: 20, 4: 10}
+    assert reads_second_side(hubs, candidates, big_hubs)
+    assert not reads_second_side(hubs, candidates, {0: 90_000, 1: 40_000, 2: 50, 3: 20})  # 4 unknown
+    assert not reads_second_side(hubs, candidates, {0: 50, 1: 30, 2: 40, 3: 30, 4: 10})  # a tie: the first

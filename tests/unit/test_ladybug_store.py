@@ -10,6 +10,7 @@ import textwrap
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -395,6 +396,29 @@ def test_edges_between_reads_both_directions_once_disputed_ones_included(store: 
     both = store.edges_between([a.id, b.id], [a.id, b.id])  # both ends in both sets: once each
     assert sorted(e.id for e in both) == sorted([r1.id, r2.id])
     assert store.edges_between([], [a.id]) == [] and store.edges_between([b.id], []) == []
+
+
+def test_edges_between_keeps_only_the_asked_ends_whatever_an_offset_names(
+    store: LadybugStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The other ends are found by their offsets, read in a statement of their own: an offset that
+    names another entity by the second read (one deleted and another written) adds no edge."""
+    a, b, r1, r2 = _tiny(store)
+    c = Entity(name="Gamma", type="disease")
+    other = Relation(head=c.id, type="has_symptom", tail=b.id)
+    store.bulk_load([c], [other])
+    rows = store._rows
+
+    def offsets_of_c_too(query: str, params: Any = None, conn: Any = None) -> Any:
+        if query == q.ENTITY_OFFSETS:  # the offsets of the asked ids, and of Gamma, which was not asked
+            return rows(query, {"ids": [*params["ids"], c.id]}, conn)
+        return rows(query, params, conn)
+
+    monkeypatch.setattr(store, "_rows", offsets_of_c_too)
+    assert sorted(e.id for e in store.edges_between([b.id], [a.id])) == sorted([r1.id, r2.id])
+    monkeypatch.undo()
+    assert sorted(e.id for e in store.edges_between([b.id], [a.id, c.id])) == sorted([r1.id, r2.id, other.id])
+    assert store.edges_between([b.id], ["no-such-id"]) == []
 
 
 def test_fingerprint_counts_again_only_when_a_load_moved_the_version(

@@ -23,7 +23,13 @@ import numpy as np
 
 from kgmind.models import EDGE_HEAD, EDGE_ID, EDGE_TAIL, EdgeRow, Entity
 from kgmind.relations import reverse_name
-from kgmind.retrievers.graph_bounds import BOUNDED_READS, Bounds, GroupBound, edges_between
+from kgmind.retrievers.graph_bounds import (
+    BOUNDED_READS,
+    Bounds,
+    GroupBound,
+    edges_between,
+    reads_second_side,
+)
 from kgmind.retrievers.graph_edges import EdgeIds, EdgeLookup, sort_key
 from kgmind.retrievers.graph_hidden import HiddenEdges
 from kgmind.retrievers.graph_weights import WeightState
@@ -224,13 +230,16 @@ class PushdownGrowth:
         """The visible edges from ``heads`` to ``tails``, read from the store whatever the bounds cut.
 
         One statement reads the stored edges between the two sets, either way, so each
-        edge's way back is among them. The new ones load as a bounded read's rows do
-        (columns and reverse readings, listed nowhere): a node's lists stay what its bounded
-        read kept, and both index modes still walk the same graph.
+        edge's way back is among them; it reads the lists of the side with fewer edges
+        (:func:`reads_second_side`). The new ones load as a bounded read's rows do (columns
+        and reverse readings, listed nowhere): a node's lists stay what its bounded read
+        kept, and both index modes still walk the same graph.
         """
         assert self._source is not None
         a = sorted({self.ids[n] for n in heads})
         b = sorted({self.ids[n] for n in tails})
+        if reads_second_side(heads, tails, self._node_degree or {}):
+            a, b = b, a
         rels = edges_between(self._source, a, b)
         pairs = {(r.head, r.tail) for r in rels}
         with self._lock:

@@ -85,15 +85,24 @@ class DegreeReads:
     def edges_between(self: LadybugReader, a: Sequence[str], b: Sequence[str]) -> list[StoredEdge]:
         """The stored edges joining a node of ``a`` to one of ``b``, either way, disputed ones included.
 
-        ``a`` should be the smaller set (its nodes' edge lists are the ones read). An edge
-        whose both ends are in both sets is returned once.
+        ``a``'s edge lists are the ones read, so it should be the side with fewer edges. The
+        other ends are tested by their offsets in the entity table (``EDGES_BETWEEN``), read
+        first; the ids are tested again here, so an offset that came to name another entity
+        between the two reads cannot add an edge. An edge whose both ends are in both sets is
+        returned once.
         """
         if not a or not b:
             return []
-        rows = self._rows(q.EDGES_BETWEEN, {"a": list(dict.fromkeys(a)), "b": list(dict.fromkeys(b))})
+        wanted = list(dict.fromkeys(b))
+        offsets = [int(o) for (o,) in self._rows(q.ENTITY_OFFSETS, {"ids": wanted})]
+        if not offsets:
+            return []
+        rows = self._rows(q.EDGES_BETWEEN, {"a": list(dict.fromkeys(a)), "offs": offsets})
+        sa, sb = set(a), set(wanted)
         edges = {
             rid: StoredEdge(rid, head, rtype, tail, float(w), src or "")
             for head, rid, rtype, tail, w, src in rows
+            if (head in sa and tail in sb) or (tail in sa and head in sb)
         }
         return list(edges.values())
 

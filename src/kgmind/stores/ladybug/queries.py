@@ -55,6 +55,7 @@ __all__ = [
     "EDGES_OUT",
     "END_IDS",
     "ENTITY_COLUMNS",
+    "ENTITY_OFFSETS",
     "FEEDBACK_SEEN",
     "FIND_ENTITIES_BY_KEY",
     "GET_DEGREES",
@@ -323,18 +324,22 @@ WHOLE_EDGES = (
     + "'in'"
     + _WHOLE_RETURN
 )
-#: The stored edges joining a node of ``$a`` to a node of ``$b``, either way, disputed ones included
-#: (rows: head, id, type, tail, weight, source): a question's cut hubs (``$a``, few) and its
-#: candidate diseases (``$b``). Read from ``$a``'s side, its edge lists filtered in the engine: on
-#: the re-crawl's questions 2-50 ms, against 7-160 ms read from the candidates' side and up to
-#: ~1,500 ms to complete every candidate (``benchmarks/results/2026-11-28-votes-between``).
+#: The offsets of the entities ``$ids`` in their table: what ``EDGES_BETWEEN`` tests the other ends by.
+ENTITY_OFFSETS = "UNWIND $ids AS x MATCH (e:Entity {id: x}) RETURN offset(id(e))"
+#: The stored edges joining a node of ``$a`` to an entity at one of the offsets ``$offs``, either way,
+#: disputed ones included (rows: head, id, type, tail, weight, source): a question's cut hubs and
+#: its candidate diseases, or the other way round. ``$a``'s edge lists are read and each other end
+#: is tested by its offset, which is in the list itself, not by its ``id``: an ``IN`` over a list
+#: parameter compares each row with every element, and the ids are strings read from the entity
+#: table (captured calls of the generated 10M KG, a hub side of ~90,000 edges against ~500
+#: candidates: 6.4 s against 4.1 s over 32 reads; ``benchmarks/results/2026-11-29-votes-offsets``).
 EDGES_BETWEEN = (
     "UNWIND $a AS x MATCH (n:Entity {id: x}) OPTIONAL MATCH (n)-[r:REL]->(m:Entity) "
-    "WITH n, r, m WHERE r IS NOT NULL AND m.id IN $b "
+    "WITH n, r, m WHERE r IS NOT NULL AND offset(id(m)) IN $offs "
     "RETURN n.id AS head, r.id AS id, r.type AS type, m.id AS tail, r.weight AS weight, r.source AS source"
     " UNION ALL "
     "UNWIND $a AS x MATCH (n:Entity {id: x}) OPTIONAL MATCH (m:Entity)-[r:REL]->(n) "
-    "WITH n, r, m WHERE r IS NOT NULL AND m.id IN $b "
+    "WITH n, r, m WHERE r IS NOT NULL AND offset(id(m)) IN $offs "
     "RETURN m.id AS head, r.id AS id, r.type AS type, n.id AS tail, r.weight AS weight, r.source AS source"
 )
 # -- each hub's kept edges (kgmind.stores.ladybug.kept) --------------------------------
