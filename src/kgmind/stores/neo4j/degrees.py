@@ -57,7 +57,7 @@ class Neo4jDegrees:
     def edges_between(self, a: Sequence[str], b: Sequence[str]) -> list[StoredEdge]:
         """The stored edges joining a node of ``a`` to one of ``b``, either way, disputed ones included.
 
-        ``a`` should be the smaller set (its nodes' edges are the ones read).
+        ``a``'s edges are the ones read, so it should be the side with fewer edges.
         """
         if not a or not b:
             return []

@@ -481,9 +481,10 @@ RETURN n.id AS node, outgoing, r.id AS id, h.id AS head, rtype AS type, t.id AS 
 """
 
 #: The stored edges joining a node of ``$a`` to a node of ``$b``, either way, disputed ones included:
-#: a question's cut hubs (``$a``, few) and its candidate diseases (``$b``), read from the hubs' side
-#: (the votes of a hub for the diseases its bounded read left out). ``DISTINCT``: an edge with both ends in
-#: both sets matches from each end.
+#: a question's cut hubs and its candidate diseases (the votes of a hub for the diseases its bounded read
+#: left out), read from ``$a``'s side: the side with fewer edges, the hubs on a KG of the re-crawl's size,
+#: the candidates once shared hubs outgrow them. ``DISTINCT``: an edge with both ends in both sets
+#: matches from each end.
 EDGES_BETWEEN = """
 UNWIND $a AS x
 MATCH (n:Entity {id: x})-[r]-(m:Entity)
