@@ -1,16 +1,17 @@
 """LadybugDB connections: one writer; readers pooled, or a fresh one per read under a bounded page cache.
 
-A LadybugDB connection keeps memory from the queries it ran, in the store's page cache,
-where it cannot be evicted. A connection per thread outlived its thread: pushed-down
-questions grew the process about 15 MB each (EMCKG-full, 60 questions: 686 → 1,276 MB;
-pooled: 513 → 691 MB). Pooled readers still pile it up: with a 256 MiB page cache the
-generated 10M KG failed a question it had answered 316 questions before ("the buffer pool is
-full"). A fresh connection per read (0.08 ms to open and close) gives the memory back when
-it is closed, and the 10M worker answered 1,000 questions in 256 MiB; but the re-crawl's
-pushed-down p50 went from ~400 to ~470-530 ms (why was not measured). So a store
+A LadybugDB connection keeps a prepared statement for each query it ran, and a prepared
+``EDGES_BETWEEN`` holds pages of the store's page cache, where they cannot be evicted. A
+connection per thread outlived its thread: pushed-down questions grew the process about 15 MB
+each (EMCKG-full, 60 questions: 686 → 1,276 MB; pooled: 513 → 691 MB). Pooled readers still
+pile it up: with a 256 MiB page cache the generated 10M KG failed a question it had answered
+316 questions before ("the buffer pool is full"). A fresh connection per read (0.08 ms to open
+and close) gives the memory back when it is closed, and the 10M worker answered 1,000
+questions in 256 MiB; but each read then prepares its statement again (``WHOLE_EDGES``: 5.4
+against 2.2 ms), and the re-crawl's pushed-down p50 went from ~400 to ~470-530 ms. So a store
 whose page cache the user bounded (``KGMIND_STORE_BUFFER_MB``) opens a reader per read, and
 one left at the engine's default pools them (issue 42,
-``benchmarks/results/2026-11-29-worker-memory/``).
+``benchmarks/results/2026-11-29-worker-memory/``, ``…/2026-11-29-votes-offsets/``).
 """
 
 from __future__ import annotations
