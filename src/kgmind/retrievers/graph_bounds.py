@@ -302,7 +302,7 @@ def reads_second_side(first: Collection[int], second: Collection[int], degree: M
     on the generated 10M KG, where its ~500 candidate diseases may hold half as many, while on
     the re-crawl the hubs are the smaller side. The kept degrees say which before anything is
     read; a node of unknown degree keeps ``first``. Over 32 reads captured at 10M this side
-    took 2.7 s, the hubs' side always 3.2 s, the cheaper of the two each time 2.6 s
+    took 2.5 s, the hubs' side always 2.9 s, the cheaper of the two each time 2.5 s
     (``benchmarks/results/2026-11-29-votes-offsets``).
     """
     if any(n not in degree for n in (*first, *second)):

@@ -1,7 +1,8 @@
 """LadybugDB connections: one writer; readers pooled, or a fresh one per read under a bounded page cache.
 
 A LadybugDB connection keeps a prepared statement for each query it ran, and a prepared
-``EDGES_BETWEEN`` holds pages of the store's page cache, where they cannot be evicted. A
+``EDGES_BETWEEN`` held pages of the store's page cache, where they cannot be evicted (pooled
+readers still fill a 128 MiB cache with the statement that tests offsets). A
 connection per thread outlived its thread: pushed-down questions grew the process about 15 MB
 each (EMCKG-full, 60 questions: 686 → 1,276 MB; pooled: 513 → 691 MB). Pooled readers still
 pile it up: with a 256 MiB page cache the generated 10M KG failed a question it had answered
