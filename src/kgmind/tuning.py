@@ -31,6 +31,7 @@ __all__ = [
     "MAX_SPANS",
     "MAX_SPANS_FALLBACK",
     "PIPELINE",
+    "POOLED_READERS_MIN_CACHE_SHARE",
     "RERANK_QUESTION_MODE",
     "SPAN_THRESHOLD",
     "SPAN_THRESHOLD_FALLBACK",
@@ -119,6 +120,15 @@ EDGES_PER_CONTEXT_GROUP: int | None = 5
 #: against 3.7 ms, and even the re-crawl's biggest hub in 25 ms against 37 ms (2026-11-27, ``micro7.py.txt``
 #: in ``benchmarks/results/2026-11-27-small-reads/``). A server runs several questions at once anyway.
 STORE_READ_THREADS = 1
+
+#: The share of a LadybugDB store's file a bounded page cache (``KGMIND_STORE_BUFFER_MB``) needs for its
+#: readers to be pooled; under it each read opens a reader and closes it. A pooled reader's prepared
+#: statements hold pages of the cache (``kgmind.stores.ladybug.connections``): where the cache is small next
+#: to the store, that costs more page reads than preparing each statement again saves. Placed from 80 calib
+#: questions of the generated 10M KG (an 857 MB file), two rounds, pooled against fresh: 26.9, 28.4 against
+#: 28.6, 28.0 s at 128 MiB (0.16 of the file); 22.0, 24.8 against 24.4, 23.8 s at 192 MiB (0.23); 22.9, 21.2
+#: against 24.5, 24.1 s at 256 MiB (0.31) (``benchmarks/results/2026-11-30-pooled-readers/``).
+POOLED_READERS_MIN_CACHE_SHARE = 0.25
 
 #: Entities one read of a whole-KG entity scan returns (LadybugDB ``iter_entities``: the gazetteer and the
 #: entity index read every entity). On the generated 10M KG (495k entities), 50,000 a read took 4.7-5.9 s

@@ -310,22 +310,54 @@ def test_reader_connections_are_pooled_not_one_per_thread(store: LadybugStore) -
     assert store._conns._all == [] and store._conns._idle == []
 
 
-def test_under_a_bounded_page_cache_each_read_has_a_reader_closed_after_it(tmp_path) -> None:
-    """A reader keeps memory from its queries in the page cache: under a bound none may outlive its read."""
-    import threading
+def test_under_a_bounded_page_cache_readers_are_pooled_but_one_that_holds_pages_is_closed(tmp_path) -> None:
+    """A reader's prepared ``EDGES_BETWEEN`` holds pages of the page cache: that read's reader is closed
+    after it, while the other reads share pooled readers (preparing a statement again costs time)."""
     from concurrent.futures import ThreadPoolExecutor
 
     store = LadybugStore(tmp_path / "bounded", buffer_mb=64)
-    a, b, _, _ = _tiny(store)
+    a, b, r1, r2 = _tiny(store)
+    opened = []
+    connect = store._conns._connect
+    store._conns._connect = lambda: opened.append(1) or connect()
     for _ in range(20):
         t = threading.Thread(target=store.get_entities, args=([a.id],))
         t.start()
         t.join()
-    assert len(store._conns._all) == 1  # the writer
+    assert len(opened) <= 1 and len(store._conns._all) == 2  # the writer and one pooled reader
     with ThreadPoolExecutor(4) as ex:
         got = list(ex.map(lambda i: store.get_entities([(a, b)[i % 2].id])[0].id, range(200)))
     assert got == [(a, b)[i % 2].id for i in range(200)]
-    assert len(store._conns._all) == 1 and store._conns._idle == []
+    pooled = len(store._conns._all)
+    assert 2 <= pooled <= 5 and len(store._conns._idle) == pooled - 1
+    before = len(opened)
+    assert {e.id for e in store.edges_between([a.id], [b.id])} == {r1.id, r2.id}
+    assert len(opened) == before + 1  # a reader of its own
+    assert len(store._conns._all) == pooled and len(store._conns._idle) == pooled - 1  # and closed after
+    store.close()
+    assert store._conns._all == [] and store._conns._idle == []
+
+
+_FULL = "Buffer manager exception: Unable to allocate memory! The buffer pool is full"
+
+
+def test_under_a_page_cache_small_next_to_the_store_each_read_has_a_reader_closed_after_it(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pooled readers' statements would hold what little of the store fits: no reader outlives its read."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kgmind.stores.ladybug import connections
+
+    store = LadybugStore(tmp_path / "small-cache")
+    a, b, _, _ = _tiny(store)
+    store.close()
+    monkeypatch.setattr(connections, "POOLED_READERS_MIN_CACHE_SHARE", 10_000.0)  # 64 MiB is small here
+    store = LadybugStore(tmp_path / "small-cache", buffer_mb=64)  # the share of the file it has when opened
+    with ThreadPoolExecutor(4) as ex:
+        got = list(ex.map(lambda i: store.get_entities([(a, b)[i % 2].id])[0].id, range(200)))
+    assert got == [(a, b)[i % 2].id for i in range(200)]
+    assert len(store._conns._all) == 1 and store._conns._idle == []  # the writer
     with store._conns.reading() as reader:
         assert reader.execute("RETURN 1").get_all() == [[1]] and len(store._conns._all) == 2
     with pytest.raises(RuntimeError):
@@ -333,6 +365,58 @@ def test_under_a_bounded_page_cache_each_read_has_a_reader_closed_after_it(tmp_p
     with store._conns.reading() as reader:  # the store closes while a read holds its reader
         store.close()
     assert store._conns._all == []
+
+
+def test_readers_are_pooled_unless_a_bounded_cache_is_small_next_to_the_store() -> None:
+    from kgmind.stores.ladybug.connections import pools_readers
+    from kgmind.tuning import POOLED_READERS_MIN_CACHE_SHARE as share
+
+    mib = 1024 * 1024
+    assert pools_readers(None, 10**12)  # the engine's default cache
+    assert pools_readers(256 * mib, 857_260_032) and not pools_readers(128 * mib, 857_260_032)
+    assert pools_readers(int(share * 1000), 1000) and not pools_readers(int(share * 1000) - 1, 1000)
+
+
+class _FailingReader:
+    """A pooled reader whose every read fails with ``message`` (a fake: LadybugDB's full page cache)."""
+
+    def __init__(self, message: str = _FULL) -> None:
+        self.message = message
+        self.closed = False
+
+    def execute(self, query: str, params: dict[str, Any] | None = None) -> Any:
+        raise RuntimeError(self.message)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_a_read_that_finds_the_page_cache_full_closes_the_idle_readers_and_runs_again(tmp_path) -> None:
+    """What idle readers' statements hold is what fills a small page cache: the read that meets a full
+    one gets it back and is answered (wiring: the full cache is a fake reader)."""
+    store = LadybugStore(tmp_path / "bounded", buffer_mb=64)
+    a, _, r1, _ = _tiny(store)
+    full, other = _FailingReader(), _FailingReader()
+    store._conns._all += [other, full]
+    store._conns._idle += [other, full]  # ``full`` is the one the next read takes
+    assert [e.id for e in store.get_entities([a.id])] == [a.id]
+    assert full.closed and other.closed and full not in store._conns._all and other not in store._conns._all
+    assert not any(isinstance(c, _FailingReader) for c in store._conns._idle)
+    broken = _FailingReader("Binder exception: no such table")
+    store._conns._all.append(broken)
+    store._conns._idle[:] = [broken]
+    with pytest.raises(StoreError, match="no such table"):  # any other failure is not read again
+        store.get_relations([r1.id])
+    assert not broken.closed and store._conns._idle == [broken]
+    store.close()
+
+
+def test_reading_a_closed_store_says_it_is_closed(tmp_path) -> None:
+    store = LadybugStore(tmp_path / "kg")
+    a, _, _, _ = _tiny(store)
+    store.close()
+    with pytest.raises(StoreError, match="is closed"):
+        store.get_entities([a.id])
 
 
 def test_bounded_reads_find_nodes_by_key(store: LadybugStore) -> None:

@@ -17,8 +17,10 @@ __all__ = [
     "SCAN_CHUNK",
     "SEP",
     "alias_keys",
+    "all_rows",
     "arrow_chunks",
     "change_from_row",
+    "column_table",
     "doc_from_row",
     "doc_table",
     "entities_from_table",
@@ -61,6 +63,26 @@ def arrow_chunks(result: Any, size: int | None = None) -> Iterator[dict[str, lis
             yield chunk
 
     return chunks()
+
+
+def all_rows(conn: Any, query: str, params: dict[str, Any]) -> list[list[Any]]:
+    """Every row of ``query`` run on ``conn``, the result closed."""
+    result = conn.execute(query, params)
+    rows: list[list[Any]] = result.get_all()
+    result.close()
+    return rows
+
+
+def column_table(conn: Any, query: str, params: dict[str, Any]) -> dict[str, list[Any]]:
+    """The columns of ``query`` run on ``conn`` (empty lists for no rows), the result closed."""
+    result = conn.execute(query, params)
+    if result.get_num_tuples() == 0:
+        names = result.get_column_names()
+        result.close()
+        return {n: [] for n in names}
+    table: dict[str, list[Any]] = result.get_as_arrow(0).to_pydict()
+    result.close()
+    return table
 
 
 def alias_keys(entity: Entity) -> str:

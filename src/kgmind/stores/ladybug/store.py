@@ -21,8 +21,8 @@ Concurrency
     LadybugDB allows one write transaction at a time per database and one process
     per directory. Writers (load, clear, feedback, reset) are serialised by a
     process-wide lock and use a dedicated writer connection, so concurrent feedback
-    is exactly a serial replay. Readers use one connection per thread
-    (``threading.local``) and see the last committed snapshot.
+    is exactly a serial replay. Readers come from a pool
+    (:mod:`kgmind.stores.ladybug.connections`) and see the last committed snapshot.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from kgmind.models import (
     Entity,
@@ -54,15 +54,17 @@ from kgmind.stores.ladybug import kept
 from kgmind.stores.ladybug import queries as q
 from kgmind.stores.ladybug import verdicts as lv
 from kgmind.stores.ladybug import weights as lw
-from kgmind.stores.ladybug.connections import Connections
+from kgmind.stores.ladybug.connections import Connections, pools_readers
 from kgmind.stores.ladybug.entity_cache import EntityCache
 from kgmind.stores.ladybug.load_plan import LoadPlan, plan_load
 from kgmind.stores.ladybug.profile import kept_profile
 from kgmind.stores.ladybug.rows import (
     SEP,
     alias_keys,
+    all_rows,
     arrow_chunks,
     change_from_row,
+    column_table,
     doc_from_row,
     doc_table,
     entities_from_table,
@@ -95,6 +97,9 @@ _META_LOAD = "load"
 _META_SCHEMA = "relation_schema"  # the roles a user gave at import: JSON in Meta.version
 _META_WEIGHTS = "weights"  # the weights version: a decimal counter in Meta.version
 _META_DISPUTES = lv.META_DISPUTES  # the disputes version: likewise
+
+
+T = TypeVar("T")
 
 
 def _engine_error(exc: BaseException) -> str:
@@ -161,8 +166,10 @@ class LadybugStore(ld.DegreeReads, ld.DegreeWrites, StoreBase):
             raise StoreUnavailableError(f"cannot open LadybugDB store {self.path}: {reason}") from exc
         self._ladybug = ladybug
         self._write_lock = threading.RLock()
-        self._conns = Connections(  # a bounded page cache: a reader per read (see the module)
-            lambda: ladybug.Connection(self._db, num_threads=STORE_READ_THREADS), pooled=not buffer_mb
+        self._conns = Connections(  # a prepared EDGES_BETWEEN holds pages: not pooled (see the module)
+            lambda: ladybug.Connection(self._db, num_threads=STORE_READ_THREADS),
+            pooled=pools_readers(pool or None, (self.path / DB_FILE).stat().st_size),
+            fresh_for=(q.EDGES_BETWEEN,),
         )
         self._closed = False
         self._writer = self._conns.new()
@@ -192,34 +199,29 @@ class LadybugStore(ld.DegreeReads, ld.DegreeWrites, StoreBase):
         return self._conns.reading()
 
     def _rows(self, query: str, params: dict[str, Any] | None = None, conn: Any = None) -> list[list[Any]]:
-        if conn is None:
-            with self._reading() as reader:
-                return self._rows(query, params, reader)
-        try:
-            result = conn.execute(query, params or {})
-            rows: list[list[Any]] = result.get_all()
-            result.close()
-        except RuntimeError as exc:
-            raise StoreError(f"LadybugDB query failed on {self.path}: {_engine_error(exc)}") from exc
-        return rows
+        return self._read(query, params, conn, all_rows)
 
     def _table(
         self, query: str, params: dict[str, Any] | None = None, conn: Any = None
     ) -> dict[str, list[Any]]:
-        if conn is None:
-            with self._reading() as reader:
-                return self._table(query, params, reader)
+        return self._read(query, params, conn, column_table)
+
+    def _read(
+        self,
+        query: str,
+        params: dict[str, Any] | None,
+        conn: Any,
+        how: Callable[[Any, str, dict[str, Any]], T],
+    ) -> T:
+        """``how(conn, query, params)`` on ``conn``, or on a reader of the pool."""
+        if conn is None and self._closed:
+            raise StoreError(f"LadybugDB store {self.path} is closed")
         try:
-            result = conn.execute(query, params or {})
-            if result.get_num_tuples() == 0:
-                names = result.get_column_names()
-                result.close()
-                return {n: [] for n in names}
-            table: dict[str, list[Any]] = result.get_as_arrow(0).to_pydict()
-            result.close()
+            if conn is not None:
+                return how(conn, query, params or {})
+            return self._conns.run(query, lambda reader: how(reader, query, params or {}))
         except RuntimeError as exc:
             raise StoreError(f"LadybugDB query failed on {self.path}: {_engine_error(exc)}") from exc
-        return table
 
     def _scalar(self, query: str, params: dict[str, Any] | None = None, conn: Any = None) -> Any:
         rows = self._rows(query, params, conn)
