@@ -20,6 +20,7 @@ __all__ = [
     "all_rows",
     "arrow_chunks",
     "change_from_row",
+    "chunked_scan",
     "column_table",
     "doc_from_row",
     "doc_table",
@@ -71,6 +72,11 @@ def all_rows(conn: Any, query: str, params: dict[str, Any]) -> list[list[Any]]:
     rows: list[list[Any]] = result.get_all()
     result.close()
     return rows
+
+
+def chunked_scan(conn: Any, query: str, params: dict[str, Any]) -> Iterator[dict[str, list[Any]]]:
+    """``query`` run on ``conn``, its columns a chunk at a time (:func:`arrow_chunks`: read whole first)."""
+    return arrow_chunks(conn.execute(query, params))
 
 
 def column_table(conn: Any, query: str, params: dict[str, Any]) -> dict[str, list[Any]]:

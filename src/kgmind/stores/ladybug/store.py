@@ -62,8 +62,8 @@ from kgmind.stores.ladybug.rows import (
     SEP,
     alias_keys,
     all_rows,
-    arrow_chunks,
     change_from_row,
+    chunked_scan,
     column_table,
     doc_from_row,
     doc_table,
@@ -192,12 +192,6 @@ class LadybugStore(ld.DegreeReads, ld.DegreeWrites, StoreBase):
         return (Path(path).expanduser() / DB_FILE).exists()
 
     # -- connections -------------------------------------------------------------
-    def _reading(self) -> contextlib.AbstractContextManager[Any]:
-        """A pooled reader connection (:mod:`kgmind.stores.ladybug.connections`)."""
-        if self._closed:
-            raise StoreError(f"LadybugDB store {self.path} is closed")
-        return self._conns.reading()
-
     def _rows(self, query: str, params: dict[str, Any] | None = None, conn: Any = None) -> list[list[Any]]:
         return self._read(query, params, conn, all_rows)
 
@@ -444,12 +438,7 @@ class LadybugStore(ld.DegreeReads, ld.DegreeWrites, StoreBase):
 
     def _chunks(self, query: str) -> Iterator[dict[str, list[Any]]]:
         """A scan's columns a chunk at a time (:func:`~kgmind.stores.ladybug.rows.arrow_chunks`)."""
-        try:
-            with self._reading() as reader:
-                chunks = arrow_chunks(reader.execute(query))  # read whole before the connection goes back
-        except RuntimeError as exc:
-            raise StoreError(f"LadybugDB query failed on {self.path}: {_engine_error(exc)}") from exc
-        yield from chunks
+        yield from self._read(query, None, None, chunked_scan)  # read whole: the reader goes back first
 
     def _fetch_neighbors(
         self, query: str, ids: list[str], types: list[str] | None, limit: int
