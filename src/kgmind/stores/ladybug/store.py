@@ -54,7 +54,7 @@ from kgmind.stores.ladybug import kept
 from kgmind.stores.ladybug import queries as q
 from kgmind.stores.ladybug import verdicts as lv
 from kgmind.stores.ladybug import weights as lw
-from kgmind.stores.ladybug.connections import Connections, pools_readers
+from kgmind.stores.ladybug.connections import Connections, page_cache_full, pools_readers
 from kgmind.stores.ladybug.entity_cache import EntityCache
 from kgmind.stores.ladybug.load_plan import LoadPlan, plan_load
 from kgmind.stores.ladybug.profile import kept_profile
@@ -105,7 +105,7 @@ T = TypeVar("T")
 def _engine_error(exc: BaseException) -> str:
     """The engine's message, plus what to do when a bounded page cache was too small for the work."""
     text = str(exc)
-    if "buffer pool" in text.lower():
+    if page_cache_full(exc):
         text += " (the store's page cache is full: KGMIND_STORE_BUFFER_MB sets its size in MiB)"
     return text
 
