@@ -66,6 +66,37 @@ def test_plan_exploration_names_only_what_the_question_says_word_for_word() -> N
     assert sends[0].arg["phrases"] == ["Fever", "flu", "feverish"]
 
 
+def _named(question: str, linked: list[LinkedEntity]) -> list[str]:
+    sends = plan_exploration({**STATE, "question": question, "linked_entities": linked}, _rt())
+    assert isinstance(sends, list)
+    return list(sends[0].arg["named"])
+
+
+def test_a_word_another_phrases_finding_holds_names_no_diagnosis() -> None:
+    """In "my eyes burn and sting", "burn" is the finding "Eye burns or stings", which "sting" linked."""
+    burn = LinkedEntity(mention="burn", entity_id="d1", name="Burn", type="disease")
+    linked = [
+        burn,
+        LinkedEntity(mention="sting", entity_id="s1", name="Eye burns or stings", type="symptom", score=0.6),
+        LinkedEntity(mention="asthma", entity_id="d2", name="Asthma", type="disease"),
+        # Another disease holding the word is no finding: "asthma" still names Asthma.
+        LinkedEntity(mention="attack", entity_id="d3", name="Asthma attack", type="disease", score=0.95),
+    ]
+    assert _named("My eyes burn and sting, and my asthma is worse", linked) == ["d2"]
+    # Alone, the same word names the disease.
+    assert _named("A burn on my hand", [burn]) == ["d1"]
+
+
+def test_a_finding_linked_by_a_near_name_the_question_does_not_state_leaves_the_word_named() -> None:
+    """Linked from "红色胎记", the near name 白色胎记 is not stated (no 白): 胎记 stays named."""
+    birthmark = LinkedEntity(mention="胎记", entity_id="d1", name="胎记", type="disease")
+    white = LinkedEntity(mention="红色胎记", entity_id="s1", name="白色胎记", type="symptom", score=0.945)
+    red = LinkedEntity(mention="红色", entity_id="s2", name="红色胎记", type="symptom", score=0.95)
+    question = "宝宝后脑勺长了一片像红色胎记的东西，感觉不是胎记"
+    assert _named(question, [birthmark, white]) == ["d1"]
+    assert _named(question, [birthmark, red]) == []
+
+
 def test_plan_exploration_goes_to_reasoning_without_entities() -> None:
     assert plan_exploration({**STATE, "linked_entities": []}, _rt()) == "reason_mindmap"
     assert plan_exploration(STATE, _rt(mode="llm_only")) == "reason_mindmap"

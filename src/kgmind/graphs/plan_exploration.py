@@ -7,13 +7,17 @@ entities (or in ``llm_only`` mode) the run goes straight to reasoning.
 
 from __future__ import annotations
 
+import re
+
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from kgmind.graphs.check_grounding import mention_position
 from kgmind.graphs.context import Context, context_of
 from kgmind.graphs.state import ExploreTask, State
-from kgmind.models import LinkedEntity
+from kgmind.models import LinkedEntity, normalize_name
+from kgmind.relations import DISEASE
+from kgmind.text import CJK, has_cjk
 
 __all__ = ["EXPLORATION_NODES", "TOOLS_BY_MODE", "plan_exploration"]
 
@@ -60,5 +64,49 @@ def _named(linked: list[LinkedEntity], question: str) -> list[str]:
     Its words by :func:`~kgmind.graphs.check_grounding.mention_position`, the grounding check's rule;
     not the hypothesis' or another extractor's words: a disease a guess names is not the
     patient's diagnosis (:attr:`~kgmind.tuning.PipelineSettings.named_disease_votes`).
+
+    A word inside a finding the question states, linked from another of its phrases, is
+    that finding's word, not a diagnosis: "my eyes burn and sting" states "Eye burns or
+    stings", so "burn" does not make the disease Burn the patient's own. A finding linked
+    by a near name the question does not state ("红色胎记" → 白色胎记) leaves the word named.
     """
-    return [le.entity_id for le in linked if le.score >= 1.0 and mention_position(question, le.mention) >= 0]
+    findings = [le for le in linked if le.type != DISEASE]
+    return [
+        le.entity_id
+        for le in linked
+        if le.score >= 1.0
+        and mention_position(question, le.mention) >= 0
+        and not any(f.mention != le.mention and _holds(f.name, le.mention, question) for f in findings)
+    ]
+
+
+def _holds(name: str, word: str, question: str) -> bool:
+    """Whether ``name``, stated by ``question``, holds ``word`` inside a longer name."""
+    return (
+        normalize_name(name) != normalize_name(word)
+        and mention_position(name, word) >= 0
+        and _states(question, name)
+    )
+
+
+def _states(text: str, name: str) -> bool:
+    """Whether ``text`` says every word of ``name``: each CJK character, each Latin word of 3+ letters.
+
+    Latin words match by a shared stem (:func:`_same_stem`), so "eyes burn" states "Eye
+    burns"; no word list, no language model.
+    """
+    low = normalize_name(text)
+    words = re.findall(r"[^\W\d_]{3,}", low)
+    for unit in CJK.findall(name) + re.findall(r"[a-z]{3,}", normalize_name(name)):
+        if has_cjk(unit):
+            if unit not in low:
+                return False
+        elif not any(_same_stem(unit, w) for w in words):
+            return False
+    return True
+
+
+def _same_stem(a: str, b: str) -> bool:
+    """A shared stem of 3+ letters that each word passes by at most 3 ("burns", "pregnant" / "pregnancy")."""
+    shared = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    return shared >= 3 and max(len(a), len(b)) - shared <= 3
