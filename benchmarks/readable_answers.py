@@ -6,6 +6,9 @@ kept (the compiled graph the eval builds is wrapped to record what ``invoke`` re
 nothing else changes). Besides the eval's answer recall/precision and citation rate/support:
 
 - ``mind_map_nodes_p50``: nodes of the mind map, root included (median over answers);
+- ``diagnosis_finding_share``: share of the mind maps' diagnosis branches (``diagnoses`` of
+  them) holding at least one of the question's findings (a disease the patient names and
+  nothing they state points to has none to hold);
 - ``step_sentence_share``: share of inference steps that are sentences naming a cited
   entity — at least 3 words (4 CJK characters) and naming an entity of an item the step
   cites (the grounding check's :func:`~kgmind.graphs.check_grounding.names_in`);
@@ -54,6 +57,15 @@ def _nodes(tree: Any) -> int:
     if not isinstance(tree, Mapping):
         return 0
     return 1 + sum(_nodes(c) for c in tree.get("children") or [])
+
+
+def _diagnoses(tree: Any) -> tuple[int, int]:
+    """``(diagnosis branches, those holding a finding)`` of a mind map."""
+    if not isinstance(tree, Mapping):
+        return 0, 0
+    branches = [c for c in tree.get("children") or [] if c.get("kind") == "diagnosis"]
+    held = sum(any(k.get("kind") == "finding" for k in b.get("children") or []) for b in branches)
+    return len(branches), held
 
 
 def _long_enough(text: str) -> bool:
@@ -126,8 +138,10 @@ def _copies_question(out: Mapping[str, Any]) -> bool:
 def readability(outs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The reader-facing figures over the recorded graph outputs."""
     nodes = [_nodes(o.get("mind_map")) for o in outs]
-    steps = sentences = facts = contradicts = none = 0
+    steps = sentences = facts = contradicts = none = diagnoses = held = 0
     for out in outs:
+        d, h = _diagnoses(out.get("mind_map"))
+        diagnoses, held = diagnoses + d, held + h
         by_id = {ev.id: ev for ev in out.get("selected_evidence") or [] if ev.id}
         n, s, f = _steps(out.get("inference_chain") or [], by_id)
         steps, sentences, facts = steps + n, sentences + s, facts + f
@@ -137,6 +151,8 @@ def readability(outs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "answers": len(outs),
         "mind_map_nodes_p50": statistics.median(nodes) if nodes else None,
         "mind_map_nodes": nodes,
+        "diagnoses": diagnoses,
+        "diagnosis_finding_share": round(held / diagnoses, 4) if diagnoses else None,
         "steps": steps,
         "step_sentence_share": round(sentences / steps, 4) if steps else None,
         "step_fact_share": round(facts / steps, 4) if steps else None,
