@@ -22,7 +22,10 @@ __all__ = [
     "COMMON_ENTITY_TYPES",
     "EVIDENCE_PREFIX",
     "MAX_RELATION_TYPE_LENGTH",
+    "MIND_MAP_ONLY",
+    "MIND_MAP_ONLY_NOTE",
     "RELATION_TYPE_RULE",
+    "SUPPORT_RELATION",
     "TYPE_PRIORITY",
     "VERDICTS",
     "DisputeState",
@@ -403,6 +406,17 @@ EVIDENCE_PREFIX: dict[str, str] = {
     "kgcot": "K",
     "doc": "D",
 }
+
+
+#: ``meta["relation"]`` of a ranked neighbor line that lists the question's findings pointing to one
+#: candidate disease (``meta["disease"]``): why that disease is a candidate, not what to do about it.
+SUPPORT_RELATION = "support"
+
+#: ``meta`` key (``True``) of an evidence item shown after the answer, for the mind map only: the model
+#: did not read it, so evidence metrics leave it out.
+MIND_MAP_ONLY = "mind_map_only"
+#: What the renderers say of such an item (marked ``†`` in the evidence table).
+MIND_MAP_ONLY_NOTE = "added after the answer, for the mind map: the model did not read it"
 
 
 class Mention(BaseModel):

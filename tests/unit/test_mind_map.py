@@ -17,15 +17,15 @@ from rich.console import Console
 
 from evidence_fixtures import evidence_item
 from evidence_roles import FITTED_READINGS
-from kgmind.cli.ask import mind_map_tree
+from kgmind.cli.ask import mind_map_tree, print_result, result_dict
 from kgmind.graphs import services
 from kgmind.graphs.check_grounding import grounding_report, iter_mind_map, names_in
 from kgmind.graphs.context import Context
 from kgmind.graphs.mind_map import build_mind_map, question_findings
 from kgmind.graphs.readable import consistent_summary, evidence_sentence, first_named, is_fragment
 from kgmind.graphs.reason_mindmap import reason_mindmap, root_label
-from kgmind.graphs.render import mind_map_mermaid, mind_map_svg
-from kgmind.models import Evidence, LinkedEntity
+from kgmind.graphs.render import mind_map_mermaid, mind_map_svg, run_html
+from kgmind.models import MIND_MAP_ONLY, MIND_MAP_ONLY_NOTE, SUPPORT_RELATION, Evidence, LinkedEntity
 from kgmind.prompts.grounded import evidence_names
 from kgmind.prompts.schemas import GroundedAnswer
 
@@ -397,3 +397,91 @@ def test_depth_three_tree_in_terminal_mermaid_and_svg() -> None:
     xs = {label: float(g.find(f"{SVG}rect").get("x") or "nan") for label, g in texts.items()}  # type: ignore[union-attr]
     assert xs["I have a fever"] < xs["Influenza"] < xs["Fever"] == xs["Oseltamivir"]
     assert len([p for p in svg.iter(f"{SVG}path") if p.get("class") == "edge"]) == 4
+
+
+def _support(disease: str, *findings: str) -> Evidence:
+    """A ranked neighbor support line: the findings pointing to ``disease`` (as the exploration makes it)."""
+    ev = evidence_item("N0", "", *((f, "possible_disease", disease) for f in findings))
+    ev.id = ""  # the exploration's items are numbered only when selected
+    ev.meta = {"disease": disease, "relation": SUPPORT_RELATION, "disease_rank": 2}
+    ev.relation_ids = [f"r-{f}-{disease}" for f in findings]
+    ev.entity_ids = [f"e-{f}" for f in findings] + [f"e-{disease}"]
+    return _typed(ev, {**ZH_TYPES, "胸痛": "symptom", "血常规": "test"})
+
+
+def test_a_diagnosis_the_read_evidence_ties_to_no_finding_gets_its_support_line_after_the_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Wiring with a fake chat model: 肺炎's findings come from the exploration's support line."""
+    read = [ev for ev in zh_case() if ev.id != "P2"]  # nothing the model read joins 肺炎 to a finding
+    pool = [_support("肺炎", "咳嗽", "胸痛", "血常规"), _support("流感", "发热")]
+    state = {
+        "question": ZH_QUESTION,
+        "language": "zh",
+        "selected_evidence": read,
+        "linked_entities": ZH_LINKED,
+        "neighbor_evidence": pool,
+    }
+    out = _answer(monkeypatch, ZH_ANSWER, state)
+    shown = out["selected_evidence"]
+    assert shown[: len(read)] == read  # what the model read, unchanged and first
+    (added,) = shown[len(read) :]  # 流感 has 发热 from P1: no line for it
+    assert added.id == "N3" and added.meta[MIND_MAP_ONLY] is True
+    # only the finding the question states: 胸痛 is not stated, 血常规 is a test (advice)
+    assert added.triples == [("咳嗽", "possible_disease", "肺炎")]
+    assert added.relation_ids == pool[0].relation_ids[:1] and added.entity_ids == ["e-咳嗽", "e-肺炎"]
+    assert added.text == "咳嗽可能提示肺炎。"
+    branches = {b["label"]: _shape(b) for b in out["mind_map"]["children"]}
+    assert ("finding", "咳嗽", ["N3"], []) in branches["肺炎"]
+    assert grounding_report(shown, out["inference_chain"], out["mind_map"])["flagged"] == []
+    # the model's steps cite only what it read
+    assert all(i in {ev.id for ev in read} for s in out["inference_chain"] for i in s["evidence_ids"])
+
+
+def test_no_line_is_added_where_the_read_evidence_already_ties_a_finding(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    evidence = zh_case()  # P2 joins 咳嗽 and 发热 to 肺炎, P1 发热 to 流感
+    state = {
+        "question": ZH_QUESTION,
+        "language": "zh",
+        "selected_evidence": evidence,
+        "linked_entities": ZH_LINKED,
+        "neighbor_evidence": [_support("肺炎", "咳嗽"), _support("流感", "发热")],
+    }
+    out = _answer(monkeypatch, ZH_ANSWER, state)
+    assert "selected_evidence" not in out  # the state's evidence stays as it was
+
+
+def test_the_evidence_table_marks_an_item_the_model_did_not_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    read = [ev for ev in zh_case() if ev.id != "P2"]
+    state = {
+        "question": ZH_QUESTION,
+        "language": "zh",
+        "selected_evidence": read,
+        "linked_entities": ZH_LINKED,
+        "neighbor_evidence": [_support("肺炎", "咳嗽")],
+    }
+    out = _answer(monkeypatch, ZH_ANSWER, state)
+    result = result_dict({**state, **out, "run_id": "r1"})
+    assert [e.get("meta") for e in result["selected_evidence"]] == [None, None, None, {MIND_MAP_ONLY: True}]
+    page = run_html(result)
+    assert "N3</td><td>neighbor †</td>" in page and MIND_MAP_ONLY_NOTE in page
+    console = Console(record=True, width=120)
+    monkeypatch.setattr("kgmind.cli.ask.console", console)
+    print_result(result)
+    text = console.export_text()
+    assert "neighbor †" in text and MIND_MAP_ONLY_NOTE in text
+
+
+def test_the_eval_scores_only_the_evidence_the_model_read() -> None:
+    """Wiring: ``kgmind eval``'s evidence metrics leave out an item added for the mind map."""
+    from types import SimpleNamespace
+
+    from kgmind.eval.methods import run_graph
+
+    read = zh_case()
+    added = _support("肺炎", "咳嗽").model_copy(update={"id": "N3", "meta": {MIND_MAP_ONLY: True}})
+    graph = SimpleNamespace(invoke=lambda *a, **k: {"selected_evidence": [*read, added], "answer": "x"})
+    res = SimpleNamespace(graph=lambda: graph, callbacks=[], context=lambda *a, **k: None, model=object())
+    assert run_graph("full", ZH_QUESTION, [], res, 300).evidence == read

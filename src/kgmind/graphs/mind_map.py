@@ -18,6 +18,13 @@ joins the two (it names both and shows the relation). So the grounding check
 (:mod:`kgmind.graphs.check_grounding`) finds every node supported. Each node carries a
 ``kind`` (``diagnosis``, ``conclusion``, ``finding``, ``test``, ``medication``) the
 renderers show before its label (:func:`kind_word`).
+
+A diagnosis the shown evidence ties to none of the question's findings gets the ones the
+exploration found pointing to it (:func:`branch_reasons`): its support line, added after the
+answer and marked as not read by the model. Value packing values an item by the answer
+entities it adds, so it rarely shows a support line once the disease's test line names it;
+shown to the model instead, on calib, the lines took Chinese answer recall 1.5 points lower
+(docs/results.md, "Findings under every diagnosis").
 """
 
 from __future__ import annotations
@@ -26,11 +33,19 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kgmind.graphs.check_grounding import mention_position
-from kgmind.models import Evidence, LinkedEntity, normalize_name
+from kgmind.models import MIND_MAP_ONLY, SUPPORT_RELATION, Evidence, LinkedEntity, normalize_name
 from kgmind.prompts.grounded import MEDICAL_CONCLUSIONS, evidence_names
+from kgmind.retrievers.aggregate import render_evidence
 from kgmind.text import has_cjk
 
-__all__ = ["KIND_WORDS", "build_mind_map", "kind_word", "question_findings"]
+__all__ = [
+    "KIND_WORDS",
+    "branch_reasons",
+    "build_mind_map",
+    "kind_word",
+    "mind_map_only",
+    "question_findings",
+]
 
 #: What a node is, in the reader's language: ``kind -> (English, Chinese)``.
 KIND_WORDS: dict[str, tuple[str, str]] = {
@@ -184,3 +199,89 @@ def build_mind_map(
     if not branches:
         return None
     return {"label": root, "evidence_ids": [], "children": branches}
+
+
+def branch_reasons(
+    diagnoses: Sequence[str],
+    evidence: Sequence[Evidence],
+    reasons: Sequence[Evidence],
+    question: str,
+    linked: Sequence[LinkedEntity] = (),
+    entity_types: Mapping[str, str] | None = None,
+) -> list[Evidence]:
+    """Support lines for the chosen diagnoses the shown evidence ties to none of the question's findings.
+
+    Each keeps only its triples joining the diagnosis to a finding the question names (a
+    test or medication the patient mentions is advice, not a finding), is numbered after
+    the evidence (``N…``) and carries ``meta[MIND_MAP_ONLY]``: shown after the answer, it
+    was not read by the model. A diagnosis with no such line gets none.
+
+    Args:
+        diagnoses: The answer's diagnoses, in its order.
+        evidence: The numbered evidence the model read.
+        reasons: The exploration's support lines (``meta["relation"] == SUPPORT_RELATION``,
+            ``meta["disease"]``); other items are passed over.
+        question: The question (its findings).
+        linked: The run's linked entities (a lay word reaching a KG name).
+        entity_types: ``normalize_name(name) -> type`` of the evidence's entities.
+
+    Returns:
+        The added items, in the diagnoses' order.
+    """
+    advice = {t for f, t in MEDICAL_CONCLUSIONS.items() if f != "diagnoses"}
+    types = dict(entity_types or {})
+    by_disease: dict[str, Evidence] = {}
+    for ev in reasons:
+        name = ev.meta.get("disease")
+        if ev.meta.get("relation") == SUPPORT_RELATION and isinstance(name, str):
+            by_disease.setdefault(normalize_name(name), ev)
+            types.update({normalize_name(k): v for k, v in ev.entity_types.items()})
+    citer = _Citer(evidence)
+    stated = [
+        f for f in question_findings(question, evidence, linked) if types.get(normalize_name(f)) not in advice
+    ]
+    last = max((int(e.id[1:]) for e in evidence if e.id[:1] == "N" and e.id[1:].isdigit()), default=0)
+    out: list[Evidence] = []
+    for head in diagnoses:
+        line = by_disease.get(normalize_name(head))
+        if line is None or any(citer.joins(head, f) for f in stated):
+            continue
+        own = {
+            normalize_name(f)
+            for f in question_findings(question, [line], linked)
+            if types.get(normalize_name(f)) not in advice and normalize_name(f) != normalize_name(head)
+        }
+        keep = [
+            i for i, (h, _r, t) in enumerate(line.triples) if {normalize_name(h), normalize_name(t)} & own
+        ]
+        if not keep:
+            continue
+        last += 1
+        out.append(_part(line, keep, f"N{last}"))
+    return out
+
+
+def mind_map_only(ev: Evidence | Mapping[str, Any]) -> bool:
+    """Whether an evidence item (or its ``kgmind ask --json`` dict) was added for the mind map only."""
+    meta = ev.meta if isinstance(ev, Evidence) else ev.get("meta") or {}
+    return bool(meta.get(MIND_MAP_ONLY))
+
+
+def _part(line: Evidence, keep: Sequence[int], ev_id: str) -> Evidence:
+    """``line`` cut to its triples ``keep``, numbered ``ev_id``, marked as shown for the mind map only."""
+    n = len(line.triples)
+    ids = line.entity_ids
+    if len(ids) == n + 1:  # a support line's ids: one head per triple, then the disease
+        ids = [*(ids[i] for i in keep), ids[-1]]
+    part = line.model_copy(
+        update={
+            "id": ev_id,
+            "triples": [line.triples[i] for i in keep],
+            "relation_ids": [line.relation_ids[i] for i in keep]
+            if len(line.relation_ids) == n
+            else line.relation_ids,
+            "entity_ids": ids,
+            "meta": {**line.meta, MIND_MAP_ONLY: True},
+        }
+    )
+    return part.model_copy(update={"text": render_evidence(part)})

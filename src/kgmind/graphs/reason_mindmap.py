@@ -22,11 +22,11 @@ from langgraph.runtime import Runtime
 from kgmind.graphs import services
 from kgmind.graphs.aggregate_evidence import evidence_block
 from kgmind.graphs.context import Context, context_of
-from kgmind.graphs.mind_map import build_mind_map, question_findings
+from kgmind.graphs.mind_map import branch_reasons, build_mind_map, question_findings
 from kgmind.graphs.readable import consistent_summary, readable_steps, without_echoes
 from kgmind.graphs.state import State
 from kgmind.llm import invoke_structured
-from kgmind.models import Evidence, LinkedEntity, evidence_entity_types, normalize_name
+from kgmind.models import SUPPORT_RELATION, Evidence, LinkedEntity, evidence_entity_types, normalize_name
 from kgmind.prompts.grounded import (
     CONCLUSION_CHARS,
     MEDICAL_CONCLUSIONS,
@@ -189,8 +189,9 @@ def present_grounded(
     types: Mapping[str, str],
     linked: Sequence[LinkedEntity] = (),
     language: str = "en",
-) -> tuple[str, list[dict[str, Any]], dict[str, Any]]:
-    """What a reader is shown of a grounded answer: summary, inference chain and mind map.
+    reasons: Sequence[Evidence] = (),
+) -> tuple[str, list[dict[str, Any]], dict[str, Any], list[Evidence]]:
+    """What a reader is shown of a grounded answer: summary, inference chain, mind map, added evidence.
 
     Derived from the model's choices and the evidence, with no further model call: fragment
     steps show their cited evidence sentence, and the summary loses the patient's words pasted
@@ -205,18 +206,27 @@ def present_grounded(
         types: ``normalize_name(name) -> entity type`` (:func:`answer_types`).
         linked: The run's linked entities (a lay word of the question reaching a KG name).
         language: ``zh`` or English (the summary's added sentence).
+        reasons: The exploration's support lines: a chosen diagnosis the evidence ties to
+            none of the question's findings gets its line, for the mind map only
+            (:func:`~kgmind.graphs.mind_map.branch_reasons`).
 
     Returns:
-        ``(summary, inference_chain as dicts, mind_map as a dict)``.
+        ``(summary, inference_chain as dicts, mind_map as a dict, the evidence added for the
+        mind map)``.
 
     """
     chain = [s.model_dump(exclude=None if s.about else {"about"}) for s in out.inference_chain]
     conclusions = out.conclusion_map()
     tree = None
+    added: list[Evidence] = []
     if evidence:
         chain = readable_steps(chain, evidence, question)
-        findings = question_findings(question, evidence, linked)
-        tree = build_mind_map(out.mind_map.label, conclusions, evidence, findings, types)
+        diagnoses = conclusions.get("diagnoses") or []
+        added = branch_reasons(diagnoses, evidence, reasons, question, linked, types)
+        shown = [*evidence, *added]
+        findings = question_findings(question, shown, linked)
+        types = {**evidence_entity_types(added), **types}
+        tree = build_mind_map(out.mind_map.label, conclusions, shown, findings, types)
     disease = MEDICAL_CONCLUSIONS["diagnoses"]
     diseases = [n for ev in evidence for n in evidence_names(ev) if types.get(normalize_name(n)) == disease]
     summary = consistent_summary(out.summary.strip(), out.diagnoses, diseases, language)
@@ -224,7 +234,7 @@ def present_grounded(
         # made consistent first, so a disease named in a pasted sentence stays (as also considered), and
         # again after, in case the paste was what named the first diagnosis
         summary = consistent_summary(without_echoes(summary, question), out.diagnoses, diseases, language)
-    return summary, chain, tree or out.mind_map.model_dump()
+    return summary, chain, tree or out.mind_map.model_dump(), added if tree else []
 
 
 def run_reasoning(
@@ -234,6 +244,7 @@ def run_reasoning(
     ctx: Context,
     question: str = "",
     linked: Sequence[LinkedEntity] = (),
+    reasons: Sequence[Evidence] = (),
 ) -> dict[str, Any]:
     """Make the reasoning call and turn its output into state updates (shared by both reasoners).
 
@@ -247,10 +258,12 @@ def run_reasoning(
         ctx: Run settings.
         question: The question (root of the mind map, its findings).
         linked: The run's linked entities (a lay word in the question reaching a KG name).
+        reasons: The exploration's support lines (see :func:`present_grounded`).
 
     Returns:
         ``answer``, ``inference_chain``, ``mind_map``, ``conclusions``, ``own_knowledge``,
-        one LLM call, timing, flags.
+        one LLM call, timing, flags; ``selected_evidence`` with the items added for the
+        mind map, when there are any.
 
     """
     timings: dict[str, float] = {}
@@ -290,14 +303,17 @@ def run_reasoning(
     mind_map = out.mind_map.model_dump()
     conclusions: dict[str, list[str]] = {}
     own: list[str] = []
+    added: list[Evidence] = []
     if isinstance(out, GroundedAnswer):
         language = services.resolve_language(ctx, question)
-        answer, chain, mind_map = present_grounded(out, question, evidence, types, linked, language)
+        answer, chain, mind_map, added = present_grounded(
+            out, question, evidence, types, linked, language, reasons
+        )
         conclusions = out.conclusion_map()
         own = [p.strip() for p in out.own_knowledge if p.strip()]
         chosen = render_conclusions(conclusions, language)
         answer = f"{answer}\n{chosen}".strip() if chosen else answer
-    return {
+    update: dict[str, Any] = {
         "answer": answer,
         "inference_chain": chain,
         "mind_map": mind_map,
@@ -307,6 +323,9 @@ def run_reasoning(
         "timings_ms": timings,
         "flags": {"fallback_parse": result.used_fallback, "no_kg_evidence": not evidence},
     }
+    if added:
+        update["selected_evidence"] = [*evidence, *added]
+    return update
 
 
 def answer_with_evidence(
@@ -315,6 +334,7 @@ def answer_with_evidence(
     ctx: Context,
     language: str | None = None,
     linked: Sequence[LinkedEntity] = (),
+    reasons: Sequence[Evidence] = (),
 ) -> dict[str, Any]:
     """MindMap's reasoning call over ``evidence``: the node's work, callable outside the graph.
 
@@ -327,6 +347,7 @@ def answer_with_evidence(
         ctx: Run settings (model, generation limit).
         language: Prompt language; detected from the question when ``None``.
         linked: The run's linked entities (findings of the mind map).
+        reasons: The exploration's support lines (see :func:`present_grounded`).
 
     Returns:
         See :func:`run_reasoning`.
@@ -336,14 +357,15 @@ def answer_with_evidence(
     block = evidence_block(evidence) or (NO_EVIDENCE_ZH if language == "zh" else NO_EVIDENCE_EN)
     prompt = grounded_prompt(language) if ctx.answer_schema == "grounded" else mindmap_prompt(language)
     messages = prompt.format_messages(question=question, evidence=block)
-    return run_reasoning("reason_mindmap", messages, evidence, ctx, question, linked)
+    return run_reasoning("reason_mindmap", messages, evidence, ctx, question, linked, reasons)
 
 
 def reason_mindmap(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Answer with MindMap's prompt over the selected evidence.
 
     Args:
-        state: ``question``, ``language``, ``selected_evidence`` and ``linked_entities``.
+        state: ``question``, ``language``, ``selected_evidence``, ``linked_entities`` and
+            ``neighbor_evidence`` (its support lines, for the mind map).
         runtime: LangGraph runtime with the :class:`Context`.
 
     Returns:
@@ -353,4 +375,5 @@ def reason_mindmap(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     ctx = context_of(runtime)
     evidence = [] if ctx.mode == "llm_only" else list(state.get("selected_evidence") or [])
     linked = list(state.get("linked_entities") or [])
-    return answer_with_evidence(state["question"], evidence, ctx, state.get("language"), linked)
+    reasons = [e for e in state.get("neighbor_evidence") or [] if e.meta.get("relation") == SUPPORT_RELATION]
+    return answer_with_evidence(state["question"], evidence, ctx, state.get("language"), linked, reasons)

@@ -10,9 +10,9 @@ from typing import Any
 from kgmind.graphs.check_grounding import iter_mind_map
 from kgmind.graphs.claims import mind_map_ids
 from kgmind.graphs.evidence_svg import evidence_svg
-from kgmind.graphs.mind_map import kind_word
+from kgmind.graphs.mind_map import kind_word, mind_map_only
 from kgmind.graphs.svg import CITE_COLOR, CONTROL, FLAG_COLOR, Box, esc, svg_document, wrap_cells
-from kgmind.models import Evidence
+from kgmind.models import MIND_MAP_ONLY_NOTE, Evidence
 
 __all__ = [
     "evidence_mermaid",
@@ -229,8 +229,13 @@ def run_html(result: Mapping[str, Any]) -> str:
         for n, s in enumerate(result.get("inference_chain") or [], 1)
     )
     rows = "".join(
-        f"<tr><td>{esc(e.id)}</td><td>{esc(e.kind)}</td><td>{esc(e.text)}</td></tr>" for e in evidence
+        f"<tr><td>{esc(e.id)}</td><td>{esc(e.kind)}{' †' if mind_map_only(e) else ''}</td>"
+        f"<td>{esc(e.text)}</td></tr>"
+        for e in evidence
     )
+    if any(mind_map_only(e) for e in evidence):
+        rows += f'<tr><td colspan="3" class="cite">† {esc(MIND_MAP_ONLY_NOTE)}</td></tr>'
+
     grounding_report = result.get("grounding") or {}
     flagged = grounding_report.get("flagged") or []
     grounding = (

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar
 
-from kgmind.models import Evidence, normalize_name
+from kgmind.models import SUPPORT_RELATION, Evidence, normalize_name
 from kgmind.relations import DISEASE, REVERSE_MARK, RelationSchema, reading_words
 from kgmind.retrievers.exploration.items import evidence_item, resolve, triple_text
 from kgmind.retrievers.graph_index import GraphIndex
@@ -489,7 +489,7 @@ def neighbor_evidence(
 
 def _support_line(gi: GraphIndex, d: int, support_ids: Sequence[str], score: float, **meta: Any) -> Evidence:
     es = [gi.edge_index_of[r] for r in support_ids]
-    meta = {"entity": gi.names[d], "relation": "support", **meta}
+    meta = {"entity": gi.names[d], "relation": SUPPORT_RELATION, **meta}
     nodes = [*(gi.edge_head[e] for e in es), d]
     text = triple_text(gi, es)
     return evidence_item(
