@@ -13,7 +13,7 @@ import functools
 import hashlib
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Final, Literal, NamedTuple
 
 from pydantic import BaseModel, Field, field_validator
@@ -45,6 +45,7 @@ __all__ = [
     "entity_id",
     "evidence_entity_types",
     "merge_entities",
+    "mind_map_only",
     "normalize_name",
     "normalize_relation_type",
     "relation_id",
@@ -502,3 +503,9 @@ def evidence_entity_types(evidence: Iterable[Evidence]) -> dict[str, str]:
     sees the last item's type win.
     """
     return {normalize_name(name): etype for ev in evidence for name, etype in ev.entity_types.items()}
+
+
+def mind_map_only(ev: Evidence | Mapping[str, Any]) -> bool:
+    """Whether an evidence item (or its ``kgmind ask --json`` dict) was added for the mind map only."""
+    meta = ev.meta if isinstance(ev, Evidence) else ev.get("meta") or {}
+    return bool(meta.get(MIND_MAP_ONLY))

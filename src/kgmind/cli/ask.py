@@ -20,7 +20,7 @@ from kgmind.cli import progress as progress_out
 from kgmind.cli._common import CheckpointOption, CliError, console, err_console, handle_errors
 from kgmind.cli.progress import NodeStatus, event_line, update_status
 from kgmind.llm import DEFAULT_MODEL
-from kgmind.models import MIND_MAP_ONLY, MIND_MAP_ONLY_NOTE
+from kgmind.models import MIND_MAP_ONLY, MIND_MAP_ONLY_NOTE, mind_map_only
 
 __all__ = [
     "ask",
@@ -58,7 +58,7 @@ def result_dict(values: Mapping[str, Any]) -> dict[str, Any]:
                 "entity_types": dict(data.get("entity_types") or {}),
                 "readings": dict(data.get("readings") or {}),
                 # only an item added after the answer carries meta here (MIND_MAP_ONLY)
-                **({"meta": {MIND_MAP_ONLY: True}} if (data.get("meta") or {}).get(MIND_MAP_ONLY) else {}),
+                **({"meta": {MIND_MAP_ONLY: True}} if mind_map_only(data) else {}),
             }
         )
     grounding = dict(values.get("grounding") or {})
@@ -75,10 +75,6 @@ def result_dict(values: Mapping[str, Any]) -> dict[str, Any]:
         "timings_ms": dict(values.get("timings_ms") or {}),
         "flags": dict(values.get("flags") or {}),
     }
-
-
-def _mind_map_only(ev: Mapping[str, Any]) -> bool:
-    return bool((ev.get("meta") or {}).get(MIND_MAP_ONLY))
 
 
 def mind_map_tree(
@@ -197,9 +193,9 @@ def print_result(result: Mapping[str, Any]) -> None:
         # fold, not ellipsis: Chinese text has no spaces, so rich saw one long word and cut it
         table.add_column("text", overflow="fold")
         for ev in result["selected_evidence"]:
-            table.add_row(ev["id"], ev["kind"] + (" †" if _mind_map_only(ev) else ""), escape(ev["text"]))
+            table.add_row(ev["id"], ev["kind"] + (" †" if mind_map_only(ev) else ""), escape(ev["text"]))
         console.print(table)
-        if any(_mind_map_only(ev) for ev in result["selected_evidence"]):
+        if any(mind_map_only(ev) for ev in result["selected_evidence"]):
             console.print(f"[dim]† {MIND_MAP_ONLY_NOTE}[/]")
     else:
         console.print("[yellow]No KG evidence: the answer comes from the LLM alone.[/]")

@@ -49,7 +49,7 @@ from typing import Any
 
 from kgmind.eval.resources import EntityInput, Resources
 from kgmind.graphs.context import Mode
-from kgmind.models import MIND_MAP_ONLY, Evidence, Mention
+from kgmind.models import Evidence, Mention, mind_map_only
 from kgmind.retrievers import aggregate, baselines, exploration
 from kgmind.retrievers.ner import Gazetteer
 
@@ -168,7 +168,7 @@ def run_graph(
     timings = out.get("timings_ms") or {}
     result = MethodResult(
         # what the model read: an item added after the answer for the mind map is not retrieval
-        evidence=[e for e in out.get("selected_evidence") or [] if not e.meta.get(MIND_MAP_ONLY)],
+        evidence=[e for e in out.get("selected_evidence") or [] if not mind_map_only(e)],
         llm_calls=int(out.get("llm_calls") or 0),
         llm_ms=float(sum(timings.get(n, 0.0) for n in LLM_NODES)),
         linked=[le.entity_id for le in out.get("linked_entities") or []],

@@ -43,7 +43,6 @@ __all__ = [
     "branch_reasons",
     "build_mind_map",
     "kind_word",
-    "mind_map_only",
     "question_findings",
 ]
 
@@ -259,12 +258,6 @@ def branch_reasons(
         last += 1
         out.append(_part(line, keep, f"N{last}"))
     return out
-
-
-def mind_map_only(ev: Evidence | Mapping[str, Any]) -> bool:
-    """Whether an evidence item (or its ``kgmind ask --json`` dict) was added for the mind map only."""
-    meta = ev.meta if isinstance(ev, Evidence) else ev.get("meta") or {}
-    return bool(meta.get(MIND_MAP_ONLY))
 
 
 def _part(line: Evidence, keep: Sequence[int], ev_id: str) -> Evidence:

@@ -10,9 +10,9 @@ from typing import Any
 from kgmind.graphs.check_grounding import iter_mind_map
 from kgmind.graphs.claims import mind_map_ids
 from kgmind.graphs.evidence_svg import evidence_svg
-from kgmind.graphs.mind_map import kind_word, mind_map_only
+from kgmind.graphs.mind_map import kind_word
 from kgmind.graphs.svg import CITE_COLOR, CONTROL, FLAG_COLOR, Box, esc, svg_document, wrap_cells
-from kgmind.models import MIND_MAP_ONLY_NOTE, Evidence
+from kgmind.models import MIND_MAP_ONLY_NOTE, Evidence, mind_map_only
 
 __all__ = [
     "evidence_mermaid",
