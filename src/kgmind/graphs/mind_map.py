@@ -35,7 +35,7 @@ from typing import Any
 from kgmind.graphs.check_grounding import mention_position
 from kgmind.models import MIND_MAP_ONLY, SUPPORT_RELATION, Evidence, LinkedEntity, normalize_name
 from kgmind.prompts.grounded import MEDICAL_CONCLUSIONS, evidence_names
-from kgmind.retrievers.aggregate import render_evidence
+from kgmind.retrievers.aggregate import kept_triples
 from kgmind.text import has_cjk
 
 __all__ = [
@@ -256,25 +256,7 @@ def branch_reasons(
         if not keep:
             continue
         last += 1
-        out.append(_part(line, keep, f"N{last}"))
+        out.append(
+            kept_triples(line, keep, {**line.meta, MIND_MAP_ONLY: True}).model_copy(update={"id": f"N{last}"})
+        )
     return out
-
-
-def _part(line: Evidence, keep: Sequence[int], ev_id: str) -> Evidence:
-    """``line`` cut to its triples ``keep``, numbered ``ev_id``, marked as shown for the mind map only."""
-    n = len(line.triples)
-    ids = line.entity_ids
-    if len(ids) == n + 1:  # a support line's ids: one head per triple, then the disease
-        ids = [*(ids[i] for i in keep), ids[-1]]
-    part = line.model_copy(
-        update={
-            "id": ev_id,
-            "triples": [line.triples[i] for i in keep],
-            "relation_ids": [line.relation_ids[i] for i in keep]
-            if len(line.relation_ids) == n
-            else line.relation_ids,
-            "entity_ids": ids,
-            "meta": {**line.meta, MIND_MAP_ONLY: True},
-        }
-    )
-    return part.model_copy(update={"text": render_evidence(part)})

@@ -38,7 +38,7 @@ in order).
 
 from __future__ import annotations
 
-from kgmind.retrievers.aggregate.budget import ID_OVERHEAD, ShownFacts, fit_budget
+from kgmind.retrievers.aggregate.budget import ID_OVERHEAD, ShownFacts, fit_budget, kept_triples
 from kgmind.retrievers.aggregate.pipeline import (
     aggregate_evidence,
     dedupe_evidence,
@@ -71,6 +71,7 @@ __all__ = [
     "dedupe_evidence",
     "default_reranker",
     "fit_budget",
+    "kept_triples",
     "number_evidence",
     "prune_redundant",
     "rank_candidates",

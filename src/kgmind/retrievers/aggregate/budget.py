@@ -10,7 +10,7 @@ that share their first hops otherwise repeat them five times).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kgmind.models import Evidence, normalize_name
@@ -170,24 +170,40 @@ class ShownFacts:
             meta["descriptions"] = fresh
         if "knowledge" in meta:
             meta["knowledge"] = fresh_knowledge
-        for key in ("probabilities",):  # other per-edge lists follow the kept edges
-            values = meta.get(key)
-            if isinstance(values, list) and len(values) == n:
-                meta[key] = [values[i] for i in keep]
         if len(keep) < n:
             meta["facts_shown_before"] = n - len(keep)
-        cut = ev.model_copy(
-            update={
-                "triples": [ev.triples[i] for i in keep],
-                "relation_ids": (
-                    [ev.relation_ids[i] for i in keep] if len(ev.relation_ids) == n else ev.relation_ids
-                ),
-                "entity_ids": _kept_entity_ids(ev, keep),
-                "meta": meta,
-            }
-        )
-        self._cut[memo] = cut.model_copy(update={"text": render_evidence(cut)})
+        self._cut[memo] = kept_triples(ev, keep, meta)
         return self._cut[memo]
+
+
+def kept_triples(ev: Evidence, keep: Sequence[int], meta: Mapping[str, Any] | None = None) -> Evidence:
+    """``ev`` cut to its triples ``keep``, re-rendered by template.
+
+    The kept triples keep their relation ids (feedback credits what was shown), the entity
+    ids they still show and their per-edge ``meta`` values.
+
+    Args:
+        ev: The item.
+        keep: Indexes of the triples to keep, in order.
+        meta: The cut item's ``meta`` (``None``: ``ev``'s).
+    """
+    n = len(ev.triples)
+    meta = dict(ev.meta if meta is None else meta)
+    for key in ("probabilities",):  # per-edge lists follow the kept edges
+        values = meta.get(key)
+        if isinstance(values, list) and len(values) == n:
+            meta[key] = [values[i] for i in keep]
+    cut = ev.model_copy(
+        update={
+            "triples": [ev.triples[i] for i in keep],
+            "relation_ids": [ev.relation_ids[i] for i in keep]
+            if len(ev.relation_ids) == n
+            else ev.relation_ids,
+            "entity_ids": _kept_entity_ids(ev, keep),
+            "meta": meta,
+        }
+    )
+    return cut.model_copy(update={"text": render_evidence(cut)})
 
 
 def _kept_entity_ids(ev: Evidence, keep: Sequence[int]) -> list[str]:
